@@ -1,0 +1,47 @@
+"""nvtxsim: NVTX phase ranges for simulation/RL loops, and per-phase reports of Nsight Systems exports.
+
+Emit::
+
+    import nvtxsim
+    with nvtxsim.phase("sim_step"):
+        sim.step()
+
+    @nvtxsim.phase("policy")
+    def act(obs): ...
+
+Report::
+
+    nvtxsim report run.sqlite
+"""
+
+from . import phases
+from .emit import (
+    backend_info,
+    disable,
+    enable,
+    is_enabled,
+    is_recording,
+    mark,
+    phase,
+    range_pop,
+    range_push,
+)
+from .instrument import Instrumentation, instrument
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "phase",
+    "mark",
+    "range_push",
+    "range_pop",
+    "instrument",
+    "Instrumentation",
+    "enable",
+    "disable",
+    "is_enabled",
+    "is_recording",
+    "backend_info",
+    "phases",
+    "__version__",
+]
