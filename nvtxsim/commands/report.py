@@ -1,0 +1,87 @@
+"""``nvtxsim report``: per-phase CPU/GPU tables from an nsys export."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional, TextIO
+
+from ..analyse import Report, summarize
+from ..load import load
+from ..output import check_writable, write_atomic
+from ..render import RENDERERS, render_table
+
+FORMATS = tuple(RENDERERS)
+
+
+def make_report(path: "str | Path", *, domain: Optional[str] = "nvtxsim") -> Report:
+    """Load → analyse one export (the programmatic form of ``nvtxsim report``)."""
+    return summarize(load(path), domain=domain)
+
+
+def render(report: Report, fmt: str, *, to_terminal: bool = False) -> str:
+    if fmt == "table":
+        return render_table(report, color=to_terminal, width=_terminal_width() if to_terminal else None)
+    return RENDERERS[fmt](report)
+
+
+def _terminal_width() -> Optional[int]:
+    import shutil
+
+    return max(shutil.get_terminal_size((200, 24)).columns, 80)
+
+
+def run_report(
+    path: "str | Path",
+    *,
+    fmt: str = "table",
+    domain: Optional[str] = "nvtxsim",
+    out: "str | Path | None" = None,
+    force: bool = False,
+    stream: Optional[TextIO] = None,
+) -> int:
+    """Report on ``path`` to ``out`` (a file, written atomically) or ``stream`` (default stdout)."""
+    if out is not None:
+        check_writable(out, force=force, protect=[path])
+    report = make_report(path, domain=domain)
+    if out is not None:
+        write_atomic(out, render(report, fmt), force=force, protect=[path])
+        return 0
+    stream = stream or sys.stdout
+    stream.write(render(report, fmt, to_terminal=stream.isatty() if hasattr(stream, "isatty") else False))
+    stream.flush()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    domain = None if args.domain == "all" else args.domain
+    if len(args.paths) > 1 and args.output:
+        from ..errors import NvtxsimError
+
+        raise NvtxsimError("-o takes one export; give one path or write to stdout")
+    code = 0
+    for i, path in enumerate(args.paths):
+        if i:
+            sys.stdout.write("\n")
+        code = max(code, run_report(path, fmt=args.format, domain=domain, out=args.output, force=args.force))
+    return code
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "report",
+        help="per-phase CPU/GPU timing table of an nsys export",
+        description="Per-phase CPU and GPU timing of an Nsight Systems export (.sqlite, or .nsys-rep when nsys is installed).",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="nsys export (.sqlite or .nsys-rep)")
+    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument(
+        "--domain",
+        default="nvtxsim",
+        metavar="NAME",
+        help="NVTX domain to report: a name, 'default' for the unnamed domain, or 'all' (default: nvtxsim)",
+    )
+    p.set_defaults(func=run)

@@ -1,0 +1,53 @@
+"""Writing results: atomically, and never over a user's file unless asked."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Union
+
+from .errors import NvtxsimError
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def check_writable(path: PathLike, *, force: bool = False, protect: Iterable[PathLike] = ()) -> Path:
+    """Fail early (before any work) when ``path`` cannot or must not be written."""
+    p = Path(path)
+    for other in protect:
+        try:
+            if p.exists() and Path(other).exists() and p.samefile(other):
+                raise NvtxsimError(f"{p}: refusing to overwrite the input file")
+        except OSError:
+            pass
+    if p.is_dir():
+        raise NvtxsimError(f"{p}: is a directory")
+    if p.exists() and not force:
+        raise NvtxsimError(f"{p}: already exists (use --force to overwrite)")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise NvtxsimError(f"{parent}: no such directory")
+    if not os.access(parent, os.W_OK):
+        raise NvtxsimError(f"{parent}: directory is not writable")
+    return p
+
+
+def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False, protect: Iterable[PathLike] = ()) -> Path:
+    """Write to a temporary file beside ``path``, then rename: readers never see a partial file."""
+    p = check_writable(path, force=force, protect=protect)
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+    try:
+        with os.fdopen(fd, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
+            fh.write(data)
+        if not force and p.exists():  # appeared meanwhile: still never clobber
+            raise NvtxsimError(f"{p}: already exists (use --force to overwrite)")
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return p

@@ -1,0 +1,148 @@
+"""Render stage: turn a :class:`~nvtxsim.analyse.Report` into text.
+
+Renderers are plain functions ``Report -> str`` registered in ``RENDERERS``;
+machine formats (csv, json) carry every field in integer nanoseconds, human
+formats (table, markdown) pick units per value.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import fields
+from typing import Callable
+
+from .analyse import PhaseStats, Report
+
+JSON_SCHEMA_VERSION = 1
+
+
+def fmt_ns(ns: float) -> str:
+    """Nanoseconds in the unit that keeps 3-4 significant digits."""
+    ns = float(ns)
+    a = abs(ns)
+    if a == 0:
+        return "0"
+    if a < 1e3:
+        return f"{ns:.0f} ns"
+    if a < 1e6:
+        return f"{ns / 1e3:.1f} µs"
+    if a < 1e9:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e9:.3f} s"
+
+
+def fmt_bytes(n: float) -> str:
+    n = float(n)
+    if n == 0:
+        return "0"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+# Columns of the human formats: (header, getter, justify).
+_HUMAN_COLUMNS: list[tuple[str, Callable[[PhaseStats], str]]] = [
+    ("Phase", lambda p: p.label),
+    ("N", lambda p: f"{p.instances:,}"),
+    ("CPU total", lambda p: fmt_ns(p.cpu_total_ns)),
+    ("mean", lambda p: fmt_ns(p.cpu_mean_ns)),
+    ("median", lambda p: fmt_ns(p.cpu_median_ns)),
+    ("p90", lambda p: fmt_ns(p.cpu_p90_ns)),
+    ("p99", lambda p: fmt_ns(p.cpu_p99_ns)),
+    ("max", lambda p: fmt_ns(p.cpu_max_ns)),
+    ("GPU proj", lambda p: fmt_ns(p.gpu_proj_total_ns)),
+    ("proj median", lambda p: fmt_ns(p.gpu_proj_median_ns)),
+    ("GPU busy", lambda p: fmt_ns(p.gpu_busy_total_ns)),
+    ("ops", lambda p: f"{p.gpu_ops:,}"),
+    ("kernels", lambda p: f"{p.gpu_kernels:,}"),
+    ("H→D", lambda p: fmt_bytes(p.memcpy_htod_bytes)),
+    ("D→H", lambda p: fmt_bytes(p.memcpy_dtoh_bytes)),
+]
+
+
+def _heading(report: Report) -> str:
+    s = report.source
+    parts = [s.get("path", "")]
+    if s.get("nsys_version"):
+        parts.append(f"nsys {s['nsys_version']}")
+    if s.get("capture_ns"):
+        parts.append(f"capture {fmt_ns(s['capture_ns'])}")
+    parts.append(f"{s.get('ranges', 0):,} ranges")
+    if s.get("gpu_ops"):
+        parts.append(f"{s.get('kernels', 0):,} kernels, {s.get('memcpys', 0):,} memcpys, {s.get('memsets', 0):,} memsets")
+    return " · ".join(parts)
+
+
+def render_table(report: Report, *, width: int | None = None, color: bool | None = None) -> str:
+    """A rich table, rendered to a string (colour only when writing to a terminal)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=_heading(report), title_justify="left", header_style="bold", box=None, pad_edge=False)
+    for i, (header, _) in enumerate(_HUMAN_COLUMNS):
+        table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
+    for p in report.phases:
+        table.add_row(*(get(p) for _, get in _HUMAN_COLUMNS))
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width or 200,
+        force_terminal=bool(color),
+        color_system="auto" if color else None,
+        highlight=False,
+        soft_wrap=False,
+    )
+    if not report.phases:
+        console.print(_heading(report))
+        console.print("no NVTX ranges in the selected domain")
+    else:
+        console.print(table)
+    for w in report.warnings:
+        console.print(f"warning: {w}", markup=False)
+    return buf.getvalue()
+
+
+def render_markdown(report: Report) -> str:
+    def cell(v: str) -> str:
+        return v.replace("|", "\\|")
+
+    lines = [f"**{cell(_heading(report))}**", ""]
+    lines.append("| " + " | ".join(h for h, _ in _HUMAN_COLUMNS) + " |")
+    lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(_HUMAN_COLUMNS) - 1)) + "|")
+    for p in report.phases:
+        lines.append("| " + " | ".join(cell(get(p)) for _, get in _HUMAN_COLUMNS) + " |")
+    for w in report.warnings:
+        lines.append("")
+        lines.append(f"> warning: {cell(w)}")
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(report: Report) -> str:
+    names = [f.name for f in fields(PhaseStats)]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(names)
+    for p in report.phases:
+        d = p.as_dict()
+        w.writerow([d[n] for n in names])
+    return buf.getvalue()
+
+
+def render_json(report: Report) -> str:
+    from . import __version__
+
+    doc = report.as_dict()
+    doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+RENDERERS: dict[str, Callable[[Report], str]] = {
+    "table": render_table,
+    "csv": render_csv,
+    "json": render_json,
+    "markdown": render_markdown,
+}
