@@ -443,6 +443,8 @@ def _capture_end(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[i
 def load(path: "str | os.PathLike[str]", *, cuda: bool = True) -> Export:
     """Read one export. ``.nsys-rep`` files are converted with ``nsys export`` first."""
     path = Path(path)
+    if path.suffix == ".gz":
+        return _load_gzip(path, cuda=cuda)
     if path.suffix == ".nsys-rep":
         from .capture import ensure_sqlite  # capture stage owns nsys
 
@@ -480,3 +482,29 @@ def load(path: "str | os.PathLike[str]", *, cuda: bool = True) -> Export:
         warnings=warnings,
     )
     return exp
+
+
+def _load_gzip(path: Path, *, cuda: bool) -> Export:
+    """Gzipped exports (as shipped in tests/data) are inflated to a private temporary file."""
+    import gzip
+    import shutil
+    import tempfile
+
+    _check_exists(path)
+    with tempfile.TemporaryDirectory(prefix="nvtxsim-") as tmp:
+        inner = Path(tmp) / path.name[: -len(".gz")]
+        try:
+            with gzip.open(path) as src, open(inner, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except (OSError, EOFError) as exc:
+            raise NvtxsimError(f"{path}: not a readable gzip file ({exc})") from None
+        exp = load(inner, cuda=cuda)
+    exp.path = path
+    return exp
+
+
+def _check_exists(path: Path) -> None:
+    if not path.exists():
+        raise NvtxsimError(f"{path}: no such file")
+    if path.is_dir():
+        raise NvtxsimError(f"{path}: is a directory, not an nsys export")

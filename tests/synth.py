@@ -1,0 +1,156 @@
+"""Synthetic nsys exports (2022.4 schema 3.0.0 columns) with random NVTX ranges, CUDA calls and GPU ops.
+
+They let the real `nsys stats` scripts act as the reference for nvtxsim's projection on
+shapes a CPU-only machine cannot record: several processes with colliding correlation
+ids, overlapping streams, launches cut by range boundaries, cross-thread and unclosed
+ranges, nested driver calls.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DDL = """
+CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE EXPORT_META_DATA (name TEXT NOT NULL, value TEXT);
+CREATE TABLE ANALYSIS_DETAILS (globalVid INTEGER NOT NULL, duration INTEGER NOT NULL, startTime INTEGER NOT NULL, stopTime INTEGER NOT NULL);
+CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER,
+    color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, uint64Value INTEGER,
+    int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER,
+    correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL,
+    streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL,
+    mangledName INTEGER, launchType INTEGER, cacheConfig INTEGER, registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL,
+    gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,
+    staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, localMemoryPerThread INTEGER NOT NULL,
+    localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL, sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL,
+    streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL,
+    deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, srcContextId INTEGER, dstDeviceId INTEGER,
+    dstContextId INTEGER, migrationCause INTEGER, graphNodeId INTEGER, virtualAddress INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL,
+    streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL, bytes INTEGER NOT NULL,
+    graphNodeId INTEGER, memKind INTEGER);
+"""
+
+NAMES = ["iteration", "sim_step", "render", "camera_readout", "policy", "reward", "reset", "x|y", "päyload"]
+API_NAMES = ["cudaLaunchKernel_v7000", "cudaMemcpyAsync_v3020", "cudaMemsetAsync_v3020", "cuLaunchKernel", "cudaStreamSynchronize_v3020"]
+
+
+@dataclass
+class Synth:
+    """What was generated, for reference computations in tests."""
+
+    ranges: list[dict] = field(default_factory=list)  # rowid, start, end(None=unclosed), tid, end_tid, style, domain, name
+    calls: list[dict] = field(default_factory=list)  # start, end, tid, corr
+    ops: list[dict] = field(default_factory=list)  # start, end, gpid, corr, kind, bytes, copy_kind
+
+
+def global_tid(pid: int, tid: int) -> int:
+    return (1 << 48) | (pid << 24) | tid
+
+
+def make_export(path: Path, seed: int, *, processes: int = 2, threads: int = 3, calls_per_thread: int = 60) -> Synth:
+    rng = random.Random(seed)
+    synth = Synth()
+    con = sqlite3.connect(path)
+    con.executescript(DDL)
+    strings: dict[str, int] = {}
+
+    def sid(s: str) -> int:
+        if s not in strings:
+            strings[s] = len(strings) + 1
+        return strings[s]
+
+    nvtx_rows: list[tuple] = []
+    runtime_rows: list[tuple] = []
+    kernel_rows: list[tuple] = []
+    memcpy_rows: list[tuple] = []
+    memset_rows: list[tuple] = []
+    t_end = 0
+    for p in range(processes):
+        pid = 1000 + p
+        gpid = global_tid(pid, 0)
+        corr = 1  # per-process counters: ids collide across processes on purpose
+        main_tid = global_tid(pid, pid)
+        nvtx_rows.append((0, None, 75, None, None, None, "nvtxsim", main_tid, None, None, 1))
+        tids = [global_tid(pid, pid + k) for k in range(threads)]
+        for tid in tids:
+            t = rng.randint(0, 5000)
+            for _ in range(calls_per_thread):
+                t += rng.randint(0, 4000)
+                dur = rng.randint(200, 5000)
+                c = {"start": t, "end": t + dur, "tid": tid, "corr": corr}
+                synth.calls.append(c)
+                runtime_rows.append((c["start"], c["end"], 0, tid, corr, sid(rng.choice(API_NAMES)), 0))
+                for _ in range(rng.choice([0, 1, 1, 1, 2, 3])):
+                    kind = rng.choice(["k", "k", "k", "m", "s"])
+                    s = t + rng.randint(100, 20000)
+                    e = s + rng.randint(1, 8000)
+                    op = {"start": s, "end": e, "gpid": gpid, "corr": corr, "kind": kind, "bytes": 0, "copy_kind": -1}
+                    stream = rng.randint(1, 3)
+                    if kind == "k":
+                        kernel_rows.append((s, e, 0, 1, stream, corr, gpid, sid(f"kern{rng.randint(0, 4)}"), sid("k"), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+                    elif kind == "m":
+                        op["bytes"] = rng.randint(1, 1 << 20)
+                        op["copy_kind"] = rng.choice([1, 2, 8])
+                        memcpy_rows.append((s, e, 0, 1, stream, corr, gpid, op["bytes"], op["copy_kind"]))
+                    else:
+                        op["bytes"] = rng.randint(1, 1 << 16)
+                        memset_rows.append((s, e, 0, 1, stream, corr, gpid, 0, op["bytes"]))
+                    synth.ops.append(op)
+                    t_end = max(t_end, e)
+                corr += 1
+                if rng.random() < 0.1:  # a nested driver call inside the runtime call, launching nothing
+                    runtime_rows.append((t + 10, t + dur - 10, 1, tid, corr, sid("cuLaunchKernel"), 0))
+                    synth.calls.append({"start": t + 10, "end": t + dur - 10, "tid": tid, "corr": corr})
+                    corr += 1
+                t += dur
+            thread_end = t
+            t_end = max(t_end, t)
+            # Nested push/pop ranges: a random tree over [0, thread_end].
+            def tree(lo: int, hi: int, depth: int) -> None:
+                if depth > 3 or hi - lo < 500:
+                    return
+                n = rng.randint(1, 4)
+                cuts = sorted(rng.randint(lo, hi) for _ in range(2 * n))
+                for a, b in zip(cuts[::2], cuts[1::2]):
+                    if b <= a:
+                        continue
+                    dom = rng.choice([0, 1, 1])
+                    name = rng.choice(NAMES)
+                    registered = rng.random() < 0.8
+                    nvtx_rows.append((a, b, 59, None, None, None, None if registered else name, tid, None, sid(name) if registered else None, dom))
+                    tree(a, b, depth + 1)
+
+            tree(0, thread_end, 0)
+            # Start/end ranges, some ending on another thread, some never ending.
+            for _ in range(rng.randint(0, 4)):
+                a = rng.randint(0, thread_end)
+                b = a + rng.randint(0, 50000)
+                other = rng.choice(tids)
+                end_tid = other if (other != tid and rng.random() < 0.4) else None
+                end = None if rng.random() < 0.1 else b
+                nvtx_rows.append((a, end, 60, None, None, None, None, tid, end_tid, sid(rng.choice(NAMES)), rng.choice([0, 1])))
+    # An unclosed push/pop range (program exited inside it).
+    nvtx_rows.append((10, None, 59, None, None, None, None, global_tid(1000, 1000), None, sid("iteration"), 1))
+    con.executemany("INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)", nvtx_rows)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", runtime_rows)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", kernel_rows)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind) VALUES (?,?,?,?,?,?,?,?,?)", memcpy_rows)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start,end,deviceId,contextId,streamId,correlationId,globalPid,value,bytes) VALUES (?,?,?,?,?,?,?,?,?)", memset_rows)
+    con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in strings.items()])
+    con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
+    con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (t_end + 1000, t_end + 1000))
+    con.commit()
+    for rowid, start, end, etype, tid, end_tid, text, text_id, dom in con.execute(
+        "SELECT rowid, start, end, eventType, globalTid, endGlobalTid, text, textId, domainId FROM NVTX_EVENTS WHERE eventType IN (59,60)"
+    ):
+        name = text if text is not None else next(s for s, i in strings.items() if i == text_id)
+        synth.ranges.append({"row": rowid, "start": start, "end": end, "tid": tid, "end_tid": end_tid, "style": etype, "domain": "nvtxsim" if dom else "", "name": name})
+    con.close()
+    return synth

@@ -1,0 +1,101 @@
+"""Bad input to `nvtxsim report`: one line on stderr, exit code 2, no traceback, no file touched."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from synth import make_export
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nvtxsim", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def assert_clean_error(proc: subprocess.CompletedProcess, needle: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("nvtxsim: error: ") and needle in lines[0], lines[0]
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.fixture
+def good_export(tmp_path: Path) -> Path:
+    path = tmp_path / "good.sqlite"
+    make_export(path, 11)
+    return path
+
+
+def test_missing_file(tmp_path):
+    assert_clean_error(run_cli("report", str(tmp_path / "nope.sqlite")), "no such file")
+
+
+def test_not_sqlite(tmp_path):
+    p = tmp_path / "x.sqlite"
+    p.write_bytes(b"this is not a database\n" * 100)
+    assert_clean_error(run_cli("report", str(p)), "not an SQLite file")
+
+
+def test_empty_file(tmp_path):
+    p = tmp_path / "empty.sqlite"
+    p.touch()
+    assert_clean_error(run_cli("report", str(p)), "empty file")
+
+
+def test_truncated_export(tmp_path, good_export):
+    data = good_export.read_bytes()
+    p = tmp_path / "cut.sqlite"
+    p.write_bytes(data[: len(data) // 2])
+    assert_clean_error(run_cli("report", str(p)), "truncated")
+
+
+def test_directory(tmp_path):
+    assert_clean_error(run_cli("report", str(tmp_path)), "directory")
+
+
+def test_export_without_nvtx_table(tmp_path):
+    p = tmp_path / "nonvtx.sqlite"
+    con = sqlite3.connect(p)
+    con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+    con.commit()
+    con.close()
+    assert_clean_error(run_cli("report", str(p)), "no NVTX_EVENTS table")
+
+
+def test_existing_output_needs_force(tmp_path, good_export):
+    out = tmp_path / "report.csv"
+    out.write_text("precious\n")
+    assert_clean_error(run_cli("report", str(good_export), "-f", "csv", "-o", str(out)), "already exists")
+    assert out.read_text() == "precious\n"
+    proc = run_cli("report", str(good_export), "-f", "csv", "-o", str(out), "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("domain,name,instances,")
+
+
+def test_output_over_input_refused(good_export):
+    before = good_export.read_bytes()
+    assert_clean_error(run_cli("report", str(good_export), "-o", str(good_export), "--force"), "input file")
+    assert good_export.read_bytes() == before
+
+
+def test_reading_never_modifies_export(good_export):
+    before = (good_export.read_bytes(), os.stat(good_export).st_mtime_ns)
+    for fmt in ("table", "csv", "json", "markdown"):
+        proc = run_cli("report", str(good_export), "-f", fmt, "--domain", "all")
+        assert proc.returncode == 0, proc.stderr
+        assert "nvtxsim:iteration" in proc.stdout or "iteration" in proc.stdout
+    assert (good_export.read_bytes(), os.stat(good_export).st_mtime_ns) == before
+    assert not list(good_export.parent.glob("*-journal")) and not list(good_export.parent.glob("*-wal"))
+
+
+def test_unknown_domain_warns(good_export):
+    proc = run_cli("report", str(good_export), "--domain", "nope")
+    assert proc.returncode == 0
+    assert "no ranges in domain 'nope'" in proc.stdout
