@@ -27,6 +27,7 @@ from .emit import (
     range_push,
 )
 from .instrument import Instrumentation, instrument
+from .window import step
 
 __version__ = "0.1.0"
 
@@ -43,5 +44,6 @@ __all__ = [
     "is_recording",
     "backend_info",
     "phases",
+    "step",
     "__version__",
 ]

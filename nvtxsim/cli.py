@@ -15,6 +15,8 @@ from .errors import NvtxsimError
 
 _COMMANDS = (
     "nvtxsim.commands.report",
+    "nvtxsim.commands.profile",
+    "nvtxsim.commands.doctor",
 )
 
 
