@@ -1,0 +1,128 @@
+"""`nvtxsim profile` end to end under the real nsys: export, exit code, capture window, no overwrite."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nvtxsim import capture
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = [
+    pytest.mark.nsys,
+    pytest.mark.skipif(shutil.which("nsys") is None, reason="Nsight Systems (nsys) is not installed; run .ci/install-nsys.sh"),
+]
+
+# A small nvtxsim loop: step() at the top of each iteration, the iteration number as payload,
+# its argv saved as JSON, a chosen exit code.
+LOOP = textwrap.dedent(
+    """
+    import json, sys, time
+    import nvtxsim
+    n, code, argv_file = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    json.dump(sys.argv[4:], open(argv_file, "w"))
+    for i in range(n):
+        nvtxsim.step()
+        with nvtxsim.phase("iteration", payload=i):
+            with nvtxsim.phase("sim_step"):
+                time.sleep(0.001)
+    sys.exit(code)
+    """
+)
+
+
+def nvtxsim_cli(tmp: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("NVTXSIM_ITERATIONS", None)
+    return subprocess.run([sys.executable, "-m", "nvtxsim", *args], cwd=tmp, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def loop_cmd(tmp: Path, n: int, code: int = 0, *extra: str) -> list[str]:
+    prog = tmp / "loop.py"
+    prog.write_text(LOOP)
+    return [sys.executable, str(prog), str(n), str(code), str(tmp / "argv.json"), *extra]
+
+
+def iteration_payloads(sqlite_path: Path) -> list[int]:
+    con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "SELECT e.int64Value FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
+            "WHERE e.eventType = 59 AND COALESCE(e.text, s.value) = 'iteration' ORDER BY e.start"
+        ).fetchall()
+    finally:
+        con.close()
+    return [r[0] for r in rows]
+
+
+def test_profile_exports_reports_and_keeps_exit_code_and_argv(tmp_path):
+    extra = ["a b", "--", "$HOME", "*", "'quoted'", "-o", "x"]
+    proc = nvtxsim_cli(tmp_path, "profile", "-o", str(tmp_path / "run"), "--", *loop_cmd(tmp_path, 12, 3, *extra))
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert (tmp_path / "run.nsys-rep").is_file() and (tmp_path / "run.sqlite").is_file()
+    assert iteration_payloads(tmp_path / "run.sqlite") == list(range(12))
+    assert json.loads((tmp_path / "argv.json").read_text()) == extra  # no shell re-quoting
+    assert "--sample=none" in proc.stderr and "--export=sqlite" in proc.stderr
+    assert "exited with status 3" in proc.stderr
+    if "report not available" not in proc.stderr:  # the report pipeline is a separate stage
+        assert "iteration" in proc.stdout and "sim_step" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_window_records_only_iterations_a_to_b(tmp_path):
+    proc = nvtxsim_cli(tmp_path, "profile", "--iterations", "5:10", "--no-report", "-o", "win", "--",
+                       *loop_cmd(tmp_path, 15))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert iteration_payloads(tmp_path / "win.sqlite") == [5, 6, 7, 8, 9]
+    assert "--capture-range=nvtx" in proc.stderr and "--nvtx-capture=capture_window@nvtxsim" in proc.stderr
+
+
+def test_window_that_never_opens_is_an_error(tmp_path):
+    proc = nvtxsim_cli(tmp_path, "profile", "--iterations", "50:60", "-o", "never", "--", *loop_cmd(tmp_path, 3))
+    assert proc.returncode == 2
+    assert "never opened" in proc.stderr and "nvtxsim.step()" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "never.sqlite").exists()
+
+
+def test_window_that_never_opens_keeps_a_failing_exit_code(tmp_path):
+    proc = nvtxsim_cli(tmp_path, "profile", "--iterations", "50:60", "-o", "never", "--", *loop_cmd(tmp_path, 3, 4))
+    assert proc.returncode == 4 and "never opened" in proc.stderr
+
+
+def test_existing_output_is_refused_without_force(tmp_path):
+    cmd = loop_cmd(tmp_path, 2)
+    first = nvtxsim_cli(tmp_path, "profile", "--no-report", "-o", "run", "--", *cmd)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.glob("run.*")}
+
+    again = nvtxsim_cli(tmp_path, "profile", "--no-report", "-o", "run.nsys-rep", "--", *cmd)
+    assert again.returncode == 2
+    assert again.stderr.strip().startswith("nvtxsim: error:") and "--force" in again.stderr
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.glob("run.*")} == before
+
+    forced = nvtxsim_cli(tmp_path, "profile", "--no-report", "--force", "-o", "run", "--", *cmd)
+    assert forced.returncode == 0, forced.stderr[-3000:]
+    assert "--force-overwrite=true" in forced.stderr
+    after = {p: p.stat().st_mtime_ns for p in tmp_path.glob("run.*")}
+    assert set(after) == set(before) and all(after[p] > before[p] for p in before)
+
+
+def test_ensure_sqlite_converts_a_report(tmp_path):
+    proc = nvtxsim_cli(tmp_path, "profile", "--no-report", "-o", "conv", "--", *loop_cmd(tmp_path, 4))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (tmp_path / "conv.sqlite").unlink()
+    out = capture.ensure_sqlite(tmp_path / "conv.nsys-rep")
+    assert out == tmp_path / "conv.sqlite"
+    assert iteration_payloads(out) == [0, 1, 2, 3]
+    assert capture.ensure_sqlite(tmp_path / "conv.nsys-rep") == out  # fresh export reused
+    assert not list(tmp_path.glob(".*tmp"))
