@@ -374,10 +374,10 @@ def run_profile(
     report = outs["report"] if _mtime(outs["report"]) not in (None, before["report"]) else None
     if report is None:
         if req.window is not None:
-            trigger = "nvtxsim.step()" if req.window_api == "nvtx" else "cudaProfilerStart (nvtxsim.step())"
+            how = "" if req.window_api == "nvtx" else " (which calls cudaProfilerStart)"
             why = (
-                f"the capture window ({req.window.describe()}) never opened: the program must call "
-                f"{trigger} once per iteration and run at least {req.window.start + 1} iterations"
+                f"the capture window for {req.window.describe()} never opened: the program must call "
+                f"nvtxsim.step(){how} once per iteration and run at least {req.window.start + 1} iterations"
             )
         elif req.output.with_name(req.output.name + ".qdstrm").exists():
             why = (

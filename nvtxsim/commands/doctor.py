@@ -285,8 +285,11 @@ def check_probe(d: Diagnosis, nsys: capture.Nsys) -> None:
         env.pop("NVTXSIM_DISABLE", None)
         log_path = tmpdir / "nsys.log"
         try:
-            with open(log_path, "w") as log:
-                result = capture.run_profile(nsys, req, env=env, log=log, timeout=300)
+            for attempt in range(2):  # nsys sessions started at the same moment can fail spuriously
+                with open(log_path, "w") as log:
+                    result = capture.run_profile(nsys, req, env=env, log=log, timeout=300)
+                if result.report is not None:
+                    break
         except NvtxsimError as exc:
             d.add("probe", FAIL, f"test capture failed: {exc}", "run `nvtxsim doctor --json` and read facts.probe")
             return
