@@ -17,6 +17,8 @@ _COMMANDS = (
     "nvtxsim.commands.report",
     "nvtxsim.commands.profile",
     "nvtxsim.commands.doctor",
+    "nvtxsim.commands.run",
+    "nvtxsim.commands.isaaclab",
 )
 
 

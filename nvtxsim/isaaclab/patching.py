@@ -1,0 +1,68 @@
+"""Patch one method on the class that defines it, through :func:`nvtxsim.instrument`.
+
+:func:`nvtxsim.instrument` wraps a method on the class it is given (an inherited
+method is then set on that subclass). Isaac Lab needs the *defining* class instead:
+tasks override hooks, and 3.0 compares methods by identity
+(``type(self)._update_buffers_impl is Camera._update_buffers_impl`` in
+``Camera.supports_batch_update``), which a copy on a subclass would break.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from ..emit import phase
+from ..instrument import Instrumentation, instrument
+from .resolve import defining_class
+
+
+@dataclass
+class IsaacLabInstrumentation(Instrumentation):
+    """:class:`nvtxsim.Instrumentation` plus what the phase map expected but did not find."""
+
+    version: Optional[int] = None
+    missing: list[str] = field(default_factory=list)
+
+    def absorb(self, other: Instrumentation) -> "IsaacLabInstrumentation":
+        self.extend(other)
+        if isinstance(other, IsaacLabInstrumentation):
+            self.missing.extend(m for m in other.missing if m not in self.missing)
+        return self
+
+
+def patch_defining(handle: IsaacLabInstrumentation, cls: Any, name: str, ph: phase) -> bool:
+    """Wrap ``name`` on the class of ``cls.__mro__`` that defines it; False when nothing defines it."""
+    owner = defining_class(cls, name) if isinstance(cls, type) else None
+    if owner is None:
+        return False
+    result = instrument(owner, {name: ph}, warn=False)
+    for skipped in result.skipped:
+        if skipped.endswith("(property)") and skipped not in handle.missing:
+            handle.missing.append(skipped)
+    handle.extend(result)
+    return True
+
+
+def patch_function(handle: IsaacLabInstrumentation, module: Any, name: str, ph: phase) -> bool:
+    """Wrap a module-level function in the module's namespace."""
+    if not callable(getattr(module, name, None)):
+        return False
+    handle.extend(instrument(module, {name: ph}, warn=False))
+    return True
+
+
+_warned: set[str] = set()
+
+
+def warn_missing(names: Iterable[str], *, stacklevel: int = 3) -> None:
+    """ONE warning listing map entries absent in this installation (each name at most once per process)."""
+    new = [n for n in dict.fromkeys(names) if n not in _warned]
+    if not new:
+        return
+    _warned.update(new)
+    warnings.warn(
+        "nvtxsim.isaaclab: not in the installed Isaac Lab, not instrumented: " + ", ".join(new),
+        stacklevel=stacklevel,
+    )

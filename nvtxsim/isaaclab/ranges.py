@@ -1,0 +1,210 @@
+"""Phases with the wrappers Isaac Lab needs, usable with :func:`nvtxsim.instrument`.
+
+:func:`nvtxsim.instrument` calls ``phase.wrap(fn)``; these subclasses of
+:class:`nvtxsim.phase` change only that wrapper:
+
+* :class:`GuardedPhase`: no range when a range of the same name is already open on
+  this thread. Isaac Lab nests its own hooks (3.0 ``_compute_observations`` calls
+  the task's ``_get_observations``; ``_reset_envs_from_buffer`` calls ``_reset_idx``;
+  the readout calls ``render_into_camera``), and per-phase totals must not count
+  the inner call twice.
+* :class:`SensorReadoutPhase`: ``camera_readout`` (cameras, ray casters) or
+  ``sensor_readout`` (others), with a sub-range ``sensor.<Class>[<prim_path>]``.
+* :class:`EventsPhase`: ``events.<mode>`` from ``EventManager.apply(mode, ...)``.
+* :class:`PolicyFactoryPhase`: wraps the callable that ``get_inference_policy`` returns.
+
+All ranges go through ``phase.__enter__``/``__exit__`` so they cost what a ``with
+nvtxsim.phase(...)`` costs, plus one thread-local lookup.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from typing import Any, Callable
+
+from ..emit import is_recording, phase
+from . import phasemap
+
+_tls = threading.local()
+
+
+def _open_names() -> set:
+    names = getattr(_tls, "names", None)
+    if names is None:
+        names = _tls.names = set()
+    return names
+
+
+_PHASES: dict[str, phase] = {}
+_PHASES_LOCK = threading.Lock()
+
+
+def cached_phase(name: str) -> phase:
+    """One :class:`phase` per range name (its NVTX attributes are built once)."""
+    ph = _PHASES.get(name)
+    if ph is None:
+        with _PHASES_LOCK:
+            ph = _PHASES.get(name)
+            if ph is None:
+                ph = _PHASES[name] = phase(name)
+    return ph
+
+
+def run_in(names: "list[str]", fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Call ``fn`` inside nested ranges ``names`` (outermost first), skipping names already open."""
+    open_names = _open_names()
+    opened: list[tuple[str, phase]] = []
+    try:
+        for name in names:
+            if name not in open_names:
+                ph = cached_phase(name)
+                ph.__enter__()
+                open_names.add(name)
+                opened.append((name, ph))
+        return fn(*args, **kwargs)
+    finally:
+        for name, ph in reversed(opened):
+            open_names.discard(name)
+            ph.__exit__(None, None, None)
+
+
+class GuardedPhase(phase):
+    """A phase whose wrapper opens no range while one of the same name is open on this thread."""
+
+    __slots__ = ()
+
+    def range_names(self, args: tuple, kwargs: dict) -> "list[str]":
+        return [self.name]
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            return phase.wrap(self, fn)  # never the case for Isaac Lab's hooks; keep nvtxsim's semantics
+        names_for = self.range_names
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not is_recording():
+                return fn(*args, **kwargs)
+            return run_in(names_for(args, kwargs), fn, args, kwargs)
+
+        wrapper.__nvtxsim_phase__ = self.name  # type: ignore[attr-defined]
+        return wrapper
+
+
+class IterationPhase(GuardedPhase):
+    """The env step: optionally counts iterations for capture windows (``nvtxsim.step()``) first."""
+
+    __slots__ = ("count_steps",)
+
+    def __init__(self, name: str, *, count_steps: bool = False) -> None:
+        super().__init__(name)
+        self.count_steps = count_steps
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        inner = GuardedPhase.wrap(self, fn)
+        if not self.count_steps:
+            return inner
+        from ..window import step as window_step
+
+        name = self.name
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if name not in _open_names():  # the outermost env step only
+                window_step()
+            return inner(*args, **kwargs)
+
+        wrapper.__nvtxsim_phase__ = name  # type: ignore[attr-defined]
+        return wrapper
+
+
+_SENSOR_LABELS: dict[tuple[type, Any], "list[str]"] = {}
+
+
+def sensor_range_names(sensor: Any) -> "list[str]":
+    """``[camera_readout|sensor_readout, sensor.<Class>[<prim_path>]]`` for a sensor instance."""
+    cls = type(sensor)
+    cfg = getattr(sensor, "__dict__", {}).get("cfg")
+    prim = getattr(cfg, "prim_path", None)
+    key = (cls, prim if isinstance(prim, str) else None)
+    names = _SENSOR_LABELS.get(key)
+    if names is None:
+        outer = phasemap.P.CAMERA_READOUT if phasemap.is_camera_like(cls) else phasemap.SENSOR_READOUT
+        label = f"sensor.{cls.__name__}" + (f"[{key[1]}]" if key[1] else "")
+        names = _SENSOR_LABELS[key] = [outer, label]
+    return names
+
+
+class SensorReadoutPhase(GuardedPhase):
+    """Readout of a sensor's buffers: the phase plus a sub-range naming the sensor class and prim path."""
+
+    __slots__ = ()
+
+    def range_names(self, args: tuple, kwargs: dict) -> "list[str]":
+        return sensor_range_names(args[0]) if args else [self.name]
+
+
+class EventsPhase(GuardedPhase):
+    """``EventManager.apply(mode, ...)`` -> ``events.<mode>``."""
+
+    __slots__ = ()
+
+    def range_names(self, args: tuple, kwargs: dict) -> "list[str]":
+        mode = kwargs.get("mode", args[1] if len(args) > 1 else None)
+        return [f"{self.name}.{mode}" if isinstance(mode, str) else self.name]
+
+
+class PolicyFactoryPhase(phase):
+    """Wraps the callable returned by ``get_inference_policy`` in a ``policy`` range (no range around the call)."""
+
+    __slots__ = ()
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        policy_phase = GuardedPhase(self.name)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            policy = fn(*args, **kwargs)
+            if callable(policy) and getattr(policy, "__nvtxsim_phase__", None) is None:
+                try:
+                    return policy_phase.wrap(policy)
+                except Exception:  # an exotic callable: leave it alone
+                    return policy
+            return policy
+
+        wrapper.__nvtxsim_phase__ = self.name  # type: ignore[attr-defined]
+        return wrapper
+
+
+def phase_for(target: "phasemap.Target", *, count_steps: bool = False) -> phase:
+    """The phase object a map entry is wrapped with."""
+    if target.kind == "sensor":
+        return SensorReadoutPhase(target.phase)
+    if target.kind == "events":
+        return EventsPhase(target.phase)
+    if target.kind == "policy_factory":
+        return PolicyFactoryPhase(target.phase)
+    if target.phase == phasemap.P.ITERATION:
+        return IterationPhase(target.phase, count_steps=count_steps)
+    return GuardedPhase(target.phase)
+
+
+def phase_named(name: str, *, kind: str = "phase", count_steps: bool = False) -> phase:
+    """Like :func:`phase_for`, from a range name and kind."""
+    return phase_for(phasemap.Target("", "", name, kind=kind), count_steps=count_steps)
+
+
+__all__ = [
+    "GuardedPhase",
+    "IterationPhase",
+    "SensorReadoutPhase",
+    "EventsPhase",
+    "PolicyFactoryPhase",
+    "phase_for",
+    "phase_named",
+    "cached_phase",
+    "sensor_range_names",
+]
+
