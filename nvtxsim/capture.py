@@ -26,7 +26,7 @@ from typing import IO, Any, Mapping, Optional, Sequence
 
 from . import phases
 from .errors import NvtxsimError
-from .window import ENV_API, ENV_ITERATIONS, WINDOW_RANGE, Window
+from .window import ENV_API, ENV_ITERATIONS, WINDOW_DOMAIN, WINDOW_RANGE, Window
 
 #: Install folders searched after ``$NSYS`` and ``PATH`` (newest version first within each pattern).
 INSTALL_GLOBS: tuple[str, ...] = (
@@ -284,7 +284,7 @@ def build_profile_command(nsys: Nsys, req: ProfileRequest) -> list[str]:
             ours.append(("--capture-range", "cudaProfilerApi"))
         else:
             ours.append(("--capture-range", "nvtx"))
-            ours.append(("--nvtx-capture", f"{WINDOW_RANGE}@{phases.DOMAIN}"))
+            ours.append(("--nvtx-capture", f"{WINDOW_RANGE}@{WINDOW_DOMAIN}"))
         if nsys.supports("capture-range-end"):
             # stop: end the collection but let the program run on (the default, stop-shutdown,
             # would kill it and lose its exit code).

@@ -44,6 +44,7 @@ class _Backend:
         self.mark: Callable[..., Any] = _noop
         self._lock = threading.Lock()
         self._attr_cache: dict[tuple, Any] = {}
+        self._domains: dict[str, Any] = {}
         if self.tool_attached:
             try:
                 self._open()
@@ -71,6 +72,18 @@ class _Backend:
     @property
     def live(self) -> bool:
         return self.domain is not None
+
+    def domain_for(self, name: Optional[str]) -> Any:
+        """Another NVTX domain (None: nvtxsim's), opened like nvtxsim's own; None when not live."""
+        if self.domain is None or name is None or name == _phases.DOMAIN:
+            return self.domain
+        with self._lock:
+            dom = self._domains.get(name)
+            if dom is None:
+                import nvtx
+
+                dom = self._domains[name] = nvtx.get_domain(name)  # the gate is already lifted if needed
+            return dom
 
     def attributes(self, name: str, color: Optional[int], category: Optional[str], payload: Payload = None) -> Any:
         """Event attributes for a range; cached per (name, color, category) when there is no payload."""
@@ -391,5 +404,42 @@ def range_pop() -> None:
         return
     try:
         _pop(_handle)
+    except Exception as exc:
+        _nvtx_failed(exc)
+
+
+def start_range(
+    name: str,
+    *,
+    domain: Optional[str] = None,
+    payload: Payload = None,
+    color: Optional[int] = None,
+    category: Optional[str] = None,
+) -> Any:
+    """Open a start/end range: it may end on another thread or out of order (async work, windows).
+
+    Returns a token for :func:`end_range` (None when nothing is recorded).
+    """
+    if not _active:
+        return None
+    try:
+        style = _phases.style_for(name)
+        dom = _backend.domain_for(domain)
+        attrs = dom.get_event_attributes(name, color if color is not None else style.color, category or style.category, payload)
+        from nvtx import _lib as nvtxlib
+
+        return (nvtxlib.start_range(attrs, dom.handle), nvtxlib.end_range)
+    except Exception as exc:
+        _nvtx_failed(exc)
+        return None
+
+
+def end_range(token: Any) -> None:
+    """Close a range opened with :func:`start_range` (from any thread); None is ignored."""
+    if token is None:
+        return
+    try:
+        started, end = token
+        end(*started)
     except Exception as exc:
         _nvtx_failed(exc)

@@ -8,8 +8,8 @@ the window and call B closes it, so iterations A, A+1, ..., B-1 are recorded
 everything after it stay out of the capture, which keeps captures small.
 
 The window is one NVTX start/end range named :data:`WINDOW_RANGE` in the
-``nvtxsim`` domain, a registered string, so ``nsys profile --capture-range=nvtx
---nvtx-capture=capture_window@nvtxsim --capture-range-end=stop`` starts and stops
+``nvtxsim_window`` domain, a registered string, so ``nsys profile --capture-range=nvtx
+--nvtx-capture=capture_window@nvtxsim_window --capture-range-end=stop`` starts and stops
 the collection on it. With ``NVTXSIM_WINDOW_API=cuda`` the window calls
 ``cudaProfilerStart``/``cudaProfilerStop`` instead (for ``--capture-range=cudaProfilerApi``).
 Outside a window (the usual case) :func:`step` only counts.
@@ -25,8 +25,10 @@ from typing import Any, Callable, Optional
 
 from .errors import NvtxsimError
 
-#: Name of the NVTX range that spans the window (registered string, ``nvtxsim`` domain).
+#: Name and domain of the NVTX range that spans the window (a registered string). Its own domain
+#: keeps it out of the phase tables, which report the ``nvtxsim`` domain.
 WINDOW_RANGE = "capture_window"
+WINDOW_DOMAIN = "nvtxsim_window"
 #: Environment variables read at import: the window and how it is signalled.
 ENV_ITERATIONS = "NVTXSIM_ITERATIONS"
 ENV_API = "NVTXSIM_WINDOW_API"
@@ -149,14 +151,10 @@ def _start_nvtx() -> Optional[Callable[[], Any]]:
     """Start the window range; None when no profiler is attached (nothing to trigger)."""
     from . import emit
 
-    backend = emit._backend
-    if not backend.live:
+    token = emit.start_range(WINDOW_RANGE, domain=WINDOW_DOMAIN, color=0x404040, category="capture")
+    if token is None:
         return None
-    from nvtx import _lib as nvtxlib
-
-    attrs = backend.attributes(WINDOW_RANGE, 0x404040, "capture")
-    range_id = nvtxlib.start_range(attrs, backend.handle)
-    return lambda: nvtxlib.end_range(*range_id)
+    return lambda: emit.end_range(token)
 
 
 def _start_cuda() -> Optional[Callable[[], Any]]:
@@ -203,4 +201,4 @@ def _loaded_cudart() -> list[str]:
 
 _configure_from_env()
 
-__all__ = ["WINDOW_RANGE", "Window", "parse_iterations", "configure", "current", "iteration", "step"]
+__all__ = ["WINDOW_RANGE", "WINDOW_DOMAIN", "Window", "parse_iterations", "configure", "current", "iteration", "step"]

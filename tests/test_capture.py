@@ -63,7 +63,7 @@ def test_force_overwrite_only_when_asked():
 def test_nvtx_window_flags():
     argv = capture.build_profile_command(nsys(), req(window=Window(5, 10)))
     assert "--capture-range=nvtx" in argv
-    assert "--nvtx-capture=capture_window@nvtxsim" in argv
+    assert "--nvtx-capture=capture_window@nvtxsim_window" in argv
     assert "--capture-range-end=stop" in argv  # the default (stop-shutdown) would kill the program
     env = capture.profile_env(req(window=Window(5, 10)), base={"A": "1"})
     assert env == {"A": "1", "NVTXSIM_ITERATIONS": "5:10", "NVTXSIM_WINDOW_API": "nvtx"}

@@ -92,7 +92,7 @@ def test_window_records_only_iterations_a_to_b(tmp_path):
                        *loop_cmd(tmp_path, 15))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert iteration_payloads(tmp_path / "win.sqlite") == [5, 6, 7, 8, 9]
-    assert "--capture-range=nvtx" in proc.stderr and "--nvtx-capture=capture_window@nvtxsim" in proc.stderr
+    assert "--capture-range=nvtx" in proc.stderr and "--nvtx-capture=capture_window@nvtxsim_window" in proc.stderr
 
 
 def test_window_that_never_opens_is_an_error(tmp_path):
