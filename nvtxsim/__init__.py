@@ -19,12 +19,14 @@ from .emit import (
     backend_info,
     disable,
     enable,
+    end_range,
     is_enabled,
     is_recording,
     mark,
     phase,
     range_pop,
     range_push,
+    start_range,
 )
 from .instrument import Instrumentation, instrument
 from .window import step
@@ -36,6 +38,8 @@ __all__ = [
     "mark",
     "range_push",
     "range_pop",
+    "start_range",
+    "end_range",
     "instrument",
     "Instrumentation",
     "enable",
