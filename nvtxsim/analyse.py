@@ -333,11 +333,18 @@ def select_ranges(export: Export, domain: Optional[str] = "nvtxsim") -> np.ndarr
     return np.flatnonzero(ok[export.ranges.label]) if len(ok) else np.zeros(0, dtype=np.int64)
 
 
-def summarize(export: Export, gpu: Optional[RangeGpu] = None, *, domain: Optional[str] = "nvtxsim") -> Report:
-    """Per-phase statistics for the ranges of ``domain``, sorted by CPU total time."""
+def summarize(
+    export: Export, gpu: Optional[RangeGpu] = None, *, domain: Optional[str] = "nvtxsim", select: Optional[np.ndarray] = None
+) -> Report:
+    """Per-phase statistics for the ranges of ``domain``, sorted by CPU total time.
+
+    ``select`` (range indices) narrows the ranges further: one thread, names matching a pattern, ...
+    """
     if gpu is None:
         gpu = project(export)
     idx = select_ranges(export, domain)
+    if select is not None:
+        idx = np.intersect1d(idx, np.asarray(select, dtype=np.int64))
     r = export.ranges
     labels_used, group = np.unique(r.label[idx], return_inverse=True)
     group = group.reshape(-1)

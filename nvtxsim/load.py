@@ -108,6 +108,7 @@ class Export:
     capture_end: Optional[int]
     strings: dict[int, str] = field(repr=False, default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    extras: Any = field(repr=False, default=None)  # nvtxsim.extras.Extras: side tables for the detail views
 
     @property
     def has_cuda(self) -> bool:
@@ -463,6 +464,9 @@ def load(path: "str | os.PathLike[str]", *, cuda: bool = True) -> Export:
             if api is not None and len(api):
                 strings.update(_strings(conn, tables, np.unique(api.name_id)))
             capture_end = _capture_end(conn, tables)
+            from .extras import read_extras  # detail views' side tables (thread/GPU names, graph traces)
+
+            extras = read_extras(conn, tables, cuda=cuda)
         except sqlite3.DatabaseError as exc:
             raise NvtxsimError(f"{path}: corrupt or truncated export ({exc})") from None
         except (OverflowError, ValueError, TypeError) as exc:
@@ -480,6 +484,7 @@ def load(path: "str | os.PathLike[str]", *, cuda: bool = True) -> Export:
         capture_end=capture_end,
         strings=strings,
         warnings=warnings,
+        extras=extras,
     )
     return exp
 

@@ -46,19 +46,66 @@ class Synth:
     """What was generated, for reference computations in tests."""
 
     ranges: list[dict] = field(default_factory=list)  # rowid, start, end(None=unclosed), tid, end_tid, style, domain, name
-    calls: list[dict] = field(default_factory=list)  # start, end, tid, corr
-    ops: list[dict] = field(default_factory=list)  # start, end, gpid, corr, kind, bytes, copy_kind
+    calls: list[dict] = field(default_factory=list)  # start, end, tid, corr, name
+    ops: list[dict] = field(default_factory=list)  # start, end, gpid, corr, kind, bytes, copy_kind, device, stream (+ name for kernels)
+    graph_execs: list[dict] = field(default_factory=list)  # graph-level executions: start, end, gpid, corr, graph_id, device, stream
 
 
 def global_tid(pid: int, tid: int) -> int:
     return (1 << 48) | (pid << 24) | tid
 
 
-def make_export(path: Path, seed: int, *, processes: int = 2, threads: int = 3, calls_per_thread: int = 60) -> Synth:
+GRAPH_DDL = {
+    # nsys 2022.4: node creation events only; graph kernels carry graphNodeId.
+    "node": "CREATE TABLE CUDA_GRAPH_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, "
+    "correlationId INTEGER, nameId INTEGER, graphNodeId INTEGER, originalGraphNodeId INTEGER);",
+    # newer nsys with --cuda-graph-trace=graph: one row per whole-graph execution.
+    "graph": "CREATE TABLE CUDA_GRAPH_NODE_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, "
+    "correlationId INTEGER, nameId INTEGER, graphNodeId INTEGER, originalGraphNodeId INTEGER);"
+    "CREATE TABLE CUDA_GRAPH_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, "
+    "correlationId INTEGER, nameId INTEGER, graphId INTEGER, originalGraphId INTEGER, graphExecId INTEGER);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
+    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+    "graphId INTEGER NOT NULL, graphExecId INTEGER NOT NULL);",
+    "missing": "",
+}
+EXTRA_DDL = """
+CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER);
+CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
+CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, isDiscrete INTEGER, l2CacheSize INTEGER,
+    totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER, smCount INTEGER, uuid TEXT, cuDevice INTEGER);
+"""
+SYNC_NAMES = ["cudaDeviceSynchronize_v3020", "cudaEventSynchronize_v3020", "cudaStreamSynchronize_v3020", "cudaMemcpy_v3020"]
+
+
+def make_export(
+    path: Path,
+    seed: int,
+    *,
+    processes: int = 2,
+    threads: int = 3,
+    calls_per_thread: int = 60,
+    graphs: str | None = None,
+    syncs: bool = False,
+    devices: int = 1,
+    extras: bool = False,
+) -> Synth:
+    """A random export. Optional features (all off by default, leaving the default data unchanged):
+    ``graphs`` adds cudaGraphLaunch calls traced "node" (kernels with graphNodeId), "graph" (rows in
+    CUPTI_ACTIVITY_KIND_GRAPH_TRACE, newer nsys) or "missing" (no GPU rows: 2022.4 graph mode);
+    ``syncs`` adds synchronizing calls (some with a nested driver call, cudaMemcpy with its D→H copy);
+    ``devices`` spreads GPU ops over several GPUs; ``extras`` adds thread, process and GPU names."""
     rng = random.Random(seed)
+    rng2 = random.Random(seed * 7919 + 17)  # optional features draw from here, so defaults stay as they were
+    graph_rows: list[tuple] = []
+    graph_id = 0
     synth = Synth()
     con = sqlite3.connect(path)
     con.executescript(DDL)
+    if graphs:
+        con.executescript(GRAPH_DDL[graphs])
+    if extras:
+        con.executescript(EXTRA_DDL)
     strings: dict[str, int] = {}
 
     def sid(s: str) -> int:
@@ -86,30 +133,77 @@ def make_export(path: Path, seed: int, *, processes: int = 2, threads: int = 3, 
                 dur = rng.randint(200, 5000)
                 c = {"start": t, "end": t + dur, "tid": tid, "corr": corr}
                 synth.calls.append(c)
-                runtime_rows.append((c["start"], c["end"], 0, tid, corr, sid(rng.choice(API_NAMES)), 0))
+                c["name"] = rng.choice(API_NAMES)
+                runtime_rows.append((c["start"], c["end"], 0, tid, corr, sid(c["name"]), 0))
                 for _ in range(rng.choice([0, 1, 1, 1, 2, 3])):
                     kind = rng.choice(["k", "k", "k", "m", "s"])
                     s = t + rng.randint(100, 20000)
                     e = s + rng.randint(1, 8000)
                     op = {"start": s, "end": e, "gpid": gpid, "corr": corr, "kind": kind, "bytes": 0, "copy_kind": -1}
                     stream = rng.randint(1, 3)
+                    dev = rng2.randrange(devices) if devices > 1 else 0
+                    op["device"], op["stream"] = dev, stream
                     if kind == "k":
-                        kernel_rows.append((s, e, 0, 1, stream, corr, gpid, sid(f"kern{rng.randint(0, 4)}"), sid("k"), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+                        op["name"] = f"kern{rng.randint(0, 4)}"
+                        kernel_rows.append((s, e, dev, 1, stream, corr, gpid, sid(op["name"]), sid("k"), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
                     elif kind == "m":
                         op["bytes"] = rng.randint(1, 1 << 20)
                         op["copy_kind"] = rng.choice([1, 2, 8])
-                        memcpy_rows.append((s, e, 0, 1, stream, corr, gpid, op["bytes"], op["copy_kind"]))
+                        memcpy_rows.append((s, e, dev, 1, stream, corr, gpid, op["bytes"], op["copy_kind"]))
                     else:
                         op["bytes"] = rng.randint(1, 1 << 16)
-                        memset_rows.append((s, e, 0, 1, stream, corr, gpid, 0, op["bytes"]))
+                        memset_rows.append((s, e, dev, 1, stream, corr, gpid, 0, op["bytes"]))
                     synth.ops.append(op)
                     t_end = max(t_end, e)
                 corr += 1
                 if rng.random() < 0.1:  # a nested driver call inside the runtime call, launching nothing
                     runtime_rows.append((t + 10, t + dur - 10, 1, tid, corr, sid("cuLaunchKernel"), 0))
-                    synth.calls.append({"start": t + 10, "end": t + dur - 10, "tid": tid, "corr": corr})
+                    synth.calls.append({"start": t + 10, "end": t + dur - 10, "tid": tid, "corr": corr, "name": "cuLaunchKernel"})
                     corr += 1
                 t += dur
+                if graphs and rng2.random() < 0.2:  # a CUDA graph launch
+                    t += rng2.randint(0, 2000)
+                    gdur = rng2.randint(300, 3000)
+                    runtime_rows.append((t, t + gdur, 0, tid, corr, sid("cudaGraphLaunch_v10000"), 0))
+                    synth.calls.append({"start": t, "end": t + gdur, "tid": tid, "corr": corr, "name": "cudaGraphLaunch_v10000"})
+                    graph_id += 1
+                    g0 = t + rng2.randint(100, 10000)
+                    dev, stream = (rng2.randrange(devices) if devices > 1 else 0), 7
+                    if graphs == "node":
+                        s = g0
+                        for node in range(rng2.randint(2, 4)):
+                            e = s + rng2.randint(50, 3000)
+                            name = f"graph_kern{node}"
+                            kernel_rows.append((s, e, dev, 1, stream, corr, gpid, sid(name), sid(name), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+                            synth.ops.append({"start": s, "end": e, "gpid": gpid, "corr": corr, "kind": "k", "bytes": 0, "copy_kind": -1,
+                                              "device": dev, "stream": stream, "name": name, "graph_node": 100 + node})
+                            s = e + rng2.randint(0, 500)
+                        t_end = max(t_end, s)
+                    elif graphs == "graph":
+                        e = g0 + rng2.randint(500, 9000)
+                        graph_rows.append((g0, e, dev, 1, None, stream, corr, gpid, graph_id % 3, graph_id % 3))
+                        synth.graph_execs.append({"start": g0, "end": e, "gpid": gpid, "corr": corr, "graph_id": graph_id % 3, "device": dev, "stream": stream})
+                        t_end = max(t_end, e)
+                    corr += 1
+                    t += gdur
+                if syncs and rng2.random() < 0.15:  # a synchronizing call, maybe with its nested driver call
+                    t += rng2.randint(0, 2000)
+                    sdur = rng2.randint(500, 20000)
+                    name = rng2.choice(SYNC_NAMES)
+                    runtime_rows.append((t, t + sdur, 0, tid, corr, sid(name), 0))
+                    synth.calls.append({"start": t, "end": t + sdur, "tid": tid, "corr": corr, "name": name})
+                    if name == "cudaMemcpy_v3020":
+                        s = t + rng2.randint(10, sdur // 2)
+                        e = s + rng2.randint(1, sdur // 2)
+                        nbytes = rng2.randint(1, 1 << 20)
+                        memcpy_rows.append((s, e, 0, 1, 1, corr, gpid, nbytes, 2))
+                        synth.ops.append({"start": s, "end": e, "gpid": gpid, "corr": corr, "kind": "m", "bytes": nbytes, "copy_kind": 2, "device": 0, "stream": 1})
+                    corr += 1
+                    if name == "cudaStreamSynchronize_v3020" and rng2.random() < 0.5:
+                        runtime_rows.append((t + 5, t + sdur - 5, 1, tid, corr, sid("cuStreamSynchronize"), 0))
+                        synth.calls.append({"start": t + 5, "end": t + sdur - 5, "tid": tid, "corr": corr, "name": "cuStreamSynchronize"})
+                        corr += 1
+                    t += sdur
             thread_end = t
             t_end = max(t_end, t)
             # Nested push/pop ranges: a random tree over [0, thread_end].
@@ -143,6 +237,19 @@ def make_export(path: Path, seed: int, *, processes: int = 2, threads: int = 3, 
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", kernel_rows)
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind) VALUES (?,?,?,?,?,?,?,?,?)", memcpy_rows)
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start,end,deviceId,contextId,streamId,correlationId,globalPid,value,bytes) VALUES (?,?,?,?,?,?,?,?,?)", memset_rows)
+    if graph_rows:
+        con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE VALUES (?,?,?,?,?,?,?,?,?,?)", graph_rows)
+    if graphs == "node":
+        con.executemany(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphNodeId = ? WHERE demangledName = ?",
+            [(100 + k, sid(f"graph_kern{k}")) for k in range(4) if f"graph_kern{k}" in strings],
+        )
+    if extras:
+        pids = sorted({r[7] & ~0xFFFFFF for r in nvtx_rows if r[7]})
+        tids_all = sorted({r[7] for r in nvtx_rows if r[7]} | {r[3] for r in runtime_rows})
+        con.executemany("INSERT INTO ThreadNames VALUES (?,?,?)", [(sid("python" if (g & 0xFFFFFF) == ((g >> 24) & 0xFFFFFF) else f"worker{g & 0xFF}"), 10, g) for g in tids_all])
+        con.executemany("INSERT INTO PROCESSES VALUES (?,?,?)", [(g, (g >> 24) & 0xFFFFFF, f"python{k}") for k, g in enumerate(pids)])
+        con.executemany("INSERT INTO TARGET_INFO_GPU (vmId, id, name) VALUES (0, ?, ?)", [(d, f"Synthetic GPU {d}") for d in range(devices)])
     con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in strings.items()])
     con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
     con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (t_end + 1000, t_end + 1000))

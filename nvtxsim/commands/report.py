@@ -11,13 +11,20 @@ from ..analyse import Report, summarize
 from ..load import load
 from ..output import check_writable, write_atomic
 from ..render import RENDERERS, render_table
+from ..reporting import DETAIL_FORMATS, DetailRequest, add_detail_arguments, load_with_progress, render_detail, request_from_args
 
-FORMATS = tuple(RENDERERS)
+FORMATS = tuple(RENDERERS) + DETAIL_FORMATS
 
 
-def make_report(path: "str | Path", *, domain: Optional[str] = "nvtxsim") -> Report:
+def make_report(path: "str | Path", *, domain: Optional[str] = "nvtxsim", progress: Optional[bool] = False) -> Report:
     """Load → analyse one export (the programmatic form of ``nvtxsim report``)."""
-    return summarize(load(path), domain=domain)
+    from ..detail import Detail
+    from ..gpu_detail import graph_hints
+
+    export = load_with_progress(path, progress=progress)
+    report = summarize(export, domain=domain)
+    report.warnings.extend(graph_hints(Detail(export, domain=domain)))
+    return report
 
 
 def render(report: Report, fmt: str, *, to_terminal: bool = False) -> str:
@@ -40,16 +47,28 @@ def run_report(
     out: "str | Path | None" = None,
     force: bool = False,
     stream: Optional[TextIO] = None,
+    request: Optional[DetailRequest] = None,
 ) -> int:
-    """Report on ``path`` to ``out`` (a file, written atomically) or ``stream`` (default stdout)."""
+    """Report on ``path`` to ``out`` (a file, written atomically) or ``stream`` (default stdout).
+
+    ``request`` asks for views, filters and the html/perfetto formats (see :mod:`nvtxsim.reporting`).
+    """
     if out is not None:
         check_writable(out, force=force, protect=[path])
-    report = make_report(path, domain=domain)
+    request = request or DetailRequest()
+    if request.is_classic and fmt in RENDERERS:
+        report = make_report(path, domain=domain, progress=None)
+        text = lambda term: render(report, fmt, to_terminal=term)  # noqa: E731
+    else:
+        export = load_with_progress(path)
+        text = lambda term: render_detail(  # noqa: E731
+            export, fmt, request, domain=domain, to_terminal=term, width=_terminal_width() if term else None
+        )
     if out is not None:
-        write_atomic(out, render(report, fmt), force=force, protect=[path])
+        write_atomic(out, text(False), force=force, protect=[path])
         return 0
     stream = stream or sys.stdout
-    stream.write(render(report, fmt, to_terminal=stream.isatty() if hasattr(stream, "isatty") else False))
+    stream.write(text(stream.isatty() if hasattr(stream, "isatty") else False))
     stream.flush()
     return 0
 
@@ -64,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     for i, path in enumerate(args.paths):
         if i:
             sys.stdout.write("\n")
-        code = max(code, run_report(path, fmt=args.format, domain=domain, out=args.output, force=args.force))
+        code = max(code, run_report(path, fmt=args.format, domain=domain, out=args.output, force=args.force, request=request_from_args(args)))
     return code
 
 
@@ -84,4 +103,5 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         metavar="NAME",
         help="NVTX domain to report: a name, 'default' for the unnamed domain, or 'all' (default: nvtxsim)",
     )
+    add_detail_arguments(p)
     p.set_defaults(func=run)

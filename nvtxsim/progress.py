@@ -1,0 +1,76 @@
+"""A progress display for slow loads: appears only after a delay, only on a terminal (stderr).
+
+Small exports finish before the delay and print nothing; pipes, files and CI logs
+never get progress output. The display is transient (erased when done).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Optional, TextIO
+
+
+class Stages:
+    """Handle given to the caller: ``stage("analysing")`` updates the description."""
+
+    def __init__(self) -> None:
+        self._progress = None
+        self._task = None
+        self.label = ""
+        self._lock = threading.Lock()
+
+    def stage(self, label: str) -> None:
+        with self._lock:
+            self.label = label
+            if self._progress is not None:
+                self._progress.update(self._task, description=label)
+
+    def _start(self, stream: TextIO) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with self._lock:
+            console = Console(file=stream, stderr=stream is sys.stderr)
+            self._progress = Progress(
+                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console, transient=True
+            )
+            self._task = self._progress.add_task(self.label, total=None)
+            self._progress.start()
+
+    def _stop(self) -> None:
+        with self._lock:
+            if self._progress is not None:
+                self._progress.stop()
+                self._progress = None
+
+
+@contextmanager
+def progress_after(label: str, *, delay: float = 1.0, stream: Optional[TextIO] = None, enabled: Optional[bool] = None) -> Iterator[Stages]:
+    """Show a spinner/bar with ``label`` if the block is still running after ``delay`` seconds."""
+    stream = stream or sys.stderr
+    if enabled is None:
+        enabled = bool(getattr(stream, "isatty", lambda: False)())
+    stages = Stages()
+    stages.label = label
+    if not enabled:
+        yield stages
+        return
+    done = threading.Event()
+
+    def later() -> None:
+        if not done.wait(delay):
+            try:
+                stages._start(stream)
+            except Exception:  # a progress display must never break a report
+                pass
+
+    timer = threading.Thread(target=later, daemon=True)
+    timer.start()
+    try:
+        yield stages
+    finally:
+        done.set()
+        timer.join()
+        stages._stop()

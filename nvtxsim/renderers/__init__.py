@@ -1,0 +1,1 @@
+"""Renderers beyond the classic summary: view tables (terminal/csv/json/markdown), HTML, Perfetto."""
