@@ -96,6 +96,12 @@ class SideLauncher(threading.Thread):
         self.total = torch.zeros((), device=device)
 
     def run(self) -> None:
+        try:  # the OS thread name is what nsys shows (Linux; harmless elsewhere)
+            import ctypes
+
+            ctypes.CDLL(None).prctl(15, self.name.encode()[:15], 0, 0, 0)  # PR_SET_NAME
+        except Exception:
+            pass
         with torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext():
             while self.jobs.get() is not None:
                 with PH[SIDE_WORK]:
@@ -111,6 +117,8 @@ class DemoEnv:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args, self.dev = args, torch.device(args.device)
         torch.manual_seed(args.seed)
+        if self.dev.type == "cpu":
+            torch.set_num_threads(1)  # small tensors: intra-op threads only add spin-waits on a busy CI machine
         n, self.H, self.W = args.num_envs, *args.camera
         self.dt, self.radius, self.arena, self.max_depth = 1.0 / 120.0, 0.1, 2.0, 8.0
         f = dict(device=self.dev)

@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""Instrumentation overhead of nvtxsim against raw ``nvtx`` and ``torch.profiler``, measured in one run.
+
+Why: nvtxsim promises phases that cost about what raw NVTX costs (goal: <= 1.2x raw ``nvtx`` for the
+same range; <= 0.1 us per range when disabled) and, in a real loop, a small fraction of what
+``torch.profiler`` with stacks costs (goal: nvtxsim's added time <= 0.2x of ``with_stack=True``'s).
+Every goal is a ratio against an anchor measured in the same run, so machines and noise cancel.
+
+    python scripts/bench_overhead.py                       # micro: no profiler attached
+    nsys profile -t nvtx --sample=none --cpuctxsw=none -o /tmp/b python scripts/bench_overhead.py
+    python scripts/bench_overhead.py --e2e --demo-args "--device cuda --num-envs 512"
+
+Micro: timeit, several interleaved repeats, best repeat, net of an empty baseline (``pass`` for
+``with`` forms, an empty function / method call for decorators and ``instrument``). nvtxsim is imported
+BEFORE ``nvtx`` on purpose: under nsys 2022.4, ``nvtx>=0.2.12`` ranges are no-ops unless nvtxsim has
+lifted nvtx's enabled-gate (it does so for the whole process), so only then do raw calls do real work.
+
+E2E: the demo env's time per iteration in (a) a plain process, modes interleaved with (c)
+``torch.profiler`` ``with_stack=False`` and (d) ``with_stack=True`` (CPU + CUDA activities), and in
+one process under ``nsys profile -t cuda,nvtx`` with nvtxsim (b0) disabled and (b) enabled, interleaved.
+nvtxsim's added time is b - b0 (same process, same capture); the stack profiler's is d - a.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import timeit
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # the checkout, for `import nvtxsim` without installing
+sys.path.insert(1, str(HERE))  # demo_env
+
+import nvtxsim  # noqa: E402  -- first, see the module docstring
+from nvtxsim import phases as P  # noqa: E402
+import nvtx  # noqa: E402
+
+NAME = P.SIM_STEP
+STYLE = P.style_for(NAME)
+RESULT_TAG = "BENCH_RESULT "
+
+# --------------------------------------------------------------------------- micro
+
+
+def _namespace() -> dict:
+    """Objects the timed statements use, built once (like module-level code in a real program)."""
+
+    def empty() -> None:
+        pass
+
+    def empty2() -> None:
+        pass
+
+    def empty3() -> None:
+        pass
+
+    class Plain:
+        def step(self) -> None:
+            pass
+
+    class Instrumented:
+        def step(self) -> None:
+            pass
+
+    class RawDecorated:
+        @nvtx.annotate(NAME, color=STYLE.color, domain=P.DOMAIN, category=STYLE.category)
+        def step(self) -> None:
+            pass
+
+    nvtxsim.instrument(Instrumented, {"step": NAME})
+    dom = nvtx.get_domain(P.DOMAIN)
+    return dict(
+        nvtx=nvtx, nvtxsim=nvtxsim, NAME=NAME, C=STYLE.color, CAT=STYLE.category, DOM=P.DOMAIN,
+        empty=empty, plain=Plain(),
+        PH=nvtxsim.phase(NAME), ph_fn=nvtxsim.phase(NAME)(empty2), inst=Instrumented(),
+        A=nvtx.annotate(NAME, color=STYLE.color, domain=P.DOMAIN, category=STYLE.category),
+        a_fn=nvtx.annotate(NAME, color=STYLE.color, domain=P.DOMAIN, category=STYLE.category)(empty3),
+        raw_obj=RawDecorated(), D=dom, AT=dom.get_event_attributes(NAME, STYLE.color, STYLE.category),
+    )
+
+
+# case -> (statement, baseline case)
+BASELINES = {"empty": "pass", "call": "empty()", "method": "plain.step()"}
+NVTXSIM_CASES = {
+    "nvtxsim: with pre-built phase": ("with PH: pass", "empty"),
+    "nvtxsim: with phase(name) inline": ("with nvtxsim.phase(NAME): pass", "empty"),
+    "nvtxsim: @phase decorated call": ("ph_fn()", "call"),
+    "nvtxsim: instrument()ed method": ("inst.step()", "method"),
+}
+RAW_CASES = {
+    "nvtx: with pre-built annotate": ("with A: pass", "empty"),
+    "nvtx: with annotate(...) inline": ("with nvtx.annotate(NAME, color=C, domain=DOM, category=CAT): pass", "empty"),
+    "nvtx: @annotate decorated call": ("a_fn()", "call"),
+    "nvtx: @annotate decorated method": ("raw_obj.step()", "method"),
+    "nvtx: push_range/pop_range": ("nvtx.push_range(NAME, C, DOM, CAT); nvtx.pop_range(DOM)", "empty"),
+    "nvtx: domain.push_range(attrs)/pop": ("D.push_range(AT); D.pop_range()", "empty"),
+}
+# nvtxsim case -> the raw form doing the same work
+PAIRS = {
+    "nvtxsim: with pre-built phase": "nvtx: with pre-built annotate",
+    "nvtxsim: with phase(name) inline": "nvtx: with annotate(...) inline",
+    "nvtxsim: @phase decorated call": "nvtx: @annotate decorated call",
+    "nvtxsim: instrument()ed method": "nvtx: @annotate decorated method",
+}
+FASTEST_RAW = "nvtx: domain.push_range(attrs)/pop"
+
+
+def measure(cases: dict, number: int, repeat: int) -> dict[str, float]:
+    """Best-of-`repeat` seconds per statement, repeats interleaved across cases; net of each baseline."""
+    ns = _namespace()
+    timers = {k: timeit.Timer(s, globals=ns) for k, s in BASELINES.items()}
+    timers.update({k: timeit.Timer(s, globals=ns) for k, (s, _) in cases.items()})
+    best = {k: float("inf") for k in timers}
+    for t in timers.values():
+        t.timeit(max(number // 20, 1))  # warm caches (registered strings, attributes)
+    for _ in range(repeat):
+        for k, t in timers.items():
+            best[k] = min(best[k], t.timeit(number) / number)
+    return {k: max(best[k] - best[base], 0.0) for k, (_, base) in cases.items()}
+
+
+def micro(args: argparse.Namespace) -> dict:
+    live_raw = type(nvtx.get_domain(P.DOMAIN)).__name__ != "DummyDomain"
+    res = measure({**NVTXSIM_CASES, **RAW_CASES}, args.number, args.repeat)
+    nvtxsim.disable()
+    try:
+        disabled = measure(NVTXSIM_CASES, args.number, args.repeat)
+    finally:
+        nvtxsim.enable()
+    env_disabled = None
+    if not args.no_env_child:
+        env = dict(os.environ, NVTXSIM_DISABLE="1")
+        cmd = [sys.executable, __file__, "--disabled-child", "--number", str(args.number), "--repeat", str(args.repeat)]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+        env_disabled = _parse_result(out)
+    return dict(facts=_facts(), live_raw=live_raw, enabled=res, disabled=disabled, env_disabled=env_disabled,
+                number=args.number, repeat=args.repeat)
+
+
+def print_micro(r: dict) -> bool:
+    us = lambda s: f"{s * 1e6:.3f}"  # noqa: E731
+    f = r["facts"]
+    print(f"## micro: per range, net of baseline (timeit, {r['number']} x {r['repeat']} interleaved, best repeat)")
+    print(f"machine: {f['cpu']} ({f['cores']} cores), Python {f['python']}, nvtx {f['nvtx']}, "
+          f"tool attached: {f['tool_attached']} ({f['injection'] or 'no NVTX_INJECTION64_PATH'})")
+    print(f"nvtxsim recording: {f['recording']}, nvtx gate lifted by nvtxsim: {f['gate_bypassed']}, "
+          f"raw nvtx domain live: {r['live_raw']}")
+    if f["gate_bypassed"]:
+        print("note: nvtxsim was imported before nvtx and lifted nvtx>=0.2.12's enabled-gate (old nsys); "
+              "without that the raw nvtx calls below would be no-ops under this nsys.")
+    if f["tool_attached"] and not r["live_raw"]:
+        print("WARNING: a tool is attached but raw nvtx is a dummy domain: raw numbers are no-ops, ratios invalid")
+    ok = True
+    floor = 0.02e-6
+    print("\n| range form | µs/range | same work, raw nvtx | µs/range | ratio | vs domain API | goal ≤1.2× |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | --- |")
+    e, fastest = r["enabled"], r["enabled"][FASTEST_RAW]
+    for k, raw in PAIRS.items():
+        a, b = e[k], e[raw]
+        ratio = f"{a / b:.2f}×" if b >= floor else "—"
+        vsd = f"{a / fastest:.2f}×" if fastest >= floor else "—"
+        met = a <= 1.2 * b or a - b <= floor  # below the noise floor an excess of a few ns is not a ratio
+        ok &= met
+        print(f"| {k} | {us(a)} | {raw} | {us(b)} | {ratio} | {vsd} | {'met' if met else 'NOT met'} |")
+    for k in ("nvtx: push_range/pop_range", FASTEST_RAW):
+        print(f"| — | | {k} | {us(e[k])} | | | |")
+    print("\n| disabled form | nvtxsim.disable() µs/range | NVTXSIM_DISABLE=1 µs/range | goal ≤0.1 µs |")
+    print("| --- | ---: | ---: | --- |")
+    for k in NVTXSIM_CASES:
+        d = r["disabled"][k]
+        de = r["env_disabled"]["disabled"][k] if r["env_disabled"] else None
+        met = d <= 0.1e-6 and (de is None or de <= 0.1e-6)
+        ok &= met
+        print(f"| {k} | {us(d)} | {us(de) if de is not None else 'n/a'} | {'met' if met else 'NOT met'} |")
+    print(f"\nmicro goals: {'all met' if ok else 'NOT all met'}")
+    return ok
+
+
+# --------------------------------------------------------------------------- e2e
+
+
+def e2e_child(modes: list[str], demo_argv: list[str], iterations: int, reps: int, budget: float) -> dict:
+    """Build the demo once, then time `iterations` iterations per mode, modes interleaved `reps` times.
+
+    Stops after a complete round once `budget` seconds have passed (at least one timed round), so a
+    slow machine still returns results inside a bounded device call.
+    """
+    import time
+
+    import torch
+    import demo_env
+
+    start = time.perf_counter()
+    dargs = demo_env.parse_args(demo_argv + ["--iterations", str(iterations)])
+    env = demo_env.DemoEnv(dargs)
+    env.warmup(max(dargs.warmup, 10))
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if dargs.device == "cuda":
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    for rep in range(reps + 1):  # round 0 warms each mode up (profiler start-up, allocator) and is dropped
+        for m in modes:
+            if m in ("torch_nostack", "torch_stack"):
+                with torch.profiler.profile(activities=acts, with_stack=m == "torch_stack", record_shapes=False):
+                    s = env.run(iterations)
+            else:
+                (nvtxsim.disable if m == "nvtxsim_off" else nvtxsim.enable)()
+                s = env.run(iterations)
+                nvtxsim.enable()
+            ms = 1e3 * s / iterations
+            print(f"e2e {m} round {rep}: {ms:.3f} ms/iter{' (warm-up, dropped)' if rep == 0 else ''} "
+                  f"[{time.perf_counter() - start:.0f} s]", file=sys.stderr, flush=True)
+            if rep:
+                times[m].append(ms)
+        if rep and time.perf_counter() - start > budget:
+            break
+    env.close()
+    return dict(times=times, facts=_facts(), recording=nvtxsim.is_recording(), demo=vars(dargs) | {"camera": list(dargs.camera)})
+
+
+def e2e(args: argparse.Namespace) -> dict:
+    demo_argv = shlex.split(args.demo_args)
+    common = [__file__, "--e2e-iterations", str(args.e2e_iterations), "--e2e-reps", str(args.e2e_reps),
+              "--e2e-budget", str(args.e2e_budget), "--demo-args", args.demo_args]
+    plain = _run_child([sys.executable] + common + ["--e2e-child", "plain,torch_nostack,torch_stack"])
+    nsys = args.nsys or os.environ.get("NSYS") or shutil.which("nsys")
+    if not nsys:
+        raise SystemExit("bench_overhead: --e2e needs nsys (set --nsys or $NSYS)")
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [nsys, "profile", "-t", args.trace, "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
+               "-o", str(Path(tmp) / "e2e"), sys.executable] + common + ["--e2e-child", "nvtxsim_off,nvtxsim_on"]
+        under = _run_child(cmd)
+    version = subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout.strip()
+    return dict(plain=plain, nsys=under, nsys_version=version, nsys_cmd=" ".join(cmd[:8]) + " python ...",
+                demo_argv=demo_argv, iterations=args.e2e_iterations, reps=args.e2e_reps)
+
+
+def print_e2e(r: dict) -> bool:
+    med = {m: statistics.median(v) for part in ("plain", "nsys") for m, v in r[part]["times"].items()}
+    f = r["plain"]["facts"]
+    print(f"## e2e: demo_env {' '.join(r['demo_argv'])}, {r['iterations']} iterations per block, "
+          f"up to {r['reps']} interleaved blocks per mode (after a dropped warm-up round), median")
+    print(f"machine: {f['cpu']} ({f['cores']} cores), GPU: {f['gpu']}, torch {f['torch']}, nvtx {f['nvtx']}, "
+          f"{r['nsys_version']}; nvtxsim recording under nsys: {r['nsys']['recording']}")
+    labels = {"plain": "(a) plain (phases present, no tool)", "torch_nostack": "(c) torch.profiler with_stack=False",
+              "torch_stack": "(d) torch.profiler with_stack=True", "nvtxsim_off": "(b0) nsys -t " + r["nsys_cmd"].split(" -t ")[1].split()[0] + ", nvtxsim disabled",
+              "nvtxsim_on": "(b) same nsys process, nvtxsim phases on"}
+    print("\n| mode | ms/iteration (median) | blocks |")
+    print("| --- | ---: | --- |")
+    for m, label in labels.items():
+        v = r["plain" if m in r["plain"]["times"] else "nsys"]["times"][m]
+        print(f"| {label} | {med[m]:.3f} | {', '.join(f'{x:.3f}' for x in v)} |")
+    added_nvtxsim = med["nvtxsim_on"] - med["nvtxsim_off"]
+    added_stack = med["torch_stack"] - med["plain"]
+    added_nsys_total = med["nvtxsim_on"] - med["plain"]
+    ratio = added_nvtxsim / added_stack if added_stack > 0 else float("nan")
+    print(f"\nnvtxsim added (b - b0): {added_nvtxsim:+.3f} ms/iter; torch.profiler with_stack=True added (d - a): "
+          f"{added_stack:+.3f} ms/iter; nsys capture + nvtxsim added (b - a): {added_nsys_total:+.3f} ms/iter")
+    ok = ratio <= 0.2
+    print(f"e2e ratio nvtxsim added / with_stack added = {ratio:.3f} (goal <= 0.2: {'met' if ok else 'NOT met'}); "
+          f"whole nsys capture incl. CUDA tracing / with_stack added = {added_nsys_total / added_stack:.3f}")
+    return ok
+
+
+# --------------------------------------------------------------------------- plumbing
+
+
+def _facts() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info = nvtxsim.backend_info()
+    gpu, torch_v = None, None
+    if "torch" in sys.modules:
+        import torch
+
+        torch_v = torch.__version__
+        if torch.cuda.is_available():
+            gpu = f"{torch.cuda.get_device_name()} (CUDA {torch.version.cuda})"
+    return dict(cpu=cpu, cores=os.cpu_count(), python=platform.python_version(), nvtx=info["nvtx_version"],
+                torch=torch_v, gpu=gpu, tool_attached=info["tool_attached"], injection=info["injection"],
+                recording=info["recording"], gate_bypassed=info["gate_bypassed"])
+
+
+def _run_child(cmd: list[str]) -> dict:
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # stderr (progress) passes through
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-4000:])
+        raise SystemExit(f"bench_overhead: child failed ({proc.returncode}): {' '.join(cmd[:6])} ...")
+    return _parse_result(proc.stdout)
+
+
+def _parse_result(out: str) -> dict:
+    for line in out.splitlines():
+        if line.startswith(RESULT_TAG):
+            return json.loads(line[len(RESULT_TAG):])
+    raise SystemExit("bench_overhead: child printed no result:\n" + out[-2000:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    tool = bool(os.environ.get("NVTX_INJECTION64_PATH"))
+    p.add_argument("--number", type=int, default=20_000 if tool else 200_000, help="statements per repeat")
+    p.add_argument("--repeat", type=int, default=5 if tool else 7)
+    p.add_argument("--no-env-child", action="store_true", help="skip the NVTXSIM_DISABLE=1 subprocess")
+    p.add_argument("--json", metavar="FILE", help="also write the raw results as JSON")
+    p.add_argument("--e2e", action="store_true", help="end-to-end demo_env comparison (launches nsys itself)")
+    p.add_argument("--demo-args", help="demo_env.py options for --e2e (default: cuda, 512 envs, 32x32 camera, "
+                   "decimation 4 when CUDA is available, else cpu, 64 envs, 16x16, decimation 2)")
+    p.add_argument("--e2e-iterations", type=int, default=100)
+    p.add_argument("--e2e-reps", type=int, default=5)
+    p.add_argument("--e2e-budget", type=float, default=35.0, help="seconds per e2e process before it stops adding rounds")
+    p.add_argument("--nsys", help="nsys binary for --e2e (default: $NSYS, then PATH)")
+    p.add_argument("--trace", default="cuda,nvtx", help="nsys -t for --e2e")
+    p.add_argument("--disabled-child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--e2e-child", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.demo_args is None:
+        args.demo_args = ("--device cuda --num-envs 512 --camera 32x32 --decimation 4" if _cuda()
+                          else "--device cpu --num-envs 64 --camera 16x16 --decimation 2")
+    if args.disabled_child:
+        res = dict(disabled=measure(NVTXSIM_CASES, args.number, args.repeat), enabled=nvtxsim.is_enabled())
+        print(RESULT_TAG + json.dumps(res))
+        return 0
+    if args.e2e_child:
+        res = e2e_child(args.e2e_child.split(","), shlex.split(args.demo_args), args.e2e_iterations, args.e2e_reps,
+                         args.e2e_budget)
+        print(RESULT_TAG + json.dumps(res))
+        return 0
+    if args.e2e:
+        res = e2e(args)
+        ok = print_e2e(res)
+    else:
+        res = micro(args)
+        ok = print_micro(res)
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=1))
+    return 0 if ok else 1
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())
