@@ -101,7 +101,12 @@ class Detail:
         return str(self.label_names[self.export.ranges.label[i]])
 
     def thread_name(self, global_tid: int) -> str:
-        """``name (tid)``, or just the tid when the export has no OS thread name."""
+        """``name (tid)``, or just the tid when the export has no OS thread name.
+
+        A process's main thread is called ``main``: nsys often records its name from before the
+        ``exec`` (``bash`` for a Python program started from a shell)."""
+        if tid_of(global_tid) == pid_of(global_tid):
+            return f"main ({tid_of(global_tid)})"
         names = getattr(self.export.extras, "thread_names", {}) or {}
         n = names.get(int(global_tid), "")
         return f"{n} ({tid_of(global_tid)})" if n else f"tid {tid_of(global_tid)}"

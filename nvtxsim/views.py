@@ -99,7 +99,7 @@ def iterations(d: Detail, o: ViewOptions) -> ViewTable:
     ]
     if it is None:
         return ViewTable("iterations", "Per iteration", cols, [], [err or ""])
-    rows = [asdict(s) for s in phase_stats(it)]
+    rows = [asdict(s) for k, s in enumerate(phase_stats(it)) if k == 0 or s.iterations > 0]
     notes = [f"{len(it)} iterations keyed on '{it.key}'" + (f", first {it.skipped} skipped" if it.skipped else "") + "; a phase's time per iteration is the sum of its ranges in that iteration (0 when absent)"]
     if it.unassigned:
         outside = ", ".join(f"{k} ×{v}" for k, v in sorted(it.unassigned.items(), key=lambda kv: -kv[1])[:6])
