@@ -15,6 +15,7 @@ from .errors import NvtxsimError
 
 _COMMANDS = (
     "nvtxsim.commands.report",
+    "nvtxsim.commands.compare",
     "nvtxsim.commands.profile",
     "nvtxsim.commands.doctor",
     "nvtxsim.commands.run",
