@@ -33,6 +33,16 @@ from .window import step
 
 __version__ = "0.1.0"
 
+
+def load_frames(path, **kwargs):  # type: ignore[no-untyped-def]
+    """An export as pandas DataFrames (ranges, gpu_ops, api_calls, phases, iterations); needs pandas.
+
+    See :func:`nvtxsim.frames.load_frames`. Imported lazily: ``import nvtxsim`` stays light."""
+    from .frames import load_frames as _load_frames
+
+    return _load_frames(path, **kwargs)
+
+
 __all__ = [
     "phase",
     "mark",
@@ -49,5 +59,6 @@ __all__ = [
     "backend_info",
     "phases",
     "step",
+    "load_frames",
     "__version__",
 ]
