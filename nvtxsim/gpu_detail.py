@@ -81,8 +81,8 @@ class KernelRow:
     kernel: str  # full (demangled) name, or "[CUDA graph N]" for graph-level executions
     kernel_short: str
     kind: str  # kernel | graph
-    ranges: int  # range instances that launched it
-    count: int  # executions (counted once per enclosing range, as nsys does)
+    ranges: int  # range instances of the phase around its launches (nsys "NVTX Inst")
+    count: int  # executions (nsys "Kern Inst"); each counts once per phase, also inside nested ranges of the phase
     total_ns: int
     mean_ns: int
     max_ns: int
@@ -103,14 +103,17 @@ def kernels(detail: Detail, top: Optional[int] = 10) -> list[KernelRow]:
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
     m = len(uniq)
+    ri = np.unique(np.stack([inv, rng], axis=1), axis=0)
+    nranges = np.bincount(ri[:, 0], minlength=m)
+    # Each execution once per phase, even when ranges of the phase nest (nsys sums those twice in Total Time).
+    ko = np.unique(np.stack([inv, op], axis=1), axis=0)
+    inv, op = ko[:, 0], ko[:, 1]
     dur = ops.duration[op]
     count = np.bincount(inv, minlength=m)
     total = np.zeros(m, dtype=np.int64)
     np.add.at(total, inv, dur)
     mx = np.zeros(m, dtype=np.int64)
     np.maximum.at(mx, inv, dur)
-    ri = np.unique(np.stack([inv, rng], axis=1), axis=0)
-    nranges = np.bincount(ri[:, 0], minlength=m)
     per_label = {}
     for k in range(m):
         per_label[int(uniq[k, 0])] = per_label.get(int(uniq[k, 0]), 0) + int(total[k])
@@ -172,7 +175,8 @@ def copies(detail: Detail) -> list[CopyRow]:
     rng, op = pairs.range[sel], pairs.op[sel]
     if len(rng) == 0:
         return []
-    lab = _label_of_ranges(detail, rng)
+    lo = np.unique(np.stack([_label_of_ranges(detail, rng), op], axis=1), axis=0)  # each op once per phase
+    lab, op = lo[:, 0], lo[:, 1]
     direction = copy_direction(ops, op)
     dnames, dcode = np.unique(direction.astype(str), return_inverse=True)
     keys = np.stack([lab, dcode.reshape(-1)], axis=1)
@@ -483,19 +487,22 @@ def by_device(detail: Detail) -> list[DeviceRow]:
     busy_rd = _union_length(rd_inv.reshape(-1), ops.start[pairs.op], ops.end[pairs.op], len(ukeys))
     rd_label = r.label[ukeys // len(devs)].astype(np.int64)
     rd_dev = ukeys % len(devs)
-    lab = r.label[pairs.range].astype(np.int64)
+    # Counts and sums: each op once per phase (also inside nested ranges of the phase), as in kernels().
+    lo = np.unique(np.stack([r.label[pairs.range].astype(np.int64), pairs.op], axis=1), axis=0)
+    lab, op = lo[:, 0], lo[:, 1]
+    dcode = np.searchsorted(devs, ops.device_id[op])
     keys = np.stack([lab, dcode], axis=1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
     m = len(uniq)
-    kind = ops.kind[pairs.op]
+    kind = ops.kind[op]
     is_k = np.isin(kind, (KERNEL, GRAPH))
     count = np.bincount(inv, minlength=m)
     kcount = np.bincount(inv, weights=is_k, minlength=m).astype(np.int64)
     ktime = np.zeros(m, dtype=np.int64)
-    np.add.at(ktime, inv, np.where(is_k, ops.duration[pairs.op], 0))
+    np.add.at(ktime, inv, np.where(is_k, ops.duration[op], 0))
     cbytes = np.zeros(m, dtype=np.int64)
-    np.add.at(cbytes, inv, np.where(kind == MEMCPY, ops.bytes[pairs.op], 0))
+    np.add.at(cbytes, inv, np.where(kind == MEMCPY, ops.bytes[op], 0))
     busy = {}
     for l, d, b in zip(rd_label.tolist(), rd_dev.tolist(), busy_rd.tolist()):
         busy[(l, d)] = busy.get((l, d), 0) + b

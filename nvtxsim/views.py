@@ -129,7 +129,7 @@ def kernels(d: Detail, o: ViewOptions) -> ViewTable:
         C("phase", "Phase"), C("kernel_short", "Kernel"), C("count", "count", "int"), C("total_ns", "GPU total", "ns"),
         C("mean_ns", "mean", "ns"), C("max_ns", "max", "ns"), C("share", "of phase", "pct"),
     ]
-    notes = [f"top {o.top} per phase by GPU time; a kernel counts for every range around its launch (as nsys nvtxkernsum)"]
+    notes = [f"top {o.top} per phase by GPU time; a kernel counts for every phase around its launch, once per phase (as nsys nvtxkernsum)"]
     if not d.has_cuda:
         notes.append("export has no CUDA trace")
     return ViewTable("kernels", "Top kernels per phase", cols, rows, notes)
