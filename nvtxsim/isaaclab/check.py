@@ -19,12 +19,14 @@ class CheckResult:
 
     def failures(self, *, strict: bool = False) -> list[Resolution]:
         """Entries that do not resolve: required ones always; optional ones (package installed) with ``strict``."""
-        return [
-            r
-            for r in self.results
-            if not r.resolved and r.status not in ("not-installed", "other-version")
-            and (strict or not r.target.optional)
-        ]
+        out = []
+        for r in self.results:
+            if r.resolved or r.status == "other-version":
+                continue
+            if r.target.optional and (r.status == "not-installed" or not strict):
+                continue
+            out.append(r)
+        return out
 
     def summary(self) -> str:
         parts = [
