@@ -57,13 +57,20 @@ def nest(export: Export, ranges: np.ndarray) -> Nesting:
         s, e = start[i], end[i]
         while stack and end[stack[-1]] < s:
             stack.pop()
-        # Deepest range on the stack that still contains this one (start/end ranges may overlap).
+        # Tightest range on the stack that contains this one (least slack at both ends, like nsys's
+        # nvtxpptrace); for properly nested ranges that is simply the deepest one.
+        best, slack = -1, None
         for j in range(len(stack) - 1, -1, -1):
             k = stack[j]
             if end[k] >= e:
-                par[i] = k
-                dep[i] = dep[k] + 1
-                break
+                sl = (s - start[k]) + (end[k] - e)
+                if slack is None or sl < slack:
+                    best, slack = k, sl
+                    if sl == 0:
+                        break
+        if best >= 0:
+            par[i] = best
+            dep[i] = dep[best] + 1
         stack.append(i)
     return Nesting(idx, np.array(par, dtype=np.int64), np.array(dep, dtype=np.int64))
 
