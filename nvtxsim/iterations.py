@@ -75,10 +75,12 @@ def per_iteration(detail: Detail, by: str = "iteration", *, skip_first: int = 0)
     first = np.r_[True, tids[1:] != tids[:-1]] if len(tids) else np.zeros(0, dtype=bool)
     grp = np.cumsum(first) - 1
     pos = np.arange(len(all_keys)) - (np.flatnonzero(first)[grp] if len(all_keys) else 0)
-    keep = pos >= skip_first
-    keys, pos = all_keys[keep], pos[keep]
-    t_order = np.argsort(r.start[keys], kind="stable")
-    keys, pos = keys[t_order], pos[t_order]
+    keep_all = pos >= skip_first
+    # All instances in time order (members of skipped iterations are found too, then dropped).
+    t_order = np.argsort(r.start[all_keys], kind="stable")
+    all_keys, pos, keep_all = all_keys[t_order], pos[t_order], keep_all[t_order]
+    slot = np.where(keep_all, np.cumsum(keep_all) - 1, -2)  # row in the matrices, -2 for skipped instances
+    keys, pos = all_keys[keep_all], pos[keep_all]
     n_it = len(keys)
 
     members = detail.selected[r.label[detail.selected] != key]
@@ -98,24 +100,24 @@ def per_iteration(detail: Detail, by: str = "iteration", *, skip_first: int = 0)
         cnt[:, 0] = 1
     unassigned: dict[str, int] = {}
     it_of = np.full(len(members), -1, dtype=np.int64)
-    if n_it and len(members):
+    if len(all_keys) and len(members):
         # Per process: key instances sorted by start; a member goes to the last one starting at or before it.
-        k_pid = r.global_tid[keys] & PID_MASK
+        k_pid = r.global_tid[all_keys] & PID_MASK
         m_pid = r.global_tid[members] & PID_MASK
         for p in np.unique(k_pid):
             ks = np.flatnonzero(k_pid == p)  # already in start order
             ms = np.flatnonzero(m_pid == p)
-            j = np.searchsorted(r.start[keys[ks]], r.start[members[ms]], side="right") - 1
+            j = np.searchsorted(r.start[all_keys[ks]], r.start[members[ms]], side="right") - 1
             ok = j >= 0
             cand = np.where(ok, ks[np.maximum(j, 0)], -1)
-            inside = ok & (r.start[members[ms]] <= r.end[keys[np.maximum(cand, 0)]])
-            it_of[ms[inside]] = cand[inside]
+            inside = ok & (r.start[members[ms]] <= r.end[all_keys[np.maximum(cand, 0)]])
+            it_of[ms[inside]] = slot[cand[inside]]
         hit = it_of >= 0
         c = col[r.label[members[hit]]]
         np.add.at(cpu, (it_of[hit], c), dur[members[hit]])
         np.add.at(gpu, (it_of[hit], c), busy[members[hit]])
         np.add.at(cnt, (it_of[hit], c), 1)
-    miss = members[it_of < 0]
+    miss = members[it_of == -1]
     for lab, n in zip(*np.unique(r.label[miss], return_counts=True)):
         unassigned[str(detail.label_names[lab])] = int(n)
     return Iterations(
@@ -129,7 +131,7 @@ def per_iteration(detail: Detail, by: str = "iteration", *, skip_first: int = 0)
         cpu=cpu,
         gpu=gpu,
         count=cnt,
-        skipped=int((~keep).sum()),
+        skipped=int((~keep_all).sum()),
         unassigned=unassigned,
     )
 
