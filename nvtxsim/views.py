@@ -125,8 +125,14 @@ def kernels(d: Detail, o: ViewOptions) -> ViewTable:
     from .gpu_detail import kernels as k
 
     rows = [asdict(r) for r in k(d, o.top)]
+    # Short names collide across template instantiations: number the repeats within a phase.
+    seen: dict[tuple[str, str], int] = {}
+    for row in rows:
+        n = seen[(row["phase"], row["kernel_short"])] = seen.get((row["phase"], row["kernel_short"]), 0) + 1
+        name = row["kernel_short"] if len(row["kernel_short"]) <= 60 else row["kernel_short"][:59] + "…"
+        row["kernel_display"] = name if n == 1 else f"{name} #{n}"
     cols = [
-        C("phase", "Phase"), C("kernel_short", "Kernel"), C("count", "count", "int"), C("total_ns", "GPU total", "ns"),
+        C("phase", "Phase"), C("kernel_display", "Kernel"), C("count", "count", "int"), C("total_ns", "GPU total", "ns"),
         C("mean_ns", "mean", "ns"), C("max_ns", "max", "ns"), C("share", "of phase", "pct"),
     ]
     notes = [f"top {o.top} per phase by GPU time; a kernel counts for every phase around its launch, once per phase (as nsys nvtxkernsum)"]
@@ -198,7 +204,7 @@ def _grouped(d: Detail, by: str) -> ViewTable:
         row["phase"] = g.stats.label
         rows.append(row)
     first = C("where", "Thread" if by == "thread" else "Process")
-    return ViewTable(by + "s", f"Phases per {by}", [first] + SUMMARY_COLUMNS, rows)
+    return ViewTable("threads" if by == "thread" else "processes", f"Phases per {by}", [first] + SUMMARY_COLUMNS, rows)
 
 
 def threads(d: Detail, o: ViewOptions) -> ViewTable:
