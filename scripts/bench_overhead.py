@@ -279,6 +279,13 @@ def print_e2e(r: dict) -> bool:
     ratio = added_nvtxsim / added_stack if added_stack > 0 else float("nan")
     print(f"\nnvtxsim added (b - b0): {added_nvtxsim:+.3f} ms/iter; torch.profiler with_stack=True added (d - a): "
           f"{added_stack:+.3f} ms/iter; nsys capture + nvtxsim added (b - a): {added_nsys_total:+.3f} ms/iter")
+    on, off = r["nsys"]["times"]["nvtxsim_on"], r["nsys"]["times"]["nvtxsim_off"]
+    paired = [a - b for a, b in zip(on, off)]  # same round, back to back: drift cancels
+    if len(paired) > 1:
+        sem = statistics.stdev(paired) / len(paired) ** 0.5
+        print(f"paired rounds (b - b0): median {statistics.median(paired):+.3f}, mean {statistics.mean(paired):+.3f} "
+              f"± {sem:.3f} (s.e.m.) ms/iter over {len(paired)} rounds; ratio of the paired median: "
+              f"{statistics.median(paired) / added_stack:.3f}")
     ok = ratio <= 0.2
     print(f"e2e ratio nvtxsim added / with_stack added = {ratio:.3f} (goal <= 0.2: {'met' if ok else 'NOT met'}); "
           f"whole nsys capture incl. CUDA tracing / with_stack added = {added_nsys_total / added_stack:.3f}")
