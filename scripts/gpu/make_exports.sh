@@ -3,7 +3,8 @@
 # SQLite, run `nsys stats` reports as CSV, gzip the SQLite and drop the .nsys-rep.
 # Run ON the GPU machine, from the checkout root, after `source .gpu/env.sh` (which sets NSYS):
 #     bash scripts/gpu/make_exports.sh DEST
-# Writes into DEST, per export NAME: NAME.sqlite.gz, NAME_<report>.csv, NAME_profile.log; plus
+# Writes into DEST, per export NAME: NAME.sqlite.gz, NAME_<report>.csv (.csv.gz when over 1 MB),
+# NAME_profile.log; plus
 # commands.txt (the exact commands) and versions.txt. Env knobs (for a dry run elsewhere):
 # DEMO_DEVICE (cuda), REPORTS (nsys 2025 report names), MAX_GZ_BYTES (3 MB: above it, halve the iterations).
 set -uo pipefail
@@ -59,7 +60,10 @@ export_one() {
     | sed -e "s#$work/##g" >> "$DEST/commands.txt"
   mv "$work/$name.sqlite.gz" "$DEST/"
   for r in "${reports[@]}"; do
-    [ -f "$work/${name}_$r.csv" ] && mv "$work/${name}_$r.csv" "$DEST/"
+    [ -f "$work/${name}_$r.csv" ] || continue
+    mv "$work/${name}_$r.csv" "$DEST/"
+    # Per-kernel traces run to 10+ MB of text: keep them gzipped in the repository.
+    [ "$(stat -c %s "$DEST/${name}_$r.csv")" -gt 1000000 ] && gzip -9f "$DEST/${name}_$r.csv"
   done
   rm -f "$work/$name.nsys-rep" "$work/$name.sqlite"
 }

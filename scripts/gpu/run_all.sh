@@ -28,9 +28,9 @@ export PYTHONUNBUFFERED=1
     d=$(dirname "$f"); tag=$(echo "${d#/}" | tr '/' '_')
     mkdir -p "$res/nsys_reports/$tag"
     if [ "$(basename "$d")" = reports ] || [ "$(basename "$f")" = nsysstats.py ]; then
-      find "$d" -maxdepth 1 -type f \( -name '*.py' -o -name '*.sql' -o -name '*.txt' \) -size -400k -exec cp -n {} "$res/nsys_reports/$tag/" \;
+      find "$d" -maxdepth 1 -type f \( -name '*.py' -o -name '*.sql' -o -name '*.txt' \) -size -400k -exec cp {} "$res/nsys_reports/$tag/" \;
     else
-      cp -rn "$f" "$res/nsys_reports/$tag/" 2>/dev/null
+      cp -r "$f" "$res/nsys_reports/$tag/" 2>/dev/null
     fi
   done < "$res/nsys_reports/found.txt"
   grep -rln "create_aggregate\|create_function" "$root" --include='*.py' 2>/dev/null | head -20 | tee "$res/nsys_reports/sql_functions_defined_in.txt"
