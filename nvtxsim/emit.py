@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 import sys
 import threading
 from typing import Any, Callable, Optional, TypeVar, Union
@@ -26,6 +27,96 @@ from . import phases as _phases
 
 F = TypeVar("F", bound=Callable[..., Any])
 Payload = Union[int, float, None]
+
+#: Name of the mark nvtxsim records (in its domain) for every refused unmatched :func:`range_pop`.
+UNMATCHED_POP_MARK = "unmatched_range_pop"
+
+FORKED_UNTRACED = (
+    "forked from a profiled process without exec and nsys does not trace this process "
+    "(NVTX calls here can hang nsys 2022.4): ranges are off; use the 'spawn' start method "
+    "or nsys --trace-fork-before-exec=true"
+)
+
+# --------------------------------------------------------------------------- reliability helpers
+
+_report_lock = threading.Lock()
+_reported: set = set()
+
+
+def _report_once(key: Any, message: str) -> None:
+    """One stderr line per distinct problem and process; never raises (stderr may be gone)."""
+    with _report_lock:
+        if key in _reported:
+            return
+        _reported.add(key)
+    try:
+        sys.stderr.write(f"nvtxsim: {message}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+_STORAGE_FILE = re.compile(rb"/injection_(\d+)_\d+_storage\.dat")
+
+
+def _nsys_traces_this_process() -> Optional[bool]:
+    """Whether nsys traces this process: None when it cannot be told (no nsys storage mapping seen).
+
+    nsys (2022.4) maps one ``injection_<pid>_<n>_storage.dat`` per traced process. A child
+    forked without exec inherits its parent's mapping but gets its own only under
+    ``--trace-fork-before-exec=true``; without it, the child's NVTX calls are dropped, and
+    the first NVTX call of a forked child that had not used NVTX before hangs.
+    """
+    try:
+        with open("/proc/self/maps", "rb") as fh:
+            pids = {int(p) for p in _STORAGE_FILE.findall(fh.read())}
+    except Exception:
+        return None
+    if not pids:
+        return None
+    return os.getpid() in pids
+
+
+def _clean_text(value: Any) -> str:
+    """``value`` as a str NVTX accepts (UTF-8 encodable); never raises."""
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except Exception:
+        text = f"<unprintable {type(value).__name__}>"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _clean_payload(payload: Any) -> Payload:
+    if isinstance(payload, bool) or not isinstance(payload, (int, float)):
+        return None
+    if isinstance(payload, int) and not -(1 << 63) <= payload < (1 << 63):
+        return float(payload)
+    return payload
+
+
+def _safe_attributes(name: Any, color: Any, category: Any, payload: Any = None) -> Any:
+    """Event attributes that never raise: arguments NVTX rejects are repaired and reported once.
+
+    Attributes are built only while a profiler is attached, so without this a bad argument
+    (a name with lone surrogates, a colour out of range, an oversized int payload) would
+    fail only under the profiler.
+    """
+    try:
+        return _backend.attributes(name, color, category, payload)
+    except Exception as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    clean_color = color if isinstance(color, int) and 0 <= color <= 0xFFFFFFFF else None
+    clean_category = None if category is None else _clean_text(category)
+    clean = (_clean_text(name), clean_color, clean_category, _clean_payload(payload))
+    _report_once(("attributes", clean[0][:200]), f"NVTX rejected the attributes of phase {clean[0][:80]!r} ({problem}); recorded with repaired ones")
+    for args in (clean, (clean[0], None, None, None), ("nvtxsim.invalid_phase", None, None, None)):
+        try:
+            return _backend.attributes(*args)
+        except Exception as exc:
+            last = exc
+    _nvtx_failed(last)
+    return None
+
 
 # --------------------------------------------------------------------------- backend
 
@@ -45,12 +136,19 @@ class _Backend:
         self._lock = threading.Lock()
         self._attr_cache: dict[tuple, Any] = {}
         self._domains: dict[str, Any] = {}
+        self.failed = False  # an NVTX call raised: ranges stay off for the rest of the process
+        self.inactive_reason: Optional[str] = None  # why a tool is attached but nothing is recorded
+        self.unmatched_pops = 0
         if self.tool_attached:
+            if _nsys_traces_this_process() is False:
+                self.inactive_reason = FORKED_UNTRACED
+                return
             try:
                 self._open()
             except Exception as exc:  # NVTX must never break the user's program
                 self.error = f"{type(exc).__name__}: {exc}"
                 self.domain = None
+                _report_once("open", f"could not open the NVTX domain ({self.error}); phases are not recorded")
 
     def _open(self) -> None:
         import nvtx
@@ -71,7 +169,7 @@ class _Backend:
 
     @property
     def live(self) -> bool:
-        return self.domain is not None
+        return self.domain is not None and not self.failed and self.inactive_reason is None
 
     def domain_for(self, name: Optional[str]) -> Any:
         """Another NVTX domain (None: nvtxsim's), opened like nvtxsim's own; None when not live."""
@@ -144,11 +242,30 @@ _active = _enabled and _backend.live
 _push = _backend.push
 _pop = _backend.pop
 _handle = _backend.handle
+_tls = threading.local()  # per-thread depth of range_push ranges that reached NVTX
+_pushed = False  # some range_push reached NVTX in this process (keeps range_pop free otherwise)
 
 
 def _refresh() -> None:
     global _active
     _active = _enabled and _backend.live
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child: fresh locks, and ranges off when nsys does not trace this process."""
+    global _report_lock
+    try:
+        _report_lock = threading.Lock()
+        _backend._lock = threading.Lock()
+        if _backend.live and _nsys_traces_this_process() is False:
+            _backend.inactive_reason = FORKED_UNTRACED
+            _refresh()
+    except Exception:
+        pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def enable() -> None:
@@ -196,18 +313,19 @@ def backend_info() -> dict[str, Any]:
         "enabled": _enabled,
         "recording": _active,
         "error": _backend.error,
+        "inactive_reason": _backend.inactive_reason,
+        "unmatched_pops": _backend.unmatched_pops,
     }
 
 
 def _nvtx_failed(exc: BaseException) -> None:
-    """Turn nvtxsim off after an NVTX failure instead of raising into user code."""
+    """Turn nvtxsim off for good after an NVTX failure instead of raising into user code (reported once)."""
     global _active
     _active = False
-    _backend.error = f"{type(exc).__name__}: {exc}"
-    try:
-        sys.stderr.write(f"nvtxsim: NVTX call failed ({_backend.error}); ranges turned off\n")
-    except Exception:
-        pass
+    if not _backend.failed:
+        _backend.failed = True
+        _backend.error = f"{type(exc).__name__}: {exc}"
+    _report_once("nvtx-failed", f"NVTX call failed ({_backend.error}); ranges turned off for the rest of this process")
 
 
 # --------------------------------------------------------------------------- phase
@@ -219,7 +337,10 @@ class phase:
     ``with nvtxsim.phase("sim_step"): ...`` or ``@nvtxsim.phase("policy")``.
     Build it once (module level) for the lowest cost per range. Decorated
     generators and coroutines get one range per resumption, so ranges never
-    stay open across a ``yield`` or an ``await``.
+    stay open across a ``yield`` or an ``await``. A ``with phase(...)`` block
+    around a ``yield``/``await`` stays open while suspended: still balanced on
+    its thread, but interleaved generators/tasks can end each other's ranges
+    (docs/reliability.md). Nothing here ever raises into the caller because of NVTX.
     """
 
     __slots__ = ("name", "color", "category", "payload", "_attrs")
@@ -232,6 +353,8 @@ class phase:
         payload: Payload = None,
         category: Optional[str] = None,
     ) -> None:
+        if type(name) is not str:
+            name = _clean_text(name)
         if color is None or category is None:
             style = _phases.style_for(name)
             if color is None:
@@ -242,7 +365,7 @@ class phase:
         self.color = color
         self.category = category
         self.payload = payload
-        self._attrs = _backend.attributes(name, color, category, payload) if _backend.live else None
+        self._attrs = _safe_attributes(name, color, category, payload) if _backend.live else None
 
     def __repr__(self) -> str:
         return f"phase({self.name!r})"
@@ -380,8 +503,9 @@ def mark(name: str, payload: Payload = None, *, color: Optional[int] = None) -> 
     if not _active:
         return
     try:
+        name = name if type(name) is str else _clean_text(name)
         style = _phases.style_for(name)
-        attrs = _backend.attributes(name, color if color is not None else style.color, style.category, payload)
+        attrs = _safe_attributes(name, color if color is not None else style.color, style.category, payload)
         _backend.mark(attrs, _handle)
     except Exception as exc:
         _nvtx_failed(exc)
@@ -389,23 +513,52 @@ def mark(name: str, payload: Payload = None, *, color: Optional[int] = None) -> 
 
 def range_push(name: str, payload: Payload = None) -> None:
     """Open a phase without a ``with`` block; pair with :func:`range_pop` on the same thread."""
+    global _pushed
     if not _active:
         return
     try:
+        name = name if type(name) is str else _clean_text(name)
         style = _phases.style_for(name)
-        _push(_backend.attributes(name, style.color, style.category, payload), _handle)
+        _push(_safe_attributes(name, style.color, style.category, payload), _handle)
     except Exception as exc:
         _nvtx_failed(exc)
+        return
+    _tls.depth = getattr(_tls, "depth", 0) + 1
+    _pushed = True
 
 
 def range_pop() -> None:
-    """Close the innermost phase opened with :func:`range_push` on this thread."""
-    if not _active:
+    """Close the innermost phase opened with :func:`range_push` on this thread.
+
+    A pop with no :func:`range_push` of this thread open is refused (it would end some other
+    range, e.g. an enclosing ``with phase``): reported once on stderr and recorded as an
+    ``unmatched_range_pop`` mark that ``nvtxsim report`` counts. A range pushed before
+    :func:`disable` is still popped, so pushes and pops stay balanced.
+    """
+    if not _active and not _pushed:
+        return
+    depth = getattr(_tls, "depth", 0)
+    if depth <= 0:
+        if _active:
+            _unmatched_pop()
+        return
+    _tls.depth = depth - 1
+    if not _backend.live:
         return
     try:
         _pop(_handle)
     except Exception as exc:
         _nvtx_failed(exc)
+
+
+def _unmatched_pop() -> None:
+    _backend.unmatched_pops += 1
+    _report_once(
+        "unmatched-pop",
+        "range_pop() without an open range_push() on this thread was ignored (reported once; "
+        f"each is recorded as an {UNMATCHED_POP_MARK!r} mark)",
+    )
+    mark(UNMATCHED_POP_MARK)
 
 
 def start_range(
