@@ -40,20 +40,13 @@ class Instrumentation:
         return [p.label for p in self.patches]
 
     def restore(self) -> None:
-        """Put back every original method, newest first; calling it twice is harmless."""
+        """Put back every original method, newest first; calling it twice is harmless; never raises."""
         while self.patches:
             p = self.patches.pop()
-            d = _dict_of(p.owner)
-            if p.previous is _MISSING:
-                if isinstance(p.owner, type):
-                    if p.name in p.owner.__dict__:
-                        delattr(p.owner, p.name)
-                elif d is not None:
-                    d.pop(p.name, None)
-            elif isinstance(p.owner, type):
-                setattr(p.owner, p.name, p.previous)
-            elif d is not None:
-                d[p.name] = p.previous
+            try:
+                _undo(p)
+            except Exception as exc:  # a target that refuses the change back: keep going with the rest
+                warnings.warn(f"nvtxsim: could not restore {p.label} ({type(exc).__name__}: {exc})", stacklevel=2)
 
     def extend(self, other: "Instrumentation") -> "Instrumentation":
         self.patches.extend(other.patches)
@@ -72,10 +65,24 @@ class Instrumentation:
         return len(self.patches)
 
 
+def _undo(p: _Patch) -> None:
+    d = _dict_of(p.owner)
+    if p.previous is _MISSING:
+        if isinstance(p.owner, type):
+            if p.name in p.owner.__dict__:
+                delattr(p.owner, p.name)
+        elif d is not None:
+            d.pop(p.name, None)
+    elif isinstance(p.owner, type):
+        setattr(p.owner, p.name, p.previous)
+    elif d is not None:
+        d[p.name] = p.previous
+
+
 def _dict_of(obj: Any) -> Any:
     try:
         return object.__getattribute__(obj, "__dict__")
-    except AttributeError:
+    except Exception:  # no __dict__, or a __dict__ property that raises
         return None
 
 
@@ -140,11 +147,19 @@ def instrument(
                 result.skipped.append(f"{label} (not callable)")
                 continue
             previous = target.__dict__.get(name, _MISSING)
-            setattr(target, name, new)
+            try:
+                setattr(target, name, new)
+            except Exception as exc:  # builtin/immutable types, metaclasses that refuse attributes
+                result.skipped.append(f"{label} (cannot be replaced: {type(exc).__name__})")
+                continue
             result.patches.append(_Patch(target, name, previous, label))
         else:
             d = _dict_of(target)
-            bound = getattr(target, name)
+            try:
+                bound = getattr(target, name)
+            except Exception as exc:
+                result.skipped.append(f"{label} (lookup failed: {type(exc).__name__})")
+                continue
             if d is None or not callable(bound):
                 result.skipped.append(f"{label} (no instance dict)" if d is None else f"{label} (not callable)")
                 continue
