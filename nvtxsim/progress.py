@@ -32,7 +32,7 @@ class Stages:
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         with self._lock:
-            console = Console(file=stream, stderr=stream is sys.stderr)
+            console = Console(file=stream, stderr=stream is sys.stderr, force_terminal=True)  # caller checked it is one
             self._progress = Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console, transient=True
             )

@@ -11,6 +11,7 @@ from ..analyse import Report, summarize
 from ..load import load
 from ..output import check_writable, write_atomic
 from ..render import RENDERERS, render_table
+from ..progress import progress_after
 from ..reporting import DETAIL_FORMATS, DetailRequest, add_detail_arguments, load_with_progress, render_detail, request_from_args
 
 FORMATS = tuple(RENDERERS) + DETAIL_FORMATS
@@ -56,19 +57,22 @@ def run_report(
     if out is not None:
         check_writable(out, force=force, protect=[path])
     request = request or DetailRequest()
-    if request.is_classic and fmt in RENDERERS:
-        report = make_report(path, domain=domain, progress=None)
-        text = lambda term: render(report, fmt, to_terminal=term)  # noqa: E731
-    else:
-        export = load_with_progress(path)
-        text = lambda term: render_detail(  # noqa: E731
-            export, fmt, request, domain=domain, to_terminal=term, width=_terminal_width() if term else None
-        )
-    if out is not None:
-        write_atomic(out, text(False), force=force, protect=[path])
-        return 0
     stream = stream or sys.stdout
-    stream.write(text(stream.isatty() if hasattr(stream, "isatty") else False))
+    term = out is None and bool(getattr(stream, "isatty", lambda: False)())
+    # One progress display (stderr, terminals only, after 1 s) over load, analysis and rendering.
+    with progress_after(f"loading {Path(path).name}") as progress:
+        if request.is_classic and fmt in RENDERERS:
+            report = make_report(path, domain=domain, progress=False)
+            progress.stage("rendering")
+            text = render(report, fmt, to_terminal=term)
+        else:
+            export = load_with_progress(path, progress=False)
+            progress.stage("analysing")
+            text = render_detail(export, fmt, request, domain=domain, to_terminal=term, width=_terminal_width() if term else None, progress=False)
+    if out is not None:
+        write_atomic(out, text, force=force, protect=[path])
+        return 0
+    stream.write(text)
     stream.flush()
     return 0
 
