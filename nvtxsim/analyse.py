@@ -422,7 +422,7 @@ def summarize(
         warnings.append(f"no ranges in domain {domain!r}; domains present: {', '.join(doms)} (use --domain all)")
     n_unclosed = int(r.unclosed[idx].sum()) if len(idx) else 0
     if n_unclosed:
-        warnings.append(f"{n_unclosed} range(s) never ended (program exited or was killed inside them); they end at the last timestamp")
+        warnings.append(f"{n_unclosed} range(s) never ended (program exited or was killed inside them, or the capture stopped first); they are counted up to the end of the capture")
     n_cross = int(r.cross_thread[idx].sum()) if len(idx) else 0
     if n_cross:
         warnings.append(f"{n_cross} range(s) ended on another thread: counted on the CPU side, left out of GPU projection (as nsys does)")

@@ -464,6 +464,8 @@ def load(path: "str | os.PathLike[str]", *, cuda: bool = True) -> Export:
             if api is not None and len(api):
                 strings.update(_strings(conn, tables, np.unique(api.name_id)))
             capture_end = _capture_end(conn, tables)
+            _flag_open_at_capture_end(ranges, capture_end)
+            warnings.extend(_unmatched_pop_warning(conn, tables))
             from .extras import read_extras  # detail views' side tables (thread/GPU names, graph traces)
 
             extras = read_extras(conn, tables, cuda=cuda)
@@ -489,11 +491,41 @@ def load(path: "str | os.PathLike[str]", *, cuda: bool = True) -> Export:
     return exp
 
 
+def _flag_open_at_capture_end(ranges: Ranges, capture_end: Optional[int]) -> None:
+    """nsys 2022.4 writes a range still open when the capture stops (program killed or exited
+    inside it) with ``end`` = capture end (``ANALYSIS_DETAILS.duration``), not NULL: flag those too."""
+    if capture_end is not None and len(ranges):
+        ranges.unclosed |= ranges.end >= capture_end
+
+
+#: Mark that nvtxsim.emit records for each range_pop() it refused (no open range_push on that thread).
+UNMATCHED_POP_MARK = "unmatched_range_pop"
+
+
+def _unmatched_pop_warning(conn: sqlite3.Connection, tables: frozenset[str]) -> list[str]:
+    if "NVTX_EVENTS" not in tables:
+        return []
+    cols = _columns(conn, "NVTX_EVENTS")
+    where = []
+    if "text" in cols:
+        where.append("text = ?")
+    if "textId" in cols and "StringIds" in tables:
+        where.append("textId IN (SELECT id FROM StringIds WHERE value = ?)")
+    if not where:
+        return []
+    sql = f"SELECT count(*) FROM NVTX_EVENTS WHERE eventType = {MARK} AND ({' OR '.join(where)})"
+    n = conn.execute(sql, [UNMATCHED_POP_MARK] * len(where)).fetchone()[0] or 0
+    if not n:
+        return []
+    return [f"{n} unmatched range_pop() call(s) were ignored by nvtxsim (marks {UNMATCHED_POP_MARK!r}): a range_pop without its range_push on that thread"]
+
+
 def _load_gzip(path: Path, *, cuda: bool) -> Export:
     """Gzipped exports (as shipped in tests/data) are inflated to a private temporary file."""
     import gzip
     import shutil
     import tempfile
+    import zlib
 
     _check_exists(path)
     with tempfile.TemporaryDirectory(prefix="nvtxsim-") as tmp:
@@ -501,7 +533,7 @@ def _load_gzip(path: Path, *, cuda: bool) -> Export:
         try:
             with gzip.open(path) as src, open(inner, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise NvtxsimError(f"{path}: not a readable gzip file ({exc})") from None
         exp = load(inner, cuda=cuda)
     exp.path = path
@@ -513,3 +545,5 @@ def _check_exists(path: Path) -> None:
         raise NvtxsimError(f"{path}: no such file")
     if path.is_dir():
         raise NvtxsimError(f"{path}: is a directory, not an nsys export")
+    if not path.is_file():  # a FIFO or device would block or never end
+        raise NvtxsimError(f"{path}: not a regular file (an nsys export is an .sqlite file)")
