@@ -44,7 +44,7 @@ class Frames:
     gpu_ops: Any  # kernels, memcpys, memsets, graph-level graph executions
     api_calls: Any  # CUDA runtime/driver calls
     phases: Any  # the report's per-phase summary
-    iterations: Any  # long format: iteration, phase, cpu_ns, gpu_busy_ns, instances (empty without an iteration range)
+    iterations: Any  # long format: iteration, range_id, tid, phase, cpu_ns, gpu_busy_ns, instances (empty without an iteration range)
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
         for f in fields(self):
@@ -187,8 +187,11 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
     phases = pd.DataFrame([{"phase": p.label, **p.as_dict()} for p in d.report.phases])
     try:
         it = per_iteration(d, by)
+        n_ph = len(it.phases)
         recs = {
-            "iteration": np.repeat(it.index, len(it.phases)),
+            "iteration": np.repeat(it.index, n_ph),
+            "range_id": np.repeat(r.row[it.key_range], n_ph),  # the key range of the iteration
+            "tid": np.repeat(r.global_tid[it.key_range] & 0xFFFFFF, n_ph),
             "phase": np.tile(np.array(it.phases, dtype=object), len(it)),
             "cpu_ns": it.cpu.reshape(-1),
             "gpu_busy_ns": it.gpu.reshape(-1),
@@ -196,5 +199,5 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
         }
         iterations = pd.DataFrame(recs)
     except NvtxsimError:
-        iterations = pd.DataFrame({c: [] for c in ("iteration", "phase", "cpu_ns", "gpu_busy_ns", "instances")})
+        iterations = pd.DataFrame({c: [] for c in ("iteration", "range_id", "tid", "phase", "cpu_ns", "gpu_busy_ns", "instances")})
     return Frames(ranges=ranges, gpu_ops=gpu_ops, api_calls=api_calls, phases=phases, iterations=iterations)
