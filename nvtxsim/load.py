@@ -35,6 +35,7 @@ GPU_TABLES = {
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 PID_MASK = np.int64(-(1 << 24))  # == 0xFFFFFFFFFF000000 as int64: keeps HW, VM and PID bits
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+MAX_ABS_NS = 1 << 62  # ~146 years: larger timestamps are corrupt (their differences would overflow int64)
 
 
 @dataclass
@@ -241,8 +242,11 @@ def _read_ranges(conn: sqlite3.Connection, tables: frozenset[str]) -> tuple[Rang
     warnings: list[str] = []
 
     types = ",".join(str(t) for t in RANGE_TYPES)
-    # Largest timestamp of the table: nsys ends unclosed ranges there.
-    mx = conn.execute("SELECT max(max(ifnull(start,0)), max(ifnull(end,0))) FROM NVTX_EVENTS").fetchone()[0]
+    # Largest timestamp of the table: nsys ends unclosed ranges there (ignoring impossible ones).
+    sane = f"BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS}"
+    mx = conn.execute(
+        f"SELECT max(max(ifnull(start,0)), max(ifnull(end,0))) FROM NVTX_EVENTS WHERE ifnull(start,0) {sane} AND ifnull(end,0) {sane}"
+    ).fetchone()[0]
     max_ts = int(mx) if mx is not None else 0
     sql = (
         f"SELECT {key}, ifnull(start,0), ifnull(end,0), start IS NULL, end IS NULL, eventType, ifnull(globalTid,0), "
@@ -263,10 +267,13 @@ def _read_ranges(conn: sqlite3.Connection, tables: frozenset[str]) -> tuple[Rang
         warnings.append(f"{int(no_start.sum())} range(s) without a start time ignored")
     unclosed = no_end & ~no_start
     end = np.where(no_end, max_ts, end)
-    reversed_ = (end < start) & ~no_start
+    wild = ~no_start & ((start < -MAX_ABS_NS) | (start > MAX_ABS_NS) | (end < -MAX_ABS_NS) | (end > MAX_ABS_NS))
+    if wild.any():  # durations of such values overflow int64
+        warnings.append(f"{int(wild.sum())} range(s) with impossible timestamps (beyond ±2^62 ns) ignored")
+    reversed_ = (end < start) & ~no_start & ~wild
     if reversed_.any():
         warnings.append(f"{int(reversed_.sum())} range(s) ending before they start ignored")
-    keep = ~(no_start | reversed_)
+    keep = ~(no_start | reversed_ | wild)
     if len(row) == 0:
         kinds = {r[0] for r in conn.execute("SELECT DISTINCT eventType FROM NVTX_EVENTS")}
         if kinds and kinds <= {75, 76}:
