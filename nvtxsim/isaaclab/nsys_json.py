@@ -68,13 +68,27 @@ def _class_in_source(path: str, cls: str) -> bool:
     return any(isinstance(n, ast.ClassDef) and n.name == cls for n in tree.body)
 
 
-def entries(version: Optional[int], *, runners: bool = True, tasks: Iterable[str] = ()) -> list[M.Target]:
-    """The map entries an nsys trace file can express."""
+def absent_here(t: M.Target) -> bool:
+    """True when the installed source of ``t.module`` exists but does not define ``t.qualname`` (read, not imported)."""
+    path = source_file(t.module)
+    return path is not None and find_in_source(path, t.qualname) is None
+
+
+def entries(
+    version: Optional[int], *, runners: bool = True, tasks: Iterable[str] = (), installed_only: bool = True
+) -> list[M.Target]:
+    """The map entries an nsys trace file can express.
+
+    With ``installed_only``, entries whose module is installed here but lacks the name (skrl 1.x's
+    ``_update`` next to skrl 2's ``update``) are left out; entries of packages not installed here stay.
+    """
     out: list[M.Target] = []
     for t in M.ENV_TARGETS + M.CLASS_TARGETS + (M.RUNNER_TARGETS if runners else ()):
         if not t.applies_to(version) or t.kind == "policy_factory":
             continue
         if t.scope == "task" and t.attr in ABSTRACT_TASK_HOOKS:
+            continue
+        if installed_only and absent_here(t):
             continue
         out.append(t)
     for spec in tasks:

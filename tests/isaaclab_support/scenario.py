@@ -6,7 +6,7 @@ NAME: ``check`` (resolve the phase map), ``direct`` / ``manager`` (instrument a 
 DirectRLEnv / ManagerBasedRLEnv, gym-wrapped, and step it), ``runner`` (an rsl_rl
 OnPolicyRunner learning one iteration), ``warnings`` (missing entries and properties),
 ``cartpole`` (Isaac Lab's own CartpoleCameraEnv task over light objects),
-``all`` (direct, manager, cartpole, runner and warnings in one process).
+``all`` (direct, manager, cartpole, runner, warnings and skrl / rl_games agents in one process).
 With ``--record`` the ranges are recorded in-process; without it they go to whatever
 profiler is attached (nsys). The result JSON holds what the test asserts on.
 """
@@ -107,6 +107,44 @@ def _run_runner(steps: int, record: bool, task: str = "direct") -> dict:
     return {"patched": patched, "missing": handle.missing, "spans": _spans(rec), "steps": steps}
 
 
+def _run_libraries(record: bool) -> dict:
+    """skrl and rl_games agents (made without __init__): what instrument_runner patches; one real rl_games call."""
+    from recorder import RangeRecorder
+    from rl_games.algos_torch.a2c_continuous import A2CAgent
+    from rl_games.torch_runner import Runner
+    from skrl.agents.torch.ppo import PPO
+
+    import nvtxsim.isaaclab as nil
+
+    out: dict = {}
+    agent = object.__new__(PPO)
+    h = nil.instrument_runner(agent)
+    out["skrl"] = {"patched": list(h.patched), "missing": h.missing}
+    h.restore()
+
+    h = nil.instrument_runner(object.__new__(Runner))  # by class name: agents the runner creates later
+    out["rl_games_runner"] = {"patched": list(h.patched), "missing": h.missing}
+    h.restore()
+
+    a2c = object.__new__(A2CAgent)
+    a2c.__dict__.update(horizon_length=3, gamma=0.99, tau=0.95)
+    h = nil.instrument_runner(a2c)
+    rec = RangeRecorder() if record else None
+    if rec is not None:
+        rec.__enter__()
+    try:
+        n = 2
+        advs = a2c.discount_values(torch.zeros(n), torch.zeros(n, 1), torch.zeros(3, n), torch.zeros(3, n, 1),
+                                   torch.ones(3, n, 1))
+    finally:
+        if rec is not None:
+            rec.__exit__(None, None, None)
+    out["rl_games_agent"] = {"patched": list(h.patched), "missing": h.missing, "spans": _spans(rec),
+                             "advantages_shape": list(advs.shape)}
+    h.restore()
+    return out
+
+
 def _run_warnings() -> dict:
     import light
 
@@ -175,7 +213,8 @@ def main() -> int:
                   "manager": _run_env("manager", args.steps, args.record),
                   "cartpole": _run_env("cartpole", args.steps, args.record),
                   "runner": _run_runner(args.steps, args.record),
-                  "warnings": _run_warnings()}
+                  "warnings": _run_warnings(),
+                  "libraries": _run_libraries(args.record)}
     import nvtxsim
 
     result["backend"] = nvtxsim.backend_info()
