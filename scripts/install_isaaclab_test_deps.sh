@@ -4,7 +4,7 @@
 #   scripts/install_isaaclab_test_deps.sh [DEST]      (DEST defaults to $NVTXSIM_ISAACLAB_DEPS or <repo>/.deps/isaaclab)
 #
 # DEST/venv             venv with --system-site-packages (reuses the shared torch/numpy; adds the pure-Python
-#                       packages Isaac Lab's env/sim/scene/manager/sensor modules import, plus skrl and rl_games)
+#                       packages Isaac Lab's env/sim/scene/manager/sensor/task modules import, newton, skrl, rl_games)
 # DEST/isaaclab-2.3.2   the isaaclab==2.3.2.post1 wheel, unpacked (not installed: its top-level package is a
 #                       bootstrap shim that needs Isaac Sim; tests put isaaclab/source/* on sys.path)
 # DEST/isaaclab-3.0.0   the isaaclab==3.0.0 wheel (Python 3.12 only on PyPI), unpacked for PYTHONPATH
@@ -28,7 +28,7 @@ done
 dest="${dest:-${NVTXSIM_ISAACLAB_DEPS:-$here/.deps/isaaclab}}"
 python="${PYTHON:-python3}"
 
-stamp="isaaclab 2.3.2.post1 3.0.0; rsl-rl-lib 3.0.1 5.5.1; layout 1"
+stamp="isaaclab 2.3.2.post1 3.0.0; rsl-rl-lib 3.0.1 5.5.1; layout 2"
 if [ "$force" = 0 ] && [ -f "$dest/READY" ] && [ "$(cat "$dest/READY")" = "$stamp" ]; then
   echo "isaaclab test deps present: $dest"; exit 0
 fi
@@ -40,6 +40,11 @@ if [ "$parent" = "$here/.deps" ] && [ ! -f "$parent/.gitignore" ]; then printf '
 rm -f "$dest/READY"
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+# torch comes from the shared Python (a CPU build here); never let pip pull one into the venv.
+if ! "$python" -c "import torch" >/dev/null 2>&1; then
+  echo "install_isaaclab_test_deps: $python cannot import torch; install it first (scripts/setup.sh --test does)" >&2
+  exit 1
+fi
 venv="$dest/venv"
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv --system-site-packages "$venv"
@@ -51,7 +56,7 @@ pip=("$venv/bin/python" -m pip install -q)
 "${pip[@]}" --only-binary=:all: \
   "gymnasium>=1.2" "warp-lang==1.17.0" opencv-python-headless hidapi trimesh flatdict h5py "matplotlib<3.10" \
   toml pyyaml prettytable einops "lazy_loader>=0.4" usd-core rich \
-  tensordict tensorboard gitpython tqdm onnx \
+  tensordict tensorboard gitpython tqdm onnx hydra-core \
   "skrl==2.1.1" "rl-games==1.6.5"
 # Newton (Isaac Lab 3.0's kitless physics/renderer backend): its own deps are warp-lang and numpy.
 "${pip[@]}" --no-deps "newton==1.6.1"
