@@ -36,6 +36,7 @@ RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 PID_MASK = np.int64(-(1 << 24))  # == 0xFFFFFFFFFF000000 as int64: keeps HW, VM and PID bits
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 MAX_ABS_NS = 1 << 62  # ~146 years: larger timestamps are corrupt (their differences would overflow int64)
+_SANE_TIMES = f"start BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS}"
 
 
 @dataclass
@@ -177,7 +178,8 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 def _tables(conn: sqlite3.Connection) -> frozenset[str]:
-    return frozenset(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')"))
+    # Tables only: nsys writes no views, and a view can compute endless rows (a hostile file would hang us).
+    return frozenset(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -387,7 +389,7 @@ def _read_api(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[ApiC
     a = _ints(
         conn,
         f"SELECT start, end, globalTid, correlationId, {name} FROM {RUNTIME_TABLE} "
-        "WHERE start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL",
+        f"WHERE start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL AND {_SANE_TIMES}",
         5,
     )
     return ApiCalls(a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy(), a[:, 3].copy(), a[:, 4].copy())
@@ -415,7 +417,7 @@ def _read_gpu(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[GpuO
         a = _ints(
             conn,
             f"SELECT {', '.join(sel)} FROM {table} WHERE start IS NOT NULL AND end IS NOT NULL "
-            "AND globalPid IS NOT NULL AND correlationId IS NOT NULL",
+            f"AND globalPid IS NOT NULL AND correlationId IS NOT NULL AND {_SANE_TIMES}",
             len(sel),
         )
         parts.append((kind, a))
