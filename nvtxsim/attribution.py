@@ -36,6 +36,43 @@ def is_graph_launch(name: str) -> bool:
     return bool(_GRAPH_LAUNCH.match(api_name(name)))
 
 
+def unique_pairs(a: np.ndarray, b: np.ndarray, *, return_index: bool = False, return_inverse: bool = False):
+    """``np.unique`` of the rows (a, b), sorted the same way, but through one int64 key (several times faster).
+
+    Returns the (n, 2) array of unique pairs, then the index and/or inverse arrays when asked for.
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if len(a) == 0:
+        out = [np.zeros((0, 2), dtype=np.int64)]
+        out += [np.zeros(0, dtype=np.int64)] * (int(return_index) + int(return_inverse))
+        return tuple(out) if len(out) > 1 else out[0]
+    a0, b0 = int(a.min()), int(b.min())
+    span_b = int(b.max()) - b0 + 1
+    span_a = int(a.max()) - a0 + 1
+    if span_a * span_b < (1 << 62):
+        key = (a - a0) * span_b + (b - b0)
+        # Sort-based (np.unique's hash path is slow on millions of distinct keys).
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+        flag = np.r_[True, sk[1:] != sk[:-1]]
+        u = sk[flag]
+        pairs = np.stack([u // span_b + a0, u % span_b + b0], axis=1)
+        rest = []
+        if return_index:
+            rest.append(order[flag])  # stable sort: the first occurrence
+        if return_inverse:
+            inv = np.empty(len(key), dtype=np.int64)
+            inv[order] = np.cumsum(flag) - 1
+            rest.append(inv)
+    else:
+        res = np.unique(np.stack([a, b], axis=1), axis=0, return_index=return_index, return_inverse=return_inverse)
+        pairs = res[0] if isinstance(res, tuple) else res
+        rest = list(res[1:]) if isinstance(res, tuple) else []
+    rest = [x.reshape(-1) for x in rest]
+    return (pairs, *rest) if rest else pairs
+
+
 @dataclass
 class Ops:
     """All GPU activity of an export: kernels, memcpys, memsets and graph-level executions."""
@@ -146,7 +183,7 @@ def launches(export: Export, ops: Ops) -> Launches:
     ckey = key(api.global_tid & PID_MASK, api.correlation_id)
     lo = np.searchsorted(skey, ckey, side="left")
     hi = np.searchsorted(skey, ckey, side="right")
-    uniq = np.unique(skey)
+    uniq = skey[np.r_[True, skey[1:] != skey[:-1]]] if len(skey) else skey  # already sorted
     lid = np.searchsorted(uniq, ckey)
     lid = np.where(hi > lo, lid, -1)
     return Launches(order, lo.astype(np.int64), hi.astype(np.int64), lid.astype(np.int64))
@@ -180,10 +217,11 @@ def op_pairs(export: Export, ops: Ops, link: Launches, ranges: np.ndarray, *, cr
     rng, call = ranges[ri], calls[ci]
     # Two calls of one range may share a launch key (repeated correlation ids): count their ops once.
     lid = link.launch_id[call]
-    if len(lid) and len(np.unique(np.stack([rng, lid], axis=1), axis=0)) != len(rng):
-        _, first = np.unique(np.stack([rng, lid], axis=1), axis=0, return_index=True)
-        first.sort()
-        rng, call = rng[first], call[first]
+    if len(lid):
+        uniq, first = unique_pairs(rng, lid, return_index=True)
+        if len(uniq) != len(rng):
+            first.sort()
+            rng, call = rng[first], call[first]
     n = link.count[call]
     total = int(n.sum())
     if total == 0:

@@ -26,7 +26,7 @@ from typing import Optional
 import numpy as np
 
 from .analyse import _union_length
-from .attribution import GRAPH, api_name, contained, copy_direction, is_graph_launch, queue_delay
+from .attribution import GRAPH, api_name, contained, copy_direction, is_graph_launch, queue_delay, unique_pairs
 from .detail import Detail
 from .load import KERNEL, MEMCPY, MEMSET, PID_MASK
 
@@ -99,14 +99,12 @@ def kernels(detail: Detail, top: Optional[int] = 10) -> list[KernelRow]:
     lab = _label_of_ranges(detail, rng)
     is_graph = ops.kind[op] == GRAPH
     name_key = np.where(is_graph, -1 - ops.name_id[op], ops.name_id[op])  # graph ids kept apart from string ids
-    keys = np.stack([lab, name_key], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    uniq, inv = unique_pairs(lab, name_key, return_inverse=True)
     m = len(uniq)
-    ri = np.unique(np.stack([inv, rng], axis=1), axis=0)
+    ri = unique_pairs(inv, rng)
     nranges = np.bincount(ri[:, 0], minlength=m)
     # Each execution once per phase, even when ranges of the phase nest (nsys sums those twice in Total Time).
-    ko = np.unique(np.stack([inv, op], axis=1), axis=0)
+    ko = unique_pairs(inv, op)
     inv, op = ko[:, 0], ko[:, 1]
     dur = ops.duration[op]
     count = np.bincount(inv, minlength=m)
@@ -175,13 +173,11 @@ def copies(detail: Detail) -> list[CopyRow]:
     rng, op = pairs.range[sel], pairs.op[sel]
     if len(rng) == 0:
         return []
-    lo = np.unique(np.stack([_label_of_ranges(detail, rng), op], axis=1), axis=0)  # each op once per phase
+    lo = unique_pairs(_label_of_ranges(detail, rng), op)  # each op once per phase
     lab, op = lo[:, 0], lo[:, 1]
     direction = copy_direction(ops, op)
     dnames, dcode = np.unique(direction.astype(str), return_inverse=True)
-    keys = np.stack([lab, dcode.reshape(-1)], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    uniq, inv = unique_pairs(lab, dcode.reshape(-1), return_inverse=True)
     m = len(uniq)
     count = np.bincount(inv, minlength=m)
     nbytes = np.zeros(m, dtype=np.int64)
@@ -275,9 +271,7 @@ def syncs(detail: Detail) -> list[SyncRow]:
     uniq_names, name_inv = np.unique(names.astype(str), return_inverse=True)
     ncode = name_inv.reshape(-1)[name_code]
     lab = _label_of_ranges(detail, rng)
-    keys = np.stack([lab, ncode], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    uniq, inv = unique_pairs(lab, ncode, return_inverse=True)
     m = len(uniq)
     dur = api.end[call] - api.start[call]
     count = np.bincount(inv, minlength=m)
@@ -397,7 +391,7 @@ def overview(detail: Detail) -> list[GpuPhaseRow]:
     launch_n = np.zeros(nl, dtype=np.int64)
     op_n = np.zeros(nl, dtype=np.int64)
     if len(pairs):
-        rc = np.unique(np.stack([pairs.range, pairs.call], axis=1), axis=0)
+        rc = unique_pairs(pairs.range, pairs.call)
         np.add.at(launch_n, r.label[rc[:, 0]].astype(np.int64), 1)
         np.add.at(op_n, r.label[pairs.range].astype(np.int64), 1)
     span = np.zeros(n, dtype=np.int64)
@@ -488,12 +482,10 @@ def by_device(detail: Detail) -> list[DeviceRow]:
     rd_label = r.label[ukeys // len(devs)].astype(np.int64)
     rd_dev = ukeys % len(devs)
     # Counts and sums: each op once per phase (also inside nested ranges of the phase), as in kernels().
-    lo = np.unique(np.stack([r.label[pairs.range].astype(np.int64), pairs.op], axis=1), axis=0)
+    lo = unique_pairs(r.label[pairs.range].astype(np.int64), pairs.op)
     lab, op = lo[:, 0], lo[:, 1]
     dcode = np.searchsorted(devs, ops.device_id[op])
-    keys = np.stack([lab, dcode], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    uniq, inv = unique_pairs(lab, dcode, return_inverse=True)
     m = len(uniq)
     kind = ops.kind[op]
     is_k = np.isin(kind, (KERNEL, GRAPH))

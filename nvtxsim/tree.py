@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from .analyse import _union_length
-from .attribution import Launches, Ops, contained
+from .attribution import Launches, Ops, contained, unique_pairs
 from .load import Export
 
 
@@ -149,7 +149,7 @@ def build(export: Export, ranges: np.ndarray, ops: Optional[Ops] = None, link: O
             op = link.op_order[pos]
             own = np.repeat(owner, cnt)
             # The same op can be reached twice only through repeated correlation ids: keep it once per owner.
-            pair = np.unique(np.stack([own, op], axis=1), axis=0)
+            pair = unique_pairs(own, op)
             own, op = pair[:, 0], pair[:, 1]
             gpu_self = _union_length(own, ops.start[op], ops.end[op], n)
             anc_g, anc_o = [own], [op]

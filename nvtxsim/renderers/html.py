@@ -159,7 +159,7 @@ def _timeline(detail: Detail, it: Any) -> dict:
                 lab = detail.range_label(p) if p >= 0 else ""
                 items.append([int(ops.start[j]) - t0, int(ops.end[j]) - t0, 0, nid(nm), nid(_color(lab) if lab else "#9e9e9e"), nid(lab)])
             items_total += len(items)
-            lanes.append({"label": f"{detail.gpu_name(int(dev))} · stream {int(stream)}", "kind": "gpu", "depth": 1, "items": items})
+            lanes.append({"label": f"GPU {int(dev)} · stream {int(stream)}", "title": detail.gpu_name(int(dev)), "kind": "gpu", "depth": 1, "items": items})
     if items_total > TIMELINE_MAX_ITEMS:
         truncated = True
         budget = TIMELINE_MAX_ITEMS
@@ -394,7 +394,7 @@ function timeline(){
     var ln=lanes[+l],a=ln.items[+t.getAttribute('data-k')];
     var txt=N[a[3]]+'\n'+fmt(a[1]-a[0])+' · at '+fmt(a[0]);
     if(ln.kind==='gpu'&&a.length>5&&N[a[5]])txt+='\nlaunched in '+N[a[5]];
-    txt+='\n'+ln.label;show(e,txt);});
+    txt+='\n'+(ln.title?ln.title+' · ':'')+ln.label;show(e,txt);});
   el.addEventListener('mouseleave',hide);
   el.addEventListener('dblclick',function(){v0=0;v1=tl.span;draw();});
   draw();window.addEventListener('resize',draw);

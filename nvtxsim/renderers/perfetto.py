@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..attribution import GRAPH, copy_direction
+from ..attribution import copy_direction
 from ..detail import Detail, pid_of, tid_of
 from ..load import KERNEL, MEMCPY, MEMSET
 
@@ -26,9 +26,9 @@ def _us(ns: np.ndarray, t0: int) -> list[float]:
     return np.round((ns - t0) / 1000.0, 3).tolist()
 
 
-def trace_events(d: Detail) -> dict[str, Any]:
+def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+    """Metadata and range events (dicts), GPU op events (JSON text) and the trace's otherData."""
     from ..gpu_detail import short_kernel_name
-    from ..render import fmt_bytes
     from ..tree import innermost
 
     ex = d.export
@@ -40,6 +40,7 @@ def trace_events(d: Detail) -> dict[str, Any]:
         starts.append(ops.start.min())
     t0 = int(min(starts)) if starts else 0
     events: list[dict[str, Any]] = []
+    gpu_text: list[str] = []  # GPU op events, already serialised
     names = d.label_names
     seen_threads: set[int] = set()
     ts, te = _us(r.start[sel], t0), _us(r.end[sel], t0)
@@ -83,49 +84,50 @@ def trace_events(d: Detail) -> dict[str, Any]:
             own = np.repeat(owner, cnt)
             ok = own >= 0
             phase_of_op[link.op_order[pos[ok]]] = nest.ranges[own[ok]]
-        direction = copy_direction(ops)
+        # GPU ops are many: serialise them straight to JSON text, from Python lists, with cached names.
+        direction = copy_direction(ops).tolist()
         os_, oe = _us(ops.start, t0), _us(ops.end, t0)
-        kname_cache: dict[int, tuple[str, str]] = {}
-        for j in range(len(ops)):
-            kind = int(ops.kind[j])
-            args = {"correlation_id": int(ops.correlation_id[j])}
-            if kind == KERNEL:
-                nid = int(ops.name_id[j])
-                if nid not in kname_cache:
-                    full = ex.string(nid) or f"kernel #{nid}"
-                    kname_cache[nid] = (short_kernel_name(full), full)
-                name, full = kname_cache[nid]
-                args["kernel"] = full
-                cat = "kernel"
-            elif kind == MEMCPY:
-                name = f"memcpy {direction[j]} {fmt_bytes(ops.bytes[j])}"
-                args["bytes"] = int(ops.bytes[j])
-                cat = "memcpy"
-            elif kind == MEMSET:
-                name = f"memset {fmt_bytes(ops.bytes[j])}"
-                args["bytes"] = int(ops.bytes[j])
-                cat = "memset"
-            else:
-                name = f"CUDA graph {int(ops.name_id[j])}"
-                cat = "graph"
-            p = int(phase_of_op[j])
-            if p >= 0:
-                args["launched_in"] = str(names[r.label[p]])
-            events.append(
-                {"ph": "X", "name": name, "cat": cat, "ts": os_[j], "dur": round(oe[j] - os_[j], 3), "pid": GPU_PID_BASE + int(ops.device_id[j]),
-                 "tid": int(ops.stream_id[j]), "args": args}
+        kinds, nids, corr = ops.kind.tolist(), ops.name_id.tolist(), ops.correlation_id.tolist()
+        nbytes, dev, stream = ops.bytes.tolist(), ops.device_id.tolist(), ops.stream_id.tolist()
+        plabel = np.where(phase_of_op >= 0, r.label[np.maximum(phase_of_op, 0)], -1).tolist()
+        name_cache: dict[tuple[int, int, str], str] = {}
+        phase_cache: dict[int, str] = {-1: ""}
+        cats = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}
+        for j in range(len(kinds)):
+            kind = kinds[j]
+            key = (kind, nids[j] if kind in (KERNEL, 3) else 0, direction[j])
+            name = name_cache.get(key)
+            if name is None:
+                if kind == KERNEL:
+                    text = short_kernel_name(ex.string(nids[j]) or f"kernel #{nids[j]}")
+                elif kind == MEMCPY:
+                    text = f"memcpy {direction[j]}"
+                elif kind == MEMSET:
+                    text = "memset"
+                else:
+                    text = f"CUDA graph {nids[j]}"
+                name = name_cache[key] = json.dumps(text, ensure_ascii=False)
+            lab = plabel[j]
+            ph = phase_cache.get(lab)
+            if ph is None:
+                ph = phase_cache[lab] = ',"launched_in":' + json.dumps(str(names[lab]), ensure_ascii=False)
+            extra = f',"bytes":{nbytes[j]}' if kind in (MEMCPY, MEMSET) else ""
+            gpu_text.append(
+                f'{{"ph":"X","name":{name},"cat":"{cats.get(kind, "graph")}","ts":{os_[j]},"dur":{round(oe[j] - os_[j], 3)},'
+                f'"pid":{GPU_PID_BASE + dev[j]},"tid":{stream[j]},"args":{{"correlation_id":{corr[j]}{extra}{ph}}}}}'
             )
         for dev in np.unique(ops.device_id).tolist():
             meta.append({"ph": "M", "name": "process_name", "pid": GPU_PID_BASE + int(dev), "args": {"name": d.gpu_name(int(dev))}})
             meta.append({"ph": "M", "name": "process_sort_index", "pid": GPU_PID_BASE + int(dev), "args": {"sort_index": 1000 + int(dev)}})
         for dev, stream in np.unique(np.stack([ops.device_id, ops.stream_id], axis=1), axis=0).tolist():
             meta.append({"ph": "M", "name": "thread_name", "pid": GPU_PID_BASE + int(dev), "tid": int(stream), "args": {"name": f"stream {int(stream)}"}})
-    return {
-        "traceEvents": meta + events,
-        "displayTimeUnit": "ns",
-        "otherData": {"source": str(ex.path), "nsys_version": ex.nsys_version, "t0_ns": t0, "generator": "nvtxsim report --format perfetto"},
-    }
+    other = {"source": str(ex.path), "nsys_version": ex.nsys_version, "t0_ns": t0, "generator": "nvtxsim report --format perfetto"}
+    return meta + events, gpu_text, other
 
 
 def render_perfetto(d: Detail) -> str:
-    return json.dumps(trace_events(d), ensure_ascii=False, separators=(",", ":")) + "\n"
+    """The whole trace as JSON text (Chrome trace event format, object form)."""
+    events, gpu_text, other = trace_events(d)
+    dumps = lambda o: json.dumps(o, ensure_ascii=False, separators=(",", ":"))  # noqa: E731
+    body = ",".join([dumps(e) for e in events] + gpu_text)
+    return f'{{"traceEvents":[{body}],"displayTimeUnit":"ns","otherData":{dumps(other)}}}\n'
