@@ -36,7 +36,7 @@ RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 PID_MASK = np.int64(-(1 << 24))  # == 0xFFFFFFFFFF000000 as int64: keeps HW, VM and PID bits
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 MAX_ABS_NS = 1 << 62  # ~146 years: larger timestamps are corrupt (their differences would overflow int64)
-_SANE_TIMES = f"start BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS}"
+_SANE_TIMES = f"start BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end >= start"
 
 
 @dataclass
