@@ -253,7 +253,7 @@ _TEMPLATE = """<!DOCTYPE html>
 <section id="plots">
 <div class="plot"><h2>CPU vs GPU per phase</h2><p class="sub">total CPU range time, GPU busy time (union of the ops launched inside) and GPU projected span</p><div id="bars"></div></div>
 <div class="plot"><h2>Per-phase time per iteration</h2><p class="sub" id="it-sub"></p><div class="ctl" id="it-ctl"></div><div id="lines"></div></div>
-<div class="plot wide"><h2>Timeline</h2><p class="sub" id="tl-sub"></p><p class="hint">wheel: zoom · drag: pan · double-click: reset · hover: details</p><div id="timeline"></div></div>
+<div class="plot wide"><h2>Timeline</h2><p class="sub" id="tl-sub"></p><p class="hint">GPU ops are coloured by the phase that launched them (grey: launched outside every phase, e.g. from another thread) · wheel: zoom · drag: pan · double-click: reset · hover: details</p><div id="timeline"></div></div>
 </section>
 %SECTIONS%
 </main>
