@@ -28,7 +28,7 @@ done
 dest="${dest:-${NVTXSIM_ISAACLAB_DEPS:-$here/.deps/isaaclab}}"
 python="${PYTHON:-python3}"
 
-stamp="isaaclab 2.3.2.post1 3.0.0; rsl-rl-lib 3.0.1 5.5.1; layout 2"
+stamp="isaaclab 2.3.2.post1 3.0.0; rsl-rl-lib 3.0.1 5.5.1; layout 3"
 if [ "$force" = 0 ] && [ -f "$dest/READY" ] && [ "$(cat "$dest/READY")" = "$stamp" ]; then
   echo "isaaclab test deps present: $dest"; exit 0
 fi
@@ -56,8 +56,11 @@ pip=("$venv/bin/python" -m pip install -q)
 "${pip[@]}" --only-binary=:all: \
   "gymnasium>=1.2" "warp-lang==1.17.0" opencv-python-headless hidapi trimesh flatdict h5py "matplotlib<3.10" \
   toml pyyaml prettytable einops "lazy_loader>=0.4" usd-core rich \
-  tensordict tensorboard gitpython tqdm onnx hydra-core \
+  tensordict tensorboard gitpython tqdm onnx \
   "skrl==2.1.1" "rl-games==1.6.5"
+# hydra-core (Isaac Lab 3.0's isaaclab_tasks): its antlr4 runtime is an sdist (pure Python), so not binary-only,
+# else pip falls back to hydra-core 0.11, which needs the removed pkg_resources.
+"${pip[@]}" "hydra-core>=1.3,<2"
 # Newton (Isaac Lab 3.0's kitless physics/renderer backend): its own deps are warp-lang and numpy.
 "${pip[@]}" --no-deps "newton==1.6.1"
 

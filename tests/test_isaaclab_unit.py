@@ -165,7 +165,7 @@ def test_events_sensor_and_policy_factory_names():
         policy = factory(Runner())
         assert policy(3) == 6
     assert [s.name for s in rec.spans] == [
-        "events.interval", "events.reset", "camera_readout", "sensor.TiledCamera[/World/envs/env_.*/Camera]",
+        "events.interval", "events.reset", "camera_readout", "sensor.TiledCamera(/World/envs/env_.*/Camera)",
         "sensor_readout", "sensor.Contact", "policy",
     ]
 

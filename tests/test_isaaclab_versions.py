@@ -135,7 +135,7 @@ def assert_env_step_nesting(spans: list[Span], *, steps: int, decimation: int, v
     hits, total = inside(spans, par, "camera_readout", "observation")
     assert total >= steps and hits >= steps
     labels = [s.name for s in spans if s.name.startswith("sensor.")]
-    assert labels and all(n.endswith("[/World/envs/env_.*/Camera]") for n in labels)
+    assert labels and all(n.endswith("(/World/envs/env_.*/Camera)") for n in labels)
     assert inside(spans, par, labels[0], "camera_readout") == (len(labels), len(labels))
     if resets:
         assert count["reset"] >= 1 and count["scene.reset"] >= 1

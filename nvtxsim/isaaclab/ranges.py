@@ -9,7 +9,7 @@
   the readout calls ``render_into_camera``), and per-phase totals must not count
   the inner call twice.
 * :class:`SensorReadoutPhase`: ``camera_readout`` (cameras, ray casters) or
-  ``sensor_readout`` (others), with a sub-range ``sensor.<Class>[<prim_path>]``.
+  ``sensor_readout`` (others), with a sub-range ``sensor.<Class>(<prim_path>)``.
 * :class:`EventsPhase`: ``events.<mode>`` from ``EventManager.apply(mode, ...)``.
 * :class:`PolicyFactoryPhase`: wraps the callable that ``get_inference_policy`` returns.
 
@@ -124,7 +124,7 @@ _SENSOR_LABELS: dict[tuple[type, Any], "list[str]"] = {}
 
 
 def sensor_range_names(sensor: Any) -> "list[str]":
-    """``[camera_readout|sensor_readout, sensor.<Class>[<prim_path>]]`` for a sensor instance."""
+    """``[camera_readout|sensor_readout, sensor.<Class>(<prim_path>)]`` for a sensor instance."""
     cls = type(sensor)
     cfg = getattr(sensor, "__dict__", {}).get("cfg")
     prim = getattr(cfg, "prim_path", None)
@@ -132,7 +132,7 @@ def sensor_range_names(sensor: Any) -> "list[str]":
     names = _SENSOR_LABELS.get(key)
     if names is None:
         outer = phasemap.P.CAMERA_READOUT if phasemap.is_camera_like(cls) else phasemap.SENSOR_READOUT
-        label = f"sensor.{cls.__name__}" + (f"[{key[1]}]" if key[1] else "")
+        label = f"sensor.{cls.__name__}" + (f"({key[1]})" if key[1] else "")
         names = _SENSOR_LABELS[key] = [outer, label]
     return names
 
