@@ -188,6 +188,12 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 def _ints(conn: sqlite3.Connection, sql: str, ncols: int, params: Sequence[Any] = ()) -> np.ndarray:
     """Run ``sql`` and return its integer columns as an (n, ncols) int64 array, in one pass."""
+    if not params:  # fast path: the same result computed with numpy from the file's pages (None: not applicable)
+        from .pages import select_ints
+
+        fast = select_ints(conn, sql, ncols)
+        if fast is not None:
+            return fast
     cur = conn.execute(sql, params)
     flat = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64)
     if flat.size % ncols:
