@@ -355,8 +355,37 @@ _EXPRS = [
     ("differs", re.compile(rf"^\(\s*{_ID}\s+IS\s+NOT\s+NULL\s+AND\s+{_ID}\s*!=\s*ifnull\(\s*{_ID}\s*,\s*{_INT}\s*\)\s*\)$", re.IGNORECASE)),
 ]
 _SELECT = re.compile(rf"^\s*SELECT\s+(.*?)\s+FROM\s+{_ID}(?:\s+WHERE\s+(.*?))?\s*$", re.IGNORECASE | re.DOTALL)
-_WHERE_NOTNULL = re.compile(rf"^{_ID}\s+IS\s+NOT\s+NULL$", re.IGNORECASE)
-_WHERE_IN = re.compile(rf"^{_ID}\s+IN\s*\(\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*\)$", re.IGNORECASE)
+_OPERAND = rf"(?:{_ID}|{_INT})"
+_WHERE_TERMS = [
+    ("notnull", re.compile(rf"^{_ID}\s+IS\s+NOT\s+NULL", re.IGNORECASE)),
+    ("in", re.compile(rf"^{_ID}\s+IN\s*\(\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*\)", re.IGNORECASE)),
+    ("between", re.compile(rf"^{_ID}\s+BETWEEN\s+{_INT}\s+AND\s+{_INT}", re.IGNORECASE)),
+    ("cmp", re.compile(rf"^{_OPERAND}\s*(>=|<=|!=|<>|=|<|>)\s*{_OPERAND}", re.IGNORECASE)),
+]
+_AND = re.compile(r"^\s+AND\s+", re.IGNORECASE)
+
+
+def _where_terms(where: str) -> Optional[list[tuple]]:
+    """``a IS NOT NULL``, ``a IN (..)``, ``a BETWEEN k AND k``, ``a >= b`` terms joined by AND; None otherwise."""
+    terms, rest = [], where.strip()
+    while rest:
+        for kind, rx in _WHERE_TERMS:
+            m = rx.match(rest)
+            if m:
+                terms.append((kind, m.groups()))
+                rest = rest[m.end():]
+                break
+        else:
+            return None
+        if rest:
+            m = _AND.match(rest)
+            if not m:
+                return None
+            rest = rest[m.end():]
+    return terms
+
+
+_OPS = {">=": np.greater_equal, "<=": np.less_equal, ">": np.greater, "<": np.less, "=": np.equal, "!=": np.not_equal, "<>": np.not_equal}
 
 
 def _split_top(text: str, sep: str) -> list[str]:
@@ -403,43 +432,43 @@ def select_ints(conn, sql: str, ncols: int) -> Optional[np.ndarray]:
                 break
         else:
             return None
-    filters = []
-    if where:
-        for term in _split_top(where, " AND ") if " and " not in where else _split_top(where.replace(" and ", " AND "), " AND "):
-            mm = _WHERE_NOTNULL.match(term)
-            if mm:
-                filters.append(("notnull", mm.group(1), None))
-                continue
-            mm = _WHERE_IN.match(term)
-            if mm:
-                filters.append(("in", mm.group(1), [int(x) for x in mm.group(2).split(",")]))
-                continue
-            return None
+    filters = _where_terms(where) if where else []
+    if filters is None:
+        return None
     needed: list[str] = []
     for kind, g in parsed:
         if kind == "differs" and g[0] != g[1]:
             return None
         needed += [] if kind == "const" else [g[0], g[2]] if kind == "differs" else [g[0]]
-    needed += [f[1] for f in filters]
+    for kind, g in filters:
+        needed += [x for x in (g if kind == "cmp" else g[:1]) if x is not None and not re.fullmatch(r"-?\d+|[<>=!]+", x)]
     ints = [n for n in dict.fromkeys(needed) if not (n.lower() in ("text", "jsontext", "binarydata"))]
     nulls_only = [n for n in dict.fromkeys(needed) if n not in ints]
     # Text columns may only be tested for NULL.
     for kind, g in parsed:
         if kind not in ("isnull", "notnull", "const") and any(n in nulls_only for n in g):
             return None
-    if any(f[0] != "notnull" and f[1] in nulls_only for f in filters):
+    if any(kind != "notnull" and any(x in nulls_only for x in g if x) for kind, g in filters):
         return None
     got = read_columns(conn, table, [n if n.lower() != "rowid" else "rowid" for n in ints], presence=nulls_only)
     if got is None:
         return None
     n = len(next(iter(got.values())).null) if got else 0
     keep = np.ones(n, dtype=bool)
-    for kind, name, values in filters:
-        col = got[name]
+    for kind, g in filters:  # SQL: a comparison with NULL is not true, so NULL rows drop out
+        if kind == "cmp":
+            (ca, ka, op, cb, kb) = g
+            a_null, a = (got[ca].null, got[ca].values) if ca else (False, int(ka))
+            b_null, b = (got[cb].null, got[cb].values) if cb else (False, int(kb))
+            keep &= ~(a_null | b_null) & _OPS[op](a, b)
+            continue
+        col = got[g[0]]
         if kind == "notnull":
             keep &= ~col.null
-        else:
-            keep &= ~col.null & np.isin(col.values, values)
+        elif kind == "in":
+            keep &= ~col.null & np.isin(col.values, [int(x) for x in g[1].split(",")])
+        else:  # between
+            keep &= ~col.null & (col.values >= int(g[1])) & (col.values <= int(g[2]))
     out = np.empty((int(keep.sum()), ncols), dtype=np.int64)
     for j, (kind, g) in enumerate(parsed):
         if kind == "const":
