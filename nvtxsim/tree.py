@@ -62,6 +62,8 @@ def nest(export: Export, ranges: np.ndarray) -> Nesting:
         best, slack = -1, None
         for j in range(len(stack) - 1, -1, -1):
             k = stack[j]
+            if slack is not None and s - start[k] >= slack:
+                break  # starts only get earlier down the stack: nothing below can be tighter
             if end[k] >= e:
                 sl = (s - start[k]) + (end[k] - e)
                 if slack is None or sl < slack:
@@ -184,8 +186,15 @@ class TreeNode:
     first_start: int
 
 
-def aggregate(export: Export, tree: RangeTree) -> list[TreeNode]:
-    """Merge ranges by (thread, name path); nodes come out depth-first, children in order of first appearance."""
+_VECTOR_LEVELS = 64  # deeper trees are grouped by a plain loop instead of one numpy pass per level
+MAX_DEPTH = 32  # deepest tree level listed by default
+
+
+def aggregate(export: Export, tree: RangeTree, max_depth: int = MAX_DEPTH) -> list[TreeNode]:
+    """Merge ranges by (thread, name path); nodes come out depth-first, children in order of first appearance.
+
+    Levels below ``max_depth`` are left out of the list (their time is in their ancestors' inclusive time).
+    """
     r = export.ranges
     nesting = tree.nesting
     idx, parent, depth = nesting.ranges, nesting.parent, nesting.depth
@@ -200,7 +209,23 @@ def aggregate(export: Export, tree: RangeTree) -> list[TreeNode]:
     node_parent: list[int] = []
     node_label: list[int] = []
     node_tid: list[int] = []
-    for d in range(int(depth.max()) + 1):
+    if int(depth.max()) > _VECTOR_LEVELS:
+        # Very deep nesting (e.g. millions of never-closed ranges): one pass in depth order.
+        index: dict[tuple, int] = {}
+        par_l, lab_l, tid_l = parent.tolist(), label.tolist(), tid.tolist()
+        nd = node.tolist()
+        for i in np.argsort(depth, kind="stable").tolist():
+            pk = ("t", tid_l[i]) if par_l[i] < 0 else nd[par_l[i]]
+            key = (pk, lab_l[i])
+            k = index.get(key)
+            if k is None:
+                k = index[key] = len(node_parent)
+                node_parent.append(-1 if par_l[i] < 0 else nd[par_l[i]])
+                node_label.append(lab_l[i])
+                node_tid.append(tid_l[i])
+            nd[i] = k
+        node = np.array(nd, dtype=np.int64)
+    for d in range(int(depth.max()) + 1 if int(depth.max()) <= _VECTOR_LEVELS else 0):
         at = np.flatnonzero(depth == d)
         if d == 0:
             tcodes, tinv = np.unique(tid[at], return_inverse=True)
@@ -233,14 +258,14 @@ def aggregate(export: Export, tree: RangeTree) -> list[TreeNode]:
     for k in range(m):
         kids.setdefault(node_parent[k], []).append(k)
     out: list[TreeNode] = []
-
-    def walk(k: int, path: tuple[str, ...], d: int) -> None:
+    # Depth-first, children in order of first appearance (iterative: nesting can be very deep).
+    todo = [(k, (), 0) for k in reversed(sorted(kids.get(-1, []), key=lambda c: (node_tid[c], first[c])))]
+    while todo:
+        k, path, d = todo.pop()
+        if d > max_depth:
+            continue
         path = path + (str(names[node_label[k]]),)
         out.append(TreeNode(node_tid[k], path, d, int(count[k]), int(ci[k]), int(cs[k]), int(gi[k]), int(gs[k]), int(cross[k]), int(first[k])))
-        for c in sorted(kids.get(k, []), key=lambda c: first[c]):
-            walk(c, path, d + 1)
-
-    roots = sorted(kids.get(-1, []), key=lambda c: (node_tid[c], first[c]))
-    for k in roots:
-        walk(k, (), 0)
+        for c in reversed(sorted(kids.get(k, []), key=lambda c: first[c])):
+            todo.append((c, path, d + 1))
     return out

@@ -72,6 +72,10 @@ def tree(d: Detail, o: ViewOptions) -> ViewTable:
         C("gpu_self_ns", "GPU self", "ns"), C("cross_thread", "cross-thread", "int"),
     ]
     notes = ["CPU self = range time minus its child ranges; GPU = busy time of the work launched inside (self: not inside a child)"]
+    from .tree import MAX_DEPTH
+
+    if len(d.tree.nesting.depth) and int(d.tree.nesting.depth.max()) > MAX_DEPTH:
+        notes.append(f"nesting deeper than {MAX_DEPTH} levels is not listed (its time is in the inclusive time above it)")
     if any(nd.cross_thread for nd in nodes):
         notes.append("cross-thread start/end ranges are kept on the thread that started them")
     return ViewTable("tree", "Nesting per thread: inclusive and self time (totals over instances)", cols, rows, notes)

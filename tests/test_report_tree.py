@@ -155,3 +155,28 @@ def test_tree_of_a_real_capture(tmp_path):
     rows = doc["views"]["tree"]["rows"]
     assert [r["depth"] for r in rows if r["phase"] == "nvtxsim:physics"] == [2]
     assert len({r["tid"] for r in rows}) == 2 and any(r["thread"].endswith(f"main ({r['tid']})") for r in rows)
+
+
+def test_very_deep_nesting(tmp_path):
+    """Thousands of nested ranges (never-closed ranges nest like this): linear time, no recursion limit."""
+    import sqlite3
+
+    from synth import DDL, global_tid
+
+    path = tmp_path / "deep.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript(DDL)
+    tid = global_tid(7, 7)
+    n = 5000
+    con.execute("INSERT INTO StringIds VALUES (1, 'level')")
+    con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId) VALUES (?, ?, 59, ?, 1)", (0, None, tid))
+    con.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId) VALUES (?, ?, 59, ?, 1)", [(i, 10 * n - i, tid) for i in range(1, n)])
+    con.commit()
+    con.close()
+    d = Detail(load(path), domain=None)
+    assert int(d.tree.nesting.depth.max()) == n - 1
+    nodes = aggregate(d.export, d.tree)
+    assert [nd.depth for nd in nodes] == list(range(33)) and all(nd.count == 1 for nd in nodes)
+    assert nodes[0].cpu_self_ns == 1  # unclosed: ends at the last timestamp (10n - 1), its child covers all but [0, 1)
+    out = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(path), "--domain", "all", "--view", "tree"], capture_output=True, text=True)
+    assert out.returncode == 0 and "nesting deeper than 32 levels is not listed" in out.stdout

@@ -25,6 +25,7 @@ from .tables import cell
 TIMELINE_ITERATIONS = 3
 TIMELINE_MAX_ITEMS = 20000
 SERIES_MAX = 10
+ITERATION_POINTS = 3000  # more iterations are plotted as the max of each group of consecutive ones
 
 
 def _color(label: str) -> str:
@@ -62,12 +63,19 @@ def _iteration_data(detail: Detail, it: Any) -> Optional[dict]:
         return None
     means = it.cpu.mean(axis=0)
     order = [0] + (np.argsort(-means[1:], kind="stable") + 1).tolist()[: SERIES_MAX - 1]
+    n = len(it)
+    step = -(-n // ITERATION_POINTS)  # iterations per plotted point: 1 unless there are very many
+    starts = np.arange(0, n, step)
+
+    def points(col: np.ndarray) -> list:
+        return (np.maximum.reduceat(col, starts) if step > 1 else col).tolist()
+
     series = [
-        {"phase": it.phases[j], "color": _color(it.phases[j]), "cpu": it.cpu[:, j].tolist(), "gpu": it.gpu[:, j].tolist()}
+        {"phase": it.phases[j], "color": _color(it.phases[j]), "cpu": points(it.cpu[:, j]), "gpu": points(it.gpu[:, j])}
         for j in order
         if means[j] > 0 or j == 0
     ]
-    return {"key": it.key, "index": it.index.tolist(), "series": series, "skipped": it.skipped}
+    return {"key": it.key, "index": it.index[starts].tolist(), "series": series, "skipped": it.skipped, "per_point": step, "count": n}
 
 
 def _timeline(detail: Detail, it: Any) -> dict:
@@ -324,7 +332,7 @@ function bars(){
 function lines(){
   var el=document.getElementById('lines'),it=D.iterations,ctl=document.getElementById('it-ctl'),sub=document.getElementById('it-sub');
   if(!it){sub.textContent=D.iterations_note||'No iterations.';return;}
-  sub.textContent=it.series.length+' phases over '+it.index.length+' iterations of "'+it.key+'"'+(it.skipped?' (first '+it.skipped+' skipped)':'')+'; CPU time per iteration, summed over the phase\'s ranges';
+  sub.textContent=it.series.length+' phases over '+it.count+' iterations of "'+it.key+'"'+(it.skipped?' (first '+it.skipped+' skipped)':'')+'; CPU time per iteration, summed over the phase\'s ranges'+(it.per_point>1?'; each point is the max of '+it.per_point+' iterations':'');
   var on=it.series.map(function(s,i){return i<7;}),metric='cpu';
   function controls(){
     var h='<label><input type="radio" name="m" value="cpu"'+(metric==='cpu'?' checked':'')+'> CPU</label><label><input type="radio" name="m" value="gpu"'+(metric==='gpu'?' checked':'')+'> GPU busy</label> · ';
