@@ -13,8 +13,6 @@ are not part of any iteration.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
-
 import numpy as np
 
 from .detail import Detail

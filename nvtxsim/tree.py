@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from .analyse import _union_length
-from .attribution import Launches, Ops, contained, unique_pairs
+from .attribution import Launches, Ops, unique_pairs
 from .load import Export
 
 
