@@ -34,7 +34,7 @@ class Stages:
         with self._lock:
             console = Console(file=stream, stderr=stream is sys.stderr, force_terminal=True)  # caller checked it is one
             self._progress = Progress(
-                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console, transient=True
+                SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), TimeElapsedColumn(), console=console, transient=True
             )
             self._task = self._progress.add_task(self.label, total=None)
             self._progress.start()
