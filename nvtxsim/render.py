@@ -81,12 +81,13 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
     """A rich table, rendered to a string (colour only when writing to a terminal)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=_heading(report), title_justify="left", header_style="bold", box=None, pad_edge=False)
+    table = Table(title=Text(_heading(report)), title_justify="left", header_style="bold", box=None, pad_edge=False)
     for i, (header, _) in enumerate(_HUMAN_COLUMNS):
         table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
     for p in report.phases:
-        table.add_row(*(get(p) for _, get in _HUMAN_COLUMNS))
+        table.add_row(*(Text(get(p)) for _, get in _HUMAN_COLUMNS))  # names are data, never rich markup
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -97,7 +98,7 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
         soft_wrap=False,
     )
     if not report.phases:
-        console.print(_heading(report))
+        console.print(_heading(report), markup=False)
         console.print("no NVTX ranges in the selected domain")
     else:
         console.print(table)

@@ -99,3 +99,20 @@ def test_unknown_domain_warns(good_export):
     proc = run_cli("report", str(good_export), "--domain", "nope")
     assert proc.returncode == 0
     assert "no ranges in domain 'nope'" in proc.stdout
+
+
+def test_names_with_markup_characters_are_printed_verbatim(tmp_path):
+    """Phase names are data: '[/World/envs/env_.*/Camera]' must not be read as rich markup."""
+    path = tmp_path / "brackets.sqlite"
+    make_export(path, 3)
+    con = sqlite3.connect(path)
+    weird = "sensor[/World/envs/env_.*/Camera] [bold]x[/bold]"
+    con.execute("UPDATE StringIds SET value = ? WHERE value = 'render'", (weird,))
+    con.commit()
+    con.close()
+    for args in ([], ["--view", "tree"], ["--view", "kernels"]):
+        proc = run_cli("report", str(path), "--domain", "all", *args)
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+    proc = run_cli("report", str(path), "--domain", "all")
+    assert weird in proc.stdout

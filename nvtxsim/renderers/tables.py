@@ -48,13 +48,14 @@ def _plain_rows(t: ViewTable) -> list[list[str]]:
 def table_text(t: ViewTable, *, width: Optional[int] = None, color: bool = False) -> str:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=t.title, title_justify="left", header_style="bold", box=None, pad_edge=False)
+    table = Table(title=Text(t.title), title_justify="left", header_style="bold", box=None, pad_edge=False)
     for c in t.columns:
         left = c.unit in ("str", "tree")
         table.add_column(c.header, justify="left" if left else "right", no_wrap=not left, overflow="fold")
     for row in _plain_rows(t):
-        table.add_row(*row)
+        table.add_row(*(Text(v) for v in row))  # names are data, never rich markup
     buf = io.StringIO()
     console = Console(file=buf, width=width or 200, force_terminal=bool(color), color_system="auto" if color else None, highlight=False, soft_wrap=False)
     if t.rows:
