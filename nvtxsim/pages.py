@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -182,15 +182,35 @@ class TableReader:
         """Columns ``wanted`` (indices into the table's ``ncols`` columns; -1 = rowid) of every row, in rowid order.
 
         ``wanted[presence:]`` are only tested for NULL (any type allowed, values left 0)."""
+        parts = list(self.batches(root, ncols, wanted, rowid_alias=rowid_alias, presence=presence))
+        if not parts:
+            return [Column(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)) for _ in wanted]
+        if len(parts) == 1:
+            return parts[0]
+        return [
+            Column(np.concatenate([p[j].values for p in parts]), np.concatenate([p[j].null for p in parts]))
+            for j in range(len(wanted))
+        ]
+
+    def batches(
+        self,
+        root: int,
+        ncols: int,
+        wanted: Sequence[int],
+        *,
+        rowid_alias: Optional[int] = None,
+        presence: Optional[int] = None,
+        batch_bytes: int = _BATCH_BYTES,
+    ) -> Iterator[list[Column]]:
+        """Like :meth:`read`, one batch of leaf pages at a time (bounded memory for streaming)."""
         leaves = self.leaf_pages(root)
         ps, usable = self.h.page_size, self.h.usable
-        per_batch = max(1, _BATCH_BYTES // ps)
+        per_batch = max(1, batch_bytes // ps)
         buf = np.zeros(min(len(leaves), per_batch) * ps + 8, dtype=np.uint8)
         need = max([c for c in wanted if c >= 0] + [-1]) + 1
         if need > ncols:
             raise Unsupported("column index beyond the table")
         max_local = usable - 35
-        parts: list[list[Column]] = []
         for i in range(0, len(leaves), per_batch):
             pages = leaves[i : i + per_batch]
             data = self._read_batch(pages, buf)
@@ -219,14 +239,7 @@ class TableReader:
             hsize, l3 = _varint(data, np.minimum(rec, limit))
             if total and (np.any(hsize < l3) or np.any(hsize > payload) or np.any(ptr + l1 + l2 + payload > usable)):
                 raise Unsupported("malformed record")
-            cols = self._columns(data, rec, hsize, l3, ncols, need, wanted, rowid, rowid_alias, limit, presence)
-            parts.append(cols)
-        if not parts:
-            return [Column(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)) for _ in wanted]
-        return [
-            Column(np.concatenate([p[j].values for p in parts]), np.concatenate([p[j].null for p in parts]))
-            for j in range(len(wanted))
-        ]
+            yield self._columns(data, rec, hsize, l3, ncols, need, wanted, rowid, rowid_alias, limit, presence)
 
     @staticmethod
     def _columns(data, rec, hsize, l3, ncols, need, wanted, rowid, rowid_alias, limit, presence=None) -> list[Column]:
@@ -326,19 +339,33 @@ def read_columns(conn, table: str, names: Sequence[str], *, presence: Sequence[s
     Returns None when the fast path does not apply; the caller then runs its SQL query.
     Values of ``presence`` columns are not decoded (any type); only their ``null`` mask is set.
     """
-    path = database_file(conn)
-    if path is None:
-        return None
+    parts = []
     try:
-        root, cols, alias = table_layout(conn, table)
-        index = {c: i for i, c in enumerate(cols)}
-        wanted = [-1 if n == "rowid" else index[n] for n in names]
-        present = [index[n] for n in presence]
-        with TableReader(path) as reader:
-            got = reader.read(root, len(cols), wanted + present, rowid_alias=alias, presence=len(wanted))
+        for got in iter_columns(conn, table, names, presence=presence):
+            parts.append(got)
     except (Unsupported, KeyError, OSError, ValueError, IndexError, MemoryError):
         return None
-    return dict(zip(list(names) + list(presence), got))
+    if parts is None:
+        return None
+    keys = list(names) + list(presence)
+    if not parts:
+        return {k: Column(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)) for k in keys}
+    return {k: Column(np.concatenate([p[k].values for p in parts]), np.concatenate([p[k].null for p in parts])) for k in keys}
+
+
+def iter_columns(conn, table: str, names: Sequence[str], *, presence: Sequence[str] = (), batch_bytes: int = _BATCH_BYTES) -> Iterator[dict[str, Column]]:
+    """Batches of :func:`read_columns` (raises :class:`Unsupported` where the fast path does not apply)."""
+    path = database_file(conn)
+    if path is None:
+        raise Unsupported("no database file")
+    root, cols, alias = table_layout(conn, table)
+    index = {c: i for i, c in enumerate(cols)}
+    wanted = [-1 if n == "rowid" else index[n] for n in names]
+    present = [index[n] for n in presence]
+    keys = list(names) + list(presence)
+    with TableReader(path) as reader:
+        for got in reader.batches(root, len(cols), wanted + present, rowid_alias=alias, presence=len(wanted), batch_bytes=batch_bytes):
+            yield dict(zip(keys, got))
 
 
 # --------------------------------------------------------------------------- the loader's queries
@@ -408,84 +435,111 @@ def _split_top(text: str, sep: str) -> list[str]:
     return out
 
 
-def select_ints(conn, sql: str, ncols: int) -> Optional[np.ndarray]:
-    """The (n, ncols) int64 result of one of the loader's simple queries, computed from the pages.
+class Select:
+    """One of the loader's simple queries, compiled for evaluation over the file's pages.
 
     Understands ``SELECT`` lists of columns, integer constants, ``ifnull(c, k)``,
     ``c IS [NOT] NULL`` and the cross-thread test, over one table, with a ``WHERE`` of
-    ``c IS NOT NULL`` / ``c IN (k, ...)`` terms joined by AND. Anything else (or a NULL
-    where SQL would have returned one) returns None, and the caller runs the SQL.
+    ``c IS NOT NULL`` / ``c IN (k, ...)`` / ``c BETWEEN k AND k`` / ``a >= b`` terms joined
+    by AND. :meth:`compile` returns None for anything else.
     """
-    m = _SELECT.match(" ".join(sql.split()))
-    if not m:
-        return None
-    exprs = _split_top(m.group(1), ",")
-    if len(exprs) != ncols:
-        return None
-    table, where = m.group(2), m.group(3)
-    parsed = []
-    for e in exprs:
-        for kind, rx in _EXPRS:
-            mm = rx.match(e)
-            if mm:
-                parsed.append((kind, mm.groups()))
-                break
-        else:
+
+    def __init__(self, table: str, parsed: list, filters: list, ints: list[str], nulls_only: list[str]) -> None:
+        self.table, self.parsed, self.filters, self.ints, self.nulls_only = table, parsed, filters, ints, nulls_only
+
+    @classmethod
+    def compile(cls, sql: str, ncols: int) -> Optional["Select"]:
+        m = _SELECT.match(" ".join(sql.split()))
+        if not m:
             return None
-    filters = _where_terms(where) if where else []
-    if filters is None:
-        return None
-    needed: list[str] = []
-    for kind, g in parsed:
-        if kind == "differs" and g[0] != g[1]:
+        exprs = _split_top(m.group(1), ",")
+        if len(exprs) != ncols:
             return None
-        needed += [] if kind == "const" else [g[0], g[2]] if kind == "differs" else [g[0]]
-    for kind, g in filters:
-        needed += [x for x in (g if kind == "cmp" else g[:1]) if x is not None and not re.fullmatch(r"-?\d+|[<>=!]+", x)]
-    ints = [n for n in dict.fromkeys(needed) if not (n.lower() in ("text", "jsontext", "binarydata"))]
-    nulls_only = [n for n in dict.fromkeys(needed) if n not in ints]
-    # Text columns may only be tested for NULL.
-    for kind, g in parsed:
-        if kind not in ("isnull", "notnull", "const") and any(n in nulls_only for n in g):
+        table, where = m.group(2), m.group(3)
+        parsed = []
+        for e in exprs:
+            for kind, rx in _EXPRS:
+                mm = rx.match(e)
+                if mm:
+                    parsed.append((kind, mm.groups()))
+                    break
+            else:
+                return None
+        filters = _where_terms(where) if where else []
+        if filters is None:
             return None
-    if any(kind != "notnull" and any(x in nulls_only for x in g if x) for kind, g in filters):
+        needed: list[str] = []
+        for kind, g in parsed:
+            if kind == "differs" and g[0] != g[1]:
+                return None
+            needed += [] if kind == "const" else [g[0], g[2]] if kind == "differs" else [g[0]]
+        for kind, g in filters:
+            needed += [x for x in (g if kind == "cmp" else g[:1]) if x is not None and not re.fullmatch(r"-?\d+|[<>=!]+", x)]
+        ints = [n for n in dict.fromkeys(needed) if not (n.lower() in ("text", "jsontext", "binarydata"))]
+        nulls_only = [n for n in dict.fromkeys(needed) if n not in ints]
+        # Text columns may only be tested for NULL.
+        for kind, g in parsed:
+            if kind not in ("isnull", "notnull", "const") and any(n in nulls_only for n in g):
+                return None
+        if any(kind != "notnull" and any(x in nulls_only for x in g if x) for kind, g in filters):
+            return None
+        return cls(table, parsed, filters, ints, nulls_only)
+
+    def batches(self, conn, *, batch_bytes: int = _BATCH_BYTES) -> Iterator[np.ndarray]:
+        """(n, ncols) int64 results, one page batch at a time. Raises :class:`Unsupported`."""
+        names = [n if n.lower() != "rowid" else "rowid" for n in self.ints]
+        for got in iter_columns(conn, self.table, names, presence=self.nulls_only, batch_bytes=batch_bytes):
+            yield self._evaluate(got)
+
+    def _evaluate(self, got: dict[str, Column]) -> np.ndarray:
+        n = len(next(iter(got.values())).null) if got else 0
+        keep = np.ones(n, dtype=bool)
+        for kind, g in self.filters:  # SQL: a comparison with NULL is not true, so NULL rows drop out
+            if kind == "cmp":
+                (ca, ka, op, cb, kb) = g
+                a_null, a = (got[ca].null, got[ca].values) if ca else (False, int(ka))
+                b_null, b = (got[cb].null, got[cb].values) if cb else (False, int(kb))
+                keep &= ~(a_null | b_null) & _OPS[op](a, b)
+                continue
+            col = got[g[0]]
+            if kind == "notnull":
+                keep &= ~col.null
+            elif kind == "in":
+                keep &= ~col.null & np.isin(col.values, [int(x) for x in g[1].split(",")])
+            else:  # between
+                keep &= ~col.null & (col.values >= int(g[1])) & (col.values <= int(g[2]))
+        out = np.empty((int(keep.sum()), len(self.parsed)), dtype=np.int64)
+        for j, (kind, g) in enumerate(self.parsed):
+            if kind == "const":
+                out[:, j] = int(g[0])
+                continue
+            col = got[g[0]]
+            if kind == "col":
+                if col.null[keep].any():
+                    raise Unsupported("NULL in a plain column")  # SQL would return NULL: let the caller see it
+                out[:, j] = col.values[keep]
+            elif kind == "ifnull":
+                out[:, j] = np.where(col.null, int(g[1]), col.values)[keep]
+            elif kind == "isnull":
+                out[:, j] = col.null[keep]
+            elif kind == "notnull":
+                out[:, j] = ~col.null[keep]
+            else:  # differs: (a IS NOT NULL AND a != ifnull(b, d))
+                other = got[g[2]]
+                out[:, j] = (~col.null & (col.values != np.where(other.null, int(g[3]), other.values)))[keep]
+        return out
+
+
+def select_ints(conn, sql: str, ncols: int) -> Optional[np.ndarray]:
+    """The (n, ncols) int64 result of one of the loader's simple queries, computed from the pages;
+    None where the fast path does not apply (the caller then runs the SQL)."""
+    plan = Select.compile(sql, ncols)
+    if plan is None:
         return None
-    got = read_columns(conn, table, [n if n.lower() != "rowid" else "rowid" for n in ints], presence=nulls_only)
-    if got is None:
+    try:
+        parts = list(plan.batches(conn))
+    except (Unsupported, KeyError, OSError, ValueError, IndexError, MemoryError):
         return None
-    n = len(next(iter(got.values())).null) if got else 0
-    keep = np.ones(n, dtype=bool)
-    for kind, g in filters:  # SQL: a comparison with NULL is not true, so NULL rows drop out
-        if kind == "cmp":
-            (ca, ka, op, cb, kb) = g
-            a_null, a = (got[ca].null, got[ca].values) if ca else (False, int(ka))
-            b_null, b = (got[cb].null, got[cb].values) if cb else (False, int(kb))
-            keep &= ~(a_null | b_null) & _OPS[op](a, b)
-            continue
-        col = got[g[0]]
-        if kind == "notnull":
-            keep &= ~col.null
-        elif kind == "in":
-            keep &= ~col.null & np.isin(col.values, [int(x) for x in g[1].split(",")])
-        else:  # between
-            keep &= ~col.null & (col.values >= int(g[1])) & (col.values <= int(g[2]))
-    out = np.empty((int(keep.sum()), ncols), dtype=np.int64)
-    for j, (kind, g) in enumerate(parsed):
-        if kind == "const":
-            out[:, j] = int(g[0])
-            continue
-        col = got[g[0]]
-        if kind == "col":
-            if col.null[keep].any():
-                return None  # SQL would return NULL here: let the caller see it
-            out[:, j] = col.values[keep]
-        elif kind == "ifnull":
-            out[:, j] = np.where(col.null, int(g[1]), col.values)[keep]
-        elif kind == "isnull":
-            out[:, j] = col.null[keep]
-        elif kind == "notnull":
-            out[:, j] = ~col.null[keep]
-        else:  # differs: (a IS NOT NULL AND a != ifnull(b, d))
-            other = got[g[2]]
-            out[:, j] = (~col.null & (col.values != np.where(other.null, int(g[3]), other.values)))[keep]
-    return out
+    if not parts:
+        return np.zeros((0, ncols), dtype=np.int64)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
