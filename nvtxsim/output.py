@@ -41,6 +41,7 @@ def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False
     try:
         with os.fdopen(fd, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
             fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results follow the umask like any new file
         if not force and p.exists():  # appeared meanwhile: still never clobber
             raise NvtxsimError(f"{p}: already exists (use --force to overwrite)")
         os.replace(tmp, p)
@@ -51,3 +52,9 @@ def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False
             pass
         raise
     return p
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

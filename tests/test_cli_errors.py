@@ -116,3 +116,15 @@ def test_names_with_markup_characters_are_printed_verbatim(tmp_path):
         assert "Traceback" not in proc.stderr
     proc = run_cli("report", str(path), "--domain", "all")
     assert weird in proc.stdout
+
+
+def test_output_follows_umask(tmp_path, good_export):
+    out = tmp_path / "r.json"
+    old = os.umask(0o022)
+    try:
+        proc = run_cli("report", str(good_export), "-f", "json", "-o", str(out))
+    finally:
+        os.umask(old)
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_mode & 0o777 == 0o644
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r.json")]  # no temporary left
