@@ -163,6 +163,11 @@ def _union_length(group: np.ndarray, start: np.ndarray, end: np.ndarray, ngroups
 
 def project(export: Export) -> RangeGpu:
     """GPU attribution for every range of ``export`` (nsys projection + busy time)."""
+    from .stream import project_stream  # large exports: one bounded-memory pass (None: not streamed)
+
+    streamed = project_stream(export)
+    if streamed is not None:
+        return streamed
     r = export.ranges
     n = len(r)
     result = RangeGpu.empty(n)

@@ -471,12 +471,17 @@ def load(path: "str | os.PathLike[str]", *, cuda: bool = True) -> Export:
             tables = _tables(conn)
             meta = _meta(conn, tables)
             ranges, labels, strings, warnings = _read_ranges(conn, tables)
-            api = _read_api(conn, tables) if cuda else None
-            gpu = _read_gpu(conn, tables) if cuda else None
-            if gpu is not None and len(gpu):
+            from .stream import lazy_columns  # large exports: CUDA columns read on demand, projection streamed
+
+            lazy = lazy_columns(conn, tables, path) if cuda else None
+            api = lazy[0] if lazy else _read_api(conn, tables) if cuda else None
+            gpu = lazy[1] if lazy else _read_gpu(conn, tables) if cuda else None
+            if lazy:
+                strings.update(lazy[2])
+            if not lazy and gpu is not None and len(gpu):
                 names = _strings(conn, tables, gpu.name_id)
                 strings.update(names)
-            if api is not None and len(api):
+            if not lazy and api is not None and len(api):
                 strings.update(_strings(conn, tables, np.unique(api.name_id)))
             capture_end = _capture_end(conn, tables)
             _flag_open_at_capture_end(ranges, capture_end)
@@ -551,6 +556,9 @@ def _load_gzip(path: Path, *, cuda: bool) -> Export:
         except (OSError, EOFError, zlib.error) as exc:
             raise NvtxsimError(f"{path}: not a readable gzip file ({exc})") from None
         exp = load(inner, cuda=cuda)
+        from .stream import materialize  # lazy columns must be read before the inflated file goes
+
+        materialize(exp)
     exp.path = path
     return exp
 
