@@ -456,9 +456,17 @@ def _capture_end(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[i
 # --------------------------------------------------------------------------- entry point
 
 
-def load(path: "str | os.PathLike[str]", *, cuda: bool = True) -> Export:
-    """Read one export. ``.nsys-rep`` files are converted with ``nsys export`` first."""
+def load(path: "str | os.PathLike[str]", *, cuda: bool = True, cache: Optional[bool] = None) -> Export:
+    """Read one export. ``.nsys-rep`` files are converted with ``nsys export`` first.
+
+    ``cache``: go through the parsed-columns cache beside the export (nvtxsim.cache);
+    None = as the NVTXSIM_CACHE environment variable says (off by default)."""
     path = Path(path)
+    if cache is not False:
+        from . import cache as _cache
+
+        if _cache.enabled(cache):
+            return _cache.load_cached(path, cuda=cuda)
     if path.suffix == ".gz":
         return _load_gzip(path, cuda=cuda)
     if path.suffix == ".nsys-rep":
@@ -555,7 +563,7 @@ def _load_gzip(path: Path, *, cuda: bool) -> Export:
                 shutil.copyfileobj(src, dst, 1 << 20)
         except (OSError, EOFError, zlib.error) as exc:
             raise NvtxsimError(f"{path}: not a readable gzip file ({exc})") from None
-        exp = load(inner, cuda=cuda)
+        exp = load(inner, cuda=cuda, cache=False)
         from .stream import materialize  # lazy columns must be read before the inflated file goes
 
         materialize(exp)

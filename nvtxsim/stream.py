@@ -39,8 +39,9 @@ from .pages import Select, Unsupported
 
 #: Exports with at least this many CUDA calls + GPU ops are streamed (env NVTXSIM_STREAM_ROWS overrides).
 STREAM_MIN_ROWS = 3_000_000
-_CALL_BATCH_BYTES = 32 << 20  # pages of calls per step (tests make both tiny to exercise the windows)
-_GPU_BATCH_BYTES = 16 << 20
+_CALL_BATCH_BYTES = 4 << 20  # pages per parsed batch (tests make both tiny to exercise the windows)
+_GPU_BATCH_BYTES = 4 << 20
+_WINDOW_CALLS = 400_000  # calls handled per step
 _MAX_CORR = 1 << 31
 _NEG = np.iinfo(np.int64).min // 4
 
@@ -106,7 +107,25 @@ class Source:
     def gpu_sql(self, names: list[str], kind: int, table: str, cols: set[str]) -> str:
         return f"SELECT {', '.join(self.gpu_expr(n, kind, cols) for n in names)} FROM {table} WHERE {GPU_WHERE}"
 
-    def column(self, conn: sqlite3.Connection, sql: str) -> np.ndarray:
+    def column(self, conn: sqlite3.Connection, sql: str, rows: Optional[int] = None) -> np.ndarray:
+        """One column, filled batch by batch (``rows`` known: straight into its array, no second copy)."""
+        plan = Select.compile(sql, 1)
+        if plan is not None:
+            try:
+                if rows is not None:
+                    out, at = np.empty(rows, dtype=np.int64), 0
+                    for b in plan.batches(conn):
+                        if at + len(b) > rows:
+                            raise Unsupported("more rows than counted")
+                        out[at : at + len(b)] = b[:, 0]
+                        at += len(b)
+                    if at == rows:
+                        return out
+                    raise Unsupported("fewer rows than counted")
+                parts = [b[:, 0].copy() for b in plan.batches(conn)]
+                return np.concatenate(parts) if len(parts) != 1 else parts[0]
+            except Unsupported:
+                pass
         return _ints(conn, sql, 1)[:, 0].copy()
 
     def counts(self) -> tuple[int, dict[int, int]]:
@@ -167,7 +186,7 @@ class LazyApiCalls(ApiCalls):
             raise AttributeError(name)
         conn = self._source.connect()
         try:
-            value = self._source.column(conn, self._source.api_sql([name]))
+            value = self._source.column(conn, self._source.api_sql([name]), self._source.api_count)
         finally:
             conn.close()
         self.__dict__[name] = value
@@ -198,7 +217,8 @@ class LazyGpuOps(GpuOps):
         else:
             conn = src.connect()
             try:
-                parts = [src.column(conn, src.gpu_sql([name], k, t, c)) for k, t, c in src.gpu_tables]
+                counts = src.gpu_counts or {}
+                parts = [src.column(conn, src.gpu_sql([name], k, t, c), counts.get(k)) for k, t, c in src.gpu_tables]
             finally:
                 conn.close()
             value = np.concatenate(parts) if len(parts) > 1 else parts[0]
@@ -586,10 +606,8 @@ class _Projector:
             if plan is None:
                 raise _Fallback("runtime table not readable by the fast path")
             last = _NEG
-            for batch in plan.batches(conn, batch_bytes=_CALL_BATCH_BYTES):
+            for batch in _windows(plan.batches(conn, batch_bytes=_CALL_BATCH_BYTES)):
                 self.api_count += len(batch)
-                if not len(batch):
-                    continue
                 cs = batch[:, 0]
                 if cs[0] < last or np.any(cs[1:] < cs[:-1]):
                     raise _Fallback("runtime table not sorted by start")
@@ -620,6 +638,21 @@ class _Projector:
         return out
 
 
+def _windows(batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    """Group parsed batches into steps of about _WINDOW_CALLS rows (fewer, larger steps)."""
+    parts: list[np.ndarray] = []
+    rows = 0
+    for b in batches:
+        if len(b):
+            parts.append(b)
+            rows += len(b)
+        if rows >= _WINDOW_CALLS:
+            yield np.concatenate(parts) if len(parts) > 1 else parts[0]
+            parts, rows = [], 0
+    if parts:
+        yield np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
 def project_stream(export) -> Optional[RangeGpu]:
     """:func:`nvtxsim.analyse.project` for a streamed export; None when it cannot stream (then project in memory)."""
     src = source_of(export)
@@ -630,6 +663,12 @@ def project_stream(export) -> Optional[RangeGpu]:
     if len(export.ranges) == 0:
         return RangeGpu.empty(0)
     try:
-        return _Projector(export, src).run()
+        out = _Projector(export, src).run()
     except (_Fallback, MemoryError, OSError, ValueError, IndexError):
         return None
+    src.projection = out
+    if getattr(src, "cache_entry", None) is not None:
+        from .cache import store_projection
+
+        store_projection(src)
+    return out
