@@ -172,7 +172,7 @@ def connect(path: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         conn.execute("PRAGMA query_only=1")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a corrupt schema can make even the error text undecodable
         raise NvtxsimError(f"{path}: not a readable SQLite export ({exc})") from None
     return conn
 
