@@ -173,7 +173,7 @@ def bench_size(args, base: Path, work: Path, times: int, nsys: str | None, repor
     ours_doc = json.loads(ours["stdout"]) if ours["rc"] == 0 else None
     if ours["rc"] != 0:
         log(f"  nvtxsim failed (rc={ours['rc']}): {ours['stderr'][-500:]}")
-    if args.cache:
+    if args.cache and times <= args.cache_max:
         cenv = {**os.environ, "NVTXSIM_CACHE": "1"}
         run(cmd_ours + [str(path)], timeout=args.ours_timeout, env=cenv)  # builds the entry
         hit = run(cmd_ours + [str(path)], timeout=args.ours_timeout, env=cenv)
@@ -272,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nsys-max", type=int, default=10**9, help="skip nsys above this scale factor")
     ap.add_argument("--ours-timeout", type=float, default=900)
     ap.add_argument("--cache", action="store_true", help="also time a second, cached nvtxsim report")
+    ap.add_argument("--cache-max", type=int, default=10**9, help="time the cached report only up to this scale factor")
     ap.add_argument("--ranks", type=int, default=0, help="many-ranks benchmark with this many rank files")
     ap.add_argument("--rank-size", type=int, default=100, help="scale factor of each rank file (default 100)")
     ap.add_argument("--keep", action="store_true", help="keep the scaled exports")
