@@ -147,3 +147,47 @@ RENDERERS: dict[str, Callable[[Report], str]] = {
     "json": render_json,
     "markdown": render_markdown,
 }
+
+
+# --------------------------------------------------------------------------- many ranks
+
+
+def render_ranks(reports: list[Report], merged: Report, spread: list[dict], fmt: str, *, color: bool = False, width: int | None = None) -> str:
+    """Per-rank reports, the merged report and the per-phase spread across ranks."""
+    names = [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
+    if fmt == "json":
+        from . import __version__
+
+        doc = merged.as_dict()
+        doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}
+        doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]
+        doc["spread"] = spread
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        cols = [f.name for f in fields(PhaseStats)]
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["rank", "path", *cols])
+        for i, r in enumerate(reports):
+            for p in r.phases:
+                d = p.as_dict()
+                w.writerow([i, names[i], *(d[c] for c in cols)])
+        for p in merged.phases:
+            d = p.as_dict()
+            w.writerow(["all", "", *(d[c] for c in cols)])
+        return buf.getvalue()
+    one = (lambda r: render_table(r, color=color, width=width)) if fmt == "table" else render_markdown
+    parts = []
+    for i, r in enumerate(reports):
+        parts.append(("## " if fmt == "markdown" else "") + f"rank {i}: {names[i]}\n")
+        parts.append(one(r))
+    parts.append(("## " if fmt == "markdown" else "") + f"all {len(reports)} ranks merged\n")
+    parts.append(one(merged))
+    parts.append(("## " if fmt == "markdown" else "") + "spread across ranks (CPU total per rank)\n")
+    lines = []
+    for row in spread:
+        totals = " ".join(fmt_ns(t) for t in row["cpu_total_ns"])
+        ratio = f"{row['max_over_min']:.2f}x" if row["max_over_min"] else "-"
+        lines.append(f"{'- ' if fmt == 'markdown' else '  '}{row['phase']}: {totals} (slowest: rank {row['slowest_rank']}, max/min {ratio})")
+    parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)

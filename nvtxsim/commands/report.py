@@ -79,16 +79,40 @@ def run_report(
 
 def run(args: argparse.Namespace) -> int:
     domain = None if args.domain == "all" else args.domain
-    if len(args.paths) > 1 and args.output:
-        from ..errors import NvtxsimError
+    if len(args.paths) > 1 or args.dask:
+        return run_ranks(args.paths, fmt=args.format, domain=domain, out=args.output, force=args.force, jobs=args.jobs, dask=args.dask, request=request_from_args(args))
+    return run_report(args.paths[0], fmt=args.format, domain=domain, out=args.output, force=args.force, request=request_from_args(args))
 
-        raise NvtxsimError("-o takes one export; give one path or write to stdout")
-    code = 0
-    for i, path in enumerate(args.paths):
-        if i:
-            sys.stdout.write("\n")
-        code = max(code, run_report(path, fmt=args.format, domain=domain, out=args.output, force=args.force, request=request_from_args(args)))
-    return code
+
+def run_ranks(
+    paths: "list[str]",
+    *,
+    fmt: str = "table",
+    domain: Optional[str] = "nvtxsim",
+    out: "str | Path | None" = None,
+    force: bool = False,
+    jobs: Optional[int] = None,
+    dask: Optional[str] = None,
+    request: Optional[DetailRequest] = None,
+) -> int:
+    """Several exports (one per rank): per-rank tables, the merged table and the spread across ranks."""
+    from ..errors import NvtxsimError
+    from ..ranks import rank_spread, report_many
+    from ..render import render_ranks
+
+    if fmt in DETAIL_FORMATS or (request is not None and not request.is_classic):
+        raise NvtxsimError(f"with several exports only the summary is available (formats {', '.join(RENDERERS)}); report one file for views, html or perfetto")
+    if out is not None:
+        check_writable(out, force=force, protect=paths)
+    reports, merged = report_many(paths, domain=domain, workers=jobs, dask=dask)
+    tty = out is None and sys.stdout.isatty()
+    text = render_ranks(reports, merged, rank_spread(reports), fmt, color=tty, width=_terminal_width() if tty else None)
+    if out is not None:
+        write_atomic(out, text, force=force, protect=paths)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -97,10 +121,12 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         help="per-phase CPU/GPU timing table of an nsys export",
         description="Per-phase CPU and GPU timing of an Nsight Systems export (.sqlite, or .nsys-rep when nsys is installed).",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="nsys export (.sqlite or .nsys-rep)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="nsys export (.sqlite, .sqlite.gz or .nsys-rep); several: one per rank, reported per rank and merged")
     p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="with several exports (one per rank): processes to load them in (default: one per file, up to the cores)")
+    p.add_argument("--dask", metavar="ADDRESS", help="with several exports: run the per-file work on the Dask scheduler at ADDRESS (pip install 'nvtxsim[dask]')")
     p.add_argument(
         "--domain",
         default="nvtxsim",
