@@ -268,28 +268,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _stop_forkserver() -> None:
-    """Stop this process's multiprocessing forkserver before interpreter exit.
-
-    Under nsys 2022.4 a program whose forkserver (which imported nvtxsim) is still alive at exit
-    now and then hangs in nsys's exit handler (seen in ~1 of 6 runs; never with the forkserver
-    stopped first). Exit stops the forkserver anyway; this only does it a moment earlier.
-    """
-    server = getattr(sys.modules.get("multiprocessing.forkserver"), "_forkserver", None)
-    if server is None or getattr(server, "_forkserver_pid", None) is None:
-        return
-    try:
-        server._stop()
-    except Exception:
-        pass
-
-
-if _backend.tool_attached:
-    import atexit
-
-    atexit.register(_stop_forkserver)
-
-
 def enable() -> None:
     """Turn ranges back on (call between phases, not inside one)."""
     global _enabled
