@@ -242,13 +242,15 @@ _active = _enabled and _backend.live
 _push = _backend.push
 _pop = _backend.pop
 _handle = _backend.handle
+_live = _backend.live  # NVTX usable (whether or not enabled); kept in step by _refresh()
 _tls = threading.local()  # per-thread depth of range_push ranges that reached NVTX
 _pushed = False  # some range_push reached NVTX in this process (keeps range_pop free otherwise)
 
 
 def _refresh() -> None:
-    global _active
-    _active = _enabled and _backend.live
+    global _active, _live
+    _live = _backend.live
+    _active = _enabled and _live
 
 
 def _after_fork_in_child() -> None:
@@ -320,11 +322,10 @@ def backend_info() -> dict[str, Any]:
 
 def _nvtx_failed(exc: BaseException) -> None:
     """Turn nvtxsim off for good after an NVTX failure instead of raising into user code (reported once)."""
-    global _active
-    _active = False
     if not _backend.failed:
         _backend.failed = True
         _backend.error = f"{type(exc).__name__}: {exc}"
+    _refresh()
     _report_once("nvtx-failed", f"NVTX call failed ({_backend.error}); ranges turned off for the rest of this process")
 
 
@@ -519,7 +520,11 @@ def range_push(name: str, payload: Payload = None) -> None:
     try:
         name = name if type(name) is str else _clean_text(name)
         style = _phases.style_for(name)
-        _push(_safe_attributes(name, style.color, style.category, payload), _handle)
+        try:
+            attrs = _backend.attributes(name, style.color, style.category, payload)
+        except Exception:
+            attrs = _safe_attributes(name, style.color, style.category, payload)
+        _push(attrs, _handle)
     except Exception as exc:
         _nvtx_failed(exc)
         return
@@ -543,7 +548,7 @@ def range_pop() -> None:
             _unmatched_pop()
         return
     _tls.depth = depth - 1
-    if not _backend.live:
+    if not _live:
         return
     try:
         _pop(_handle)
