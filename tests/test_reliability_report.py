@@ -46,7 +46,7 @@ threading.Thread(target=side, daemon=True).start()
 with nvtxsim.phase("iteration"):
     with nvtxsim.phase("sim_step"):
         with nvtxsim.phase("policy"):
-            time.sleep(0.3)  # nsys collects NVTX events every few tens of ms: let it see the last ones
+            time.sleep(1.0)  # nsys collects NVTX events periodically (docs/reliability.md §3): let it see the last ones
             print("RESULT dying", flush=True)
             if sys.argv[1] == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
