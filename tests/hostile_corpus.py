@@ -15,7 +15,6 @@ import os
 import random
 import shutil
 import sqlite3
-import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -397,10 +396,6 @@ def build_corpus(root: Path) -> list[Case]:
     return cases
 
 
-def make_unreadable(path: Path) -> None:
-    path.chmod(0)
-
-
 def drop_dac_command() -> Optional[list[str]]:
     """A prefix that runs a command as root *without* the capabilities that bypass file permissions.
 
@@ -432,4 +427,4 @@ def millions_of_unclosed(path: Path, n: int = 2_000_000, threads: int = 4) -> Pa
     return path
 
 
-__all__ = ["Case", "build_corpus", "real_export", "millions_of_unclosed", "drop_dac_command", "make_unreadable", "phases", "page_size"]
+__all__ = ["Case", "build_corpus", "real_export", "millions_of_unclosed", "drop_dac_command", "phases", "page_size"]

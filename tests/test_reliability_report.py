@@ -11,7 +11,6 @@ that reading never modifies an export.
 from __future__ import annotations
 
 import collections
-import gzip
 import hashlib
 import json
 import os
@@ -19,11 +18,10 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from hostile_corpus import REAL_SEED, real_export
-from nsys_util import NSYS, needs_nsys
+from nsys_util import needs_nsys
 from reliability_util import capture, load, nesting_violations, program_lines, report_cli
 
 DIE_INSIDE = r"""
