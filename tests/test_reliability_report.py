@@ -222,3 +222,22 @@ def test_nsys_rep_conversion_never_modifies_the_report(tmp_path):
     proc = report_cli("report", str(rep), "-f", "csv")
     assert proc.returncode == 0, proc.stderr
     assert fingerprint(d) == after  # reused, not rewritten
+
+
+@needs_nsys
+@pytest.mark.nsys
+def test_broken_nsys_rep_gives_one_line_and_leaves_nothing(tmp_path):
+    """Random bytes and a truncated real report: nsys export fails, one line, exit 2, no .sqlite left."""
+    path, _ = capture(tmp_path, "import nvtxsim\nwith nvtxsim.phase('iteration'):\n    pass\n", name="src")
+    d = tmp_path / "broken"
+    d.mkdir()
+    (d / "random.nsys-rep").write_bytes(os.urandom(5000))
+    data = path.with_suffix(".nsys-rep").read_bytes()
+    (d / "cut.nsys-rep").write_bytes(data[: len(data) // 2])
+    before = fingerprint(d)
+    for name in ("random", "cut"):
+        proc = report_cli("report", str(d / f"{name}.nsys-rep"))
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("nvtxsim: error: ") and "Traceback" not in proc.stderr
+    assert fingerprint(d) == before
