@@ -189,6 +189,7 @@ class LazyApiCalls(ApiCalls):
             value = self._source.column(conn, self._source.api_sql([name]), self._source.api_count)
         finally:
             conn.close()
+            _trim()
         self.__dict__[name] = value
         return value
 
@@ -221,6 +222,7 @@ class LazyGpuOps(GpuOps):
                 parts = [src.column(conn, src.gpu_sql([name], k, t, c), counts.get(k)) for k, t, c in src.gpu_tables]
             finally:
                 conn.close()
+                _trim()
             value = np.concatenate(parts) if len(parts) > 1 else parts[0]
             if name == "copy_kind":
                 value = value.astype(np.int16)
@@ -638,6 +640,16 @@ class _Projector:
         return out
 
 
+def _trim() -> None:
+    """Hand the pass's freed buffers back to the OS, so later steps of a report start from a low RSS."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _windows(batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
     """Group parsed batches into steps of about _WINDOW_CALLS rows (fewer, larger steps)."""
     parts: list[np.ndarray] = []
@@ -666,6 +678,8 @@ def project_stream(export) -> Optional[RangeGpu]:
         out = _Projector(export, src).run()
     except (_Fallback, MemoryError, OSError, ValueError, IndexError):
         return None
+    finally:
+        _trim()
     src.projection = out
     if getattr(src, "cache_entry", None) is not None:
         from .cache import store_projection
