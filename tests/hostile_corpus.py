@@ -122,6 +122,10 @@ def _check_dangling(rep: dict) -> None:
     assert ph["nvtxsim:"]["instances"] == 1 and ph["nvtxsim:known"]["instances"] == 1
 
 
+def _check_no_ranges(rep: dict) -> None:
+    assert rep["phases"] == [] and rep["source"]["ranges"] == 0 and rep["source"]["gpu_ops"] > 0
+
+
 def _check_bad_cuda(rep: dict) -> None:
     for p in rep["phases"]:
         for k, v in p.items():
@@ -347,6 +351,15 @@ def build_corpus(root: Path) -> list[Case]:
     con.commit()
     con.close()
     cases.append(Case("cuda_tables_impossible_values", p, "report", check=_check_bad_cuda, args=("--domain", "all")))
+
+    # 22b. CUDA work but not one NVTX range (every range row lost)
+    p = root / "noranges.sqlite"
+    make_export(p, 4)
+    con = sqlite3.connect(p)
+    con.execute("DELETE FROM NVTX_EVENTS")
+    con.commit()
+    con.close()
+    cases.append(Case("gpu_work_without_ranges", p, "report", check=_check_no_ranges, args=("--domain", "all")))
 
     # 23-25. gzip: corrupt stream, random bytes, truncated
     gz = gzip.compress(raw)

@@ -64,7 +64,9 @@ CASE_KINDS = [
     "zeroed_pages_1", "zeroed_pages_2", "corrupt_schema_page", "bad_page_size_field", "header_claims_more_pages",
     "sqlite_not_nsys", "wrong_columns", "wrong_value_types", "nulls", "negative_reversed_impossible_times",
     "huge_empty_non_utf8_names", "control_and_markup_names", "only_domain_rows", "dangling_and_duplicate_string_ids",
-    "endless_view", "without_rowid", "cuda_tables_impossible_values", "gzip_corrupt_stream", "gzip_random_bytes",
+    "endless_view", "without_rowid", "cuda_tables_impossible_values",
+    pytest.param("gpu_work_without_ranges", marks=pytest.mark.xfail(strict=True, reason="perfetto renderer indexes the empty range table (renderers/perfetto.py:92; found by scripts/fuzz_export.py; lead)")),
+    "gzip_corrupt_stream", "gzip_random_bytes",
     "gzip_truncated", "uri_characters_in_path", "directory", "missing_file", "dangling_symlink", "symlink_loop", "fifo",
     "fifo_gz", "dev_null", "existing_output", "output_in_missing_dir", "output_is_directory", "output_is_input_hardlink",
     "bad_input_with_output",
@@ -73,7 +75,8 @@ CASE_KINDS = [
 
 def test_corpus_has_at_least_15_kinds(corpus):
     assert len(corpus) >= 15
-    assert set(CASE_KINDS) - {"fifo", "fifo_gz"} <= set(corpus)
+    kinds = {k if isinstance(k, str) else k.values[0] for k in CASE_KINDS}
+    assert kinds - {"fifo", "fifo_gz"} <= set(corpus)
 
 
 @pytest.mark.parametrize("kind", CASE_KINDS)
