@@ -10,12 +10,21 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import fields
 from typing import Callable
 
 from .analyse import PhaseStats, Report
 
 JSON_SCHEMA_VERSION = 1
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Names are data from the export: escape control characters so they cannot drive the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def fmt_ns(ns: float) -> str:
@@ -83,11 +92,11 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=Text(_heading(report)), title_justify="left", header_style="bold", box=None, pad_edge=False)
+    table = Table(title=Text(printable(_heading(report))), title_justify="left", header_style="bold", box=None, pad_edge=False)
     for i, (header, _) in enumerate(_HUMAN_COLUMNS):
         table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
     for p in report.phases:
-        table.add_row(*(Text(get(p)) for _, get in _HUMAN_COLUMNS))  # names are data, never rich markup
+        table.add_row(*(Text(printable(get(p))) for _, get in _HUMAN_COLUMNS))  # names are data, never rich markup
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -98,18 +107,18 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
         soft_wrap=False,
     )
     if not report.phases:
-        console.print(_heading(report), markup=False)
+        console.print(printable(_heading(report)), markup=False)
         console.print("no NVTX ranges in the selected domain")
     else:
         console.print(table)
     for w in report.warnings:
-        console.print(f"warning: {w}", markup=False)
+        console.print(f"warning: {printable(w)}", markup=False)
     return buf.getvalue()
 
 
 def render_markdown(report: Report) -> str:
     def cell(v: str) -> str:
-        return v.replace("|", "\\|")
+        return printable(v).replace("|", "\\|")
 
     lines = [f"**{cell(_heading(report))}**", ""]
     lines.append("| " + " | ".join(h for h, _ in _HUMAN_COLUMNS) + " |")

@@ -65,7 +65,7 @@ CASE_KINDS = [
     "sqlite_not_nsys", "wrong_columns", "wrong_value_types", "nulls", "negative_reversed_impossible_times",
     "huge_empty_non_utf8_names", "control_and_markup_names", "only_domain_rows", "dangling_and_duplicate_string_ids",
     "endless_view", "without_rowid", "cuda_tables_impossible_values",
-    pytest.param("gpu_work_without_ranges", marks=pytest.mark.xfail(strict=True, reason="perfetto renderer indexes the empty range table (renderers/perfetto.py:92; found by scripts/fuzz_export.py; lead)")),
+    "gpu_work_without_ranges",
     "gzip_corrupt_stream", "gzip_random_bytes",
     "gzip_truncated", "uri_characters_in_path", "directory", "missing_file", "dangling_symlink", "symlink_loop", "fifo",
     "fifo_gz", "dev_null", "existing_output", "output_in_missing_dir", "output_is_directory", "output_is_input_hardlink",
@@ -195,7 +195,6 @@ def test_millions_of_unclosed_ranges(tmp_path, capsys):
     assert any(f"{n} range(s) never ended" in w for w in rep["warnings"])
 
 
-@pytest.mark.xfail(strict=True, reason="render_table passes control characters of range names to the terminal (render.py, lead)")
 def test_control_characters_do_not_reach_the_terminal(corpus, capsys):
     """A name with ESC sequences must not recolour or retitle the user's terminal."""
     rc, out, err = run_inprocess(capsys, "report", str(corpus["control_and_markup_names"].path))

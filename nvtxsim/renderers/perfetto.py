@@ -89,7 +89,7 @@ def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, 
         os_, oe = _us(ops.start, t0), _us(ops.end, t0)
         kinds, nids, corr = ops.kind.tolist(), ops.name_id.tolist(), ops.correlation_id.tolist()
         nbytes, dev, stream = ops.bytes.tolist(), ops.device_id.tolist(), ops.stream_id.tolist()
-        plabel = np.where(phase_of_op >= 0, r.label[np.maximum(phase_of_op, 0)], -1).tolist()
+        plabel = (np.where(phase_of_op >= 0, r.label[np.maximum(phase_of_op, 0)], -1) if len(r.label) else np.full(len(ops), -1)).tolist()
         name_cache: dict[tuple[int, int, str], str] = {}
         phase_cache: dict[int, str] = {-1: ""}
         cats = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ..analyse import Report
 from ..errors import NvtxsimError
-from ..render import fmt_bytes, fmt_ns, render_csv, render_json, render_markdown, render_table
+from ..render import fmt_bytes, fmt_ns, printable, render_csv, render_json, render_markdown, render_table
 from ..viewtable import Column, ViewTable
 
 
@@ -50,28 +50,28 @@ def table_text(t: ViewTable, *, width: Optional[int] = None, color: bool = False
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=Text(t.title), title_justify="left", header_style="bold", box=None, pad_edge=False)
+    table = Table(title=Text(printable(t.title)), title_justify="left", header_style="bold", box=None, pad_edge=False)
     for c in t.columns:
         left = c.unit in ("str", "tree")
         table.add_column(c.header, justify="left" if left else "right", no_wrap=not left, overflow="fold")
     for row in _plain_rows(t):
-        table.add_row(*(Text(v) for v in row))  # names are data, never rich markup
+        table.add_row(*(Text(printable(v)) for v in row))  # names are data, never rich markup
     buf = io.StringIO()
     console = Console(file=buf, width=width or 200, force_terminal=bool(color), color_system="auto" if color else None, highlight=False, soft_wrap=False)
     if t.rows:
         console.print(table)
     else:
-        console.print(t.title, markup=False)
+        console.print(printable(t.title), markup=False)
         console.print("(nothing to show)", markup=False)
     for n in t.notes:
         if n:
-            console.print(f"note: {n}", markup=False)
+            console.print(f"note: {printable(n)}", markup=False)
     return buf.getvalue()
 
 
 def markdown_text(t: ViewTable) -> str:
     def esc(v: str) -> str:
-        return v.replace("|", "\\|")
+        return printable(v).replace("|", "\\|")
 
     lines = [f"### {esc(t.title)}", ""]
     if t.rows:
