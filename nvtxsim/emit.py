@@ -332,7 +332,31 @@ def _nvtx_failed(exc: BaseException) -> None:
 # --------------------------------------------------------------------------- phase
 
 
-class phase:
+_SHARED: dict[str, "phase"] = {}
+_SHARED_MAX = 4096  # distinct plain names kept; past that, phases are built per call
+
+
+class _PhaseType(type):
+    """``phase(name)`` without options returns one shared, pre-built object per name.
+
+    The inline form ``with nvtxsim.phase("sim_step"):`` then costs a dict lookup
+    instead of building attributes on every call. Phase objects carry no per-use
+    state, so sharing them across threads and nesting levels is safe.
+    """
+
+    def __call__(cls, name: Any, **options: Any) -> Any:
+        if not options and cls is phase and type(name) is str:  # subclasses build their own
+            shared = _SHARED.get(name)
+            if shared is not None:
+                return shared
+            obj = super().__call__(name)
+            if len(_SHARED) < _SHARED_MAX:
+                _SHARED[name] = obj
+            return obj
+        return super().__call__(name, **options)
+
+
+class phase(metaclass=_PhaseType):
     """A named phase: use it as a context manager or as a decorator.
 
     ``with nvtxsim.phase("sim_step"): ...`` or ``@nvtxsim.phase("policy")``.

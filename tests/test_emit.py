@@ -258,3 +258,15 @@ def test_ranges_balanced_under_nsys(tmp_path):
                 assert r.end[i] <= r.end[stack[-1]]
             stack.append(i)
     assert len(np.unique(r.global_tid[r.name == "render"])) == 8
+
+
+def test_inline_phase_is_shared_and_options_are_not():
+    a, b = nvtxsim.phase("sim_step"), nvtxsim.phase("sim_step")
+    assert a is b  # the inline form costs a lookup, not a construction
+    assert nvtxsim.phase("sim_step", payload=3) is not a
+    assert nvtxsim.phase("sim_step", color=0x123456).color == 0x123456
+
+    class Sub(nvtxsim.phase):
+        pass
+
+    assert type(Sub("sim_step")) is Sub  # subclasses never receive the shared base object
