@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -53,6 +54,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug of ours: still one line, the traceback only on request
+        if os.environ.get("NVTXSIM_DEBUG"):
+            raise
+        print(f"nvtxsim: internal error: {type(exc).__name__}: {exc} (set NVTXSIM_DEBUG=1 for the traceback; please report it)", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -128,3 +128,18 @@ def test_output_follows_umask(tmp_path, good_export):
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_mode & 0o777 == 0o644
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r.json")]  # no temporary left
+
+
+def test_unexpected_bug_is_one_line(monkeypatch, capsys):
+    """Even a bug of ours never shows a traceback (unless NVTXSIM_DEBUG asks for it)."""
+    import nvtxsim.commands.report as report_cmd
+    from nvtxsim.cli import main
+
+    def broken(*a, **k):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(report_cmd, "run_report", broken)
+    monkeypatch.delenv("NVTXSIM_DEBUG", raising=False)
+    assert main(["report", "whatever.sqlite"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("nvtxsim: internal error: ZeroDivisionError: boom")
