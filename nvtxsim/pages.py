@@ -196,7 +196,7 @@ class TableReader:
 
     # ------------------------------------------------------------------ leaves
 
-    def _read_batch(self, pages: np.ndarray, buf: np.ndarray) -> np.ndarray:  # noqa: D401
+    def _read_batch(self, pages: np.ndarray, buf: np.ndarray) -> np.ndarray:
         """Read ``pages`` (in order) into ``buf``; consecutive page numbers in one read each."""
         ps = self.h.page_size
         if pages.min() < 1 or pages.max() > self.h.pages:
@@ -416,8 +416,6 @@ def read_columns(conn, table: str, names: Sequence[str], *, presence: Sequence[s
         for got in iter_columns(conn, table, names, presence=presence):
             parts.append(got)
     except (Unsupported, KeyError, OSError, ValueError, IndexError, MemoryError):
-        return None
-    if parts is None:
         return None
     keys = list(names) + list(presence)
     if not parts:
