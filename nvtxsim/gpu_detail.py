@@ -230,6 +230,8 @@ def _calls_matching(detail: Detail, pred) -> np.ndarray:
     api = detail.export.api
     if api is None or len(api) == 0:
         return np.zeros(0, dtype=np.int64)
+    if not any(pred(api_name(s)) for s in detail.export.strings.values()):
+        return np.zeros(0, dtype=np.int64)  # cheap exit: no such API anywhere (saves a pass over every call)
     ids, names = _api_names(detail)
     ok = np.array([bool(pred(n)) for n in names], dtype=bool)
     return np.flatnonzero(ok[np.searchsorted(ids, api.name_id)])

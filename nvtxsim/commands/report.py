@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Optional, TextIO
@@ -79,6 +80,8 @@ def run_report(
 
 def run(args: argparse.Namespace) -> int:
     domain = None if args.domain == "all" else args.domain
+    if args.cache is not None:  # read by load(), also in rank worker processes
+        os.environ["NVTXSIM_CACHE"] = "1" if args.cache else "0"
     if len(args.paths) > 1 or args.dask:
         return run_ranks(args.paths, fmt=args.format, domain=domain, out=args.output, force=args.force, jobs=args.jobs, dask=args.dask, request=request_from_args(args))
     return run_report(args.paths[0], fmt=args.format, domain=domain, out=args.output, force=args.force, request=request_from_args(args))
@@ -125,6 +128,12 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument(
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep parsed columns in .nvtxsim-cache/ beside the export for faster repeated reports (default: NVTXSIM_CACHE, off)",
+    )
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="with several exports (one per rank): processes to load them in (default: one per file, up to the cores)")
     p.add_argument("--dask", metavar="ADDRESS", help="with several exports: run the per-file work on the Dask scheduler at ADDRESS (pip install 'nvtxsim[dask]')")
     p.add_argument(
