@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterable, Union
@@ -23,6 +24,8 @@ def check_writable(path: PathLike, *, force: bool = False, protect: Iterable[Pat
             pass
     if p.is_dir():
         raise NvtxsimError(f"{p}: is a directory")
+    if is_stream(p):
+        return p  # /dev/null, /dev/stdout, a FIFO: written into, never replaced
     if p.exists() and not force:
         raise NvtxsimError(f"{p}: already exists (use --force to overwrite)")
     parent = p.parent if str(p.parent) else Path(".")
@@ -37,6 +40,10 @@ def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False
     """Write to a temporary file beside ``path``, then rename: readers never see a partial file."""
     p = check_writable(path, force=force, protect=protect)
     mode = "wb" if isinstance(data, bytes) else "w"
+    if is_stream(p):  # renaming over a device or FIFO would destroy it (even as root)
+        with open(p, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
+            fh.write(data)
+        return p
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
     try:
         with os.fdopen(fd, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
@@ -58,3 +65,12 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def is_stream(path: Path) -> bool:
+    """An existing character device or FIFO (``-o /dev/stdout``): output goes into it as a stream."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)

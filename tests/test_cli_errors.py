@@ -143,3 +143,16 @@ def test_unexpected_bug_is_one_line(monkeypatch, capsys):
     assert main(["report", "whatever.sqlite"]) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("nvtxsim: internal error: ZeroDivisionError: boom")
+
+
+def test_output_to_a_device_writes_into_it(good_export):
+    """`-o /dev/null --force` once replaced /dev/null with a regular file (rename over it as root)."""
+    before = os.stat("/dev/null")
+    proc = run_cli("report", str(good_export), "-f", "json", "-o", "/dev/null", "--force")
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("report", str(good_export), "-f", "csv", "-o", "/dev/null")  # no --force needed for a device
+    assert proc.returncode == 0, proc.stderr
+    after = os.stat("/dev/null")
+    import stat as st
+
+    assert st.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev and after.st_ino == before.st_ino
