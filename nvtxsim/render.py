@@ -92,7 +92,7 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=Text(printable(_heading(report))), title_justify="left", header_style="bold", box=None, pad_edge=False)
+    table = Table(header_style="bold", box=None, pad_edge=False)
     for i, (header, _) in enumerate(_HUMAN_COLUMNS):
         table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
     for p in report.phases:
@@ -110,6 +110,7 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
         console.print(printable(_heading(report)), markup=False)
         console.print("no NVTX ranges in the selected domain")
     else:
+        console.print(printable(_heading(report)), markup=False, soft_wrap=True)  # unpadded: easy to grep and diff
         console.print(table)
     for w in report.warnings:
         console.print(f"warning: {printable(w)}", markup=False)
