@@ -27,11 +27,12 @@ import importlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
+
+from .output import replace_via_temp
 
 FORMAT = 1
 ENV = "NVTXSIM_CACHE"
@@ -191,17 +192,8 @@ def _write(entry: Path, ident: dict, export) -> None:
     doc, arrays = _export_state(export)
     doc["identity"] = ident
     arrays["__doc__"] = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
-    fd, tmp = tempfile.mkstemp(prefix=entry.name + ".", suffix=".tmp", dir=entry.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, entry)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with replace_via_temp(entry, "wb") as fh:
+        np.savez(fh, **arrays)
     # Older entries of the same export (other size/mtime) are stale now.
     stale = re.compile(re.escape(_base_name(entry.name)) + r"\.\d+\.\d+\.npz")
     for old in entry.parent.iterdir():

@@ -6,7 +6,8 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Iterable, Union
+from contextlib import contextmanager
+from typing import IO, Any, Callable, Iterator, Iterable, Optional, Union
 
 from .errors import NvtxsimError
 
@@ -44,20 +45,12 @@ def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False
         with open(p, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
             fh.write(data)
         return p
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
-    try:
-        with os.fdopen(fd, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results follow the umask like any new file
+    def recheck() -> None:
         if not force and p.exists():  # appeared meanwhile: still never clobber
             raise NvtxsimError(f"{p}: already exists (use --force to overwrite)")
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+
+    with replace_via_temp(p, mode, before_replace=recheck) as fh:
+        fh.write(data)
     return p
 
 
@@ -74,3 +67,22 @@ def is_stream(path: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+@contextmanager
+def replace_via_temp(path: Path, mode: str = "wb", *, before_replace: Optional[Callable[[], Any]] = None) -> Iterator[IO[Any]]:
+    """Yield a temporary file beside ``path``; on success it replaces ``path`` in one rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+            yield fh
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results follow the umask like any new file
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
