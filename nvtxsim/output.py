@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from contextlib import contextmanager
@@ -35,6 +36,23 @@ def check_writable(path: PathLike, *, force: bool = False, protect: Iterable[Pat
     if not os.access(parent, os.W_OK):
         raise NvtxsimError(f"{parent}: directory is not writable")
     return p
+
+
+def terminal_width() -> int:
+    """Columns for human output on a terminal (at least 80)."""
+    import shutil
+
+    return max(shutil.get_terminal_size((200, 24)).columns, 80)
+
+
+def deliver(text: str, out: Optional[PathLike], *, force: bool = False, protect: Iterable[PathLike] = (), stream: Optional[IO[str]] = None) -> None:
+    """The last step of every command that renders: to ``out`` atomically, else to ``stream`` (stdout)."""
+    if out is not None:
+        write_atomic(out, text, force=force, protect=protect)
+        return
+    stream = stream or sys.stdout
+    stream.write(text)
+    stream.flush()
 
 
 def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False, protect: Iterable[PathLike] = ()) -> Path:

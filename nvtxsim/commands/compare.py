@@ -12,7 +12,7 @@ from typing import Optional
 from ..compare import CompareSettings, compare
 from ..detail import Detail
 from ..errors import NvtxsimError
-from ..output import check_writable, write_atomic
+from ..output import check_writable, deliver, terminal_width
 from ..reporting import load_with_progress
 
 FORMATS = ("table", "csv", "json", "markdown", "html")
@@ -40,17 +40,9 @@ def run(args: argparse.Namespace) -> int:
     base = Detail(load_with_progress(args.base), domain=domain, match=args.match)
     new = Detail(load_with_progress(args.new), domain=domain, match=args.match)
     result = compare(base, new, settings)
-    if args.output is not None:
-        write_atomic(args.output, render_comparison(result, args.format), force=args.force, protect=[args.base, args.new])
-    else:
-        term = sys.stdout.isatty()
-        width = None
-        if term:
-            import shutil
-
-            width = max(shutil.get_terminal_size((200, 24)).columns, 80)
-        sys.stdout.write(render_comparison(result, args.format, width=width, color=term))
-        sys.stdout.flush()
+    term = args.output is None and sys.stdout.isatty()
+    text = render_comparison(result, args.format, width=terminal_width() if term else None, color=term)
+    deliver(text, args.output, force=args.force, protect=[args.base, args.new])
     if result.regressions:
         print(f"nvtxsim: regression in {len(result.regressions)} phase(s): {', '.join(p.phase for p in result.regressions)}", file=sys.stderr)
         return 1

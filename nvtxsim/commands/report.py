@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Optional, TextIO
 
 from ..analyse import Report, summarize
-from ..load import load
-from ..output import check_writable, write_atomic
+from ..output import check_writable, deliver, terminal_width
 from ..render import RENDERERS, render_table
 from ..progress import progress_after
 from ..reporting import DETAIL_FORMATS, DetailRequest, add_detail_arguments, load_with_progress, render_detail, request_from_args
@@ -31,14 +30,8 @@ def make_report(path: "str | Path", *, domain: Optional[str] = "nvtxsim", progre
 
 def render(report: Report, fmt: str, *, to_terminal: bool = False) -> str:
     if fmt == "table":
-        return render_table(report, color=to_terminal, width=_terminal_width() if to_terminal else None)
+        return render_table(report, color=to_terminal, width=terminal_width() if to_terminal else None)
     return RENDERERS[fmt](report)
-
-
-def _terminal_width() -> Optional[int]:
-    import shutil
-
-    return max(shutil.get_terminal_size((200, 24)).columns, 80)
 
 
 def run_report(
@@ -69,12 +62,8 @@ def run_report(
         else:
             export = load_with_progress(path, progress=False)
             progress.stage("analysing")
-            text = render_detail(export, fmt, request, domain=domain, to_terminal=term, width=_terminal_width() if term else None, progress=False)
-    if out is not None:
-        write_atomic(out, text, force=force, protect=[path])
-        return 0
-    stream.write(text)
-    stream.flush()
+            text = render_detail(export, fmt, request, domain=domain, to_terminal=term, width=terminal_width() if term else None, progress=False)
+    deliver(text, out, force=force, protect=[path], stream=stream)
     return 0
 
 
@@ -109,12 +98,8 @@ def run_ranks(
         check_writable(out, force=force, protect=paths)
     reports, merged = report_many(paths, domain=domain, workers=jobs, dask=dask)
     tty = out is None and sys.stdout.isatty()
-    text = render_ranks(reports, merged, rank_spread(reports), fmt, color=tty, width=_terminal_width() if tty else None)
-    if out is not None:
-        write_atomic(out, text, force=force, protect=paths)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    text = render_ranks(reports, merged, rank_spread(reports), fmt, color=tty, width=terminal_width() if tty else None)
+    deliver(text, out, force=force, protect=paths)
     return 0
 
 
