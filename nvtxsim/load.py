@@ -135,7 +135,8 @@ class Export:
 # --------------------------------------------------------------------------- opening
 
 
-def _check_file(path: Path) -> None:
+def _check_regular(path: Path) -> os.stat_result:
+    """A non-empty regular file (a FIFO or device would block or never end)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -148,6 +149,11 @@ def _check_file(path: Path) -> None:
         raise NvtxsimError(f"{path}: not a regular file (an nsys export is an .sqlite file)")
     if st.st_size == 0:
         raise NvtxsimError(f"{path}: empty file, not an nsys SQLite export")
+    return st
+
+
+def _check_file(path: Path) -> None:
+    st = _check_regular(path)
     try:
         with open(path, "rb") as fh:
             head = fh.read(100)
@@ -555,7 +561,7 @@ def _load_gzip(path: Path, *, cuda: bool) -> Export:
     import tempfile
     import zlib
 
-    _check_exists(path)
+    _check_regular(path)
     with tempfile.TemporaryDirectory(prefix="nvtxsim-") as tmp:
         inner = Path(tmp) / path.name[: -len(".gz")]
         try:
@@ -570,11 +576,3 @@ def _load_gzip(path: Path, *, cuda: bool) -> Export:
     exp.path = path
     return exp
 
-
-def _check_exists(path: Path) -> None:
-    if not path.exists():
-        raise NvtxsimError(f"{path}: no such file")
-    if path.is_dir():
-        raise NvtxsimError(f"{path}: is a directory, not an nsys export")
-    if not path.is_file():  # a FIFO or device would block or never end
-        raise NvtxsimError(f"{path}: not a regular file (an nsys export is an .sqlite file)")
