@@ -107,7 +107,7 @@ def _group_launches(export: Export, pid_codes: np.ndarray) -> _Launches:
     )
 
 
-def _expand(offsets_lo: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def expand_segments(offsets_lo: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For segments [lo, lo+len): (segment index per element, element index)."""
     total = int(lengths.sum())
     seg = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
@@ -167,6 +167,32 @@ def _unique(a: np.ndarray) -> np.ndarray:
     return s[np.r_[True, s[1:] != s[:-1]]] if len(s) else s
 
 
+def call_windows(
+    r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_tid: np.ndarray, c_start: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per range, the calls ``[lo, hi)`` of its thread that start inside it.
+
+    ``c_tid``/``c_start`` are sorted by (thread, start); a range on a thread without calls
+    gets an empty window. The caller keeps the candidates that also end inside the range.
+    """
+    lo = np.zeros(len(r_start), dtype=np.int64)
+    hi = np.zeros(len(r_start), dtype=np.int64)
+    if len(r_start) == 0 or len(c_tid) == 0:
+        return lo, hi
+    thread_bounds = np.searchsorted(c_tid, _unique(c_tid))
+    thread_ids = c_tid[thread_bounds]
+    thread_bounds = np.r_[thread_bounds, len(c_tid)]
+    t = np.minimum(np.searchsorted(thread_ids, r_tid), len(thread_ids) - 1)
+    on_thread = thread_ids[t] == r_tid
+    for k in _unique(t[on_thread]):
+        sel = np.flatnonzero(on_thread & (t == k))
+        a, b = thread_bounds[k], thread_bounds[k + 1]
+        cs = c_start[a:b]
+        lo[sel] = a + np.searchsorted(cs, r_start[sel], side="left")
+        hi[sel] = a + np.searchsorted(cs, r_end[sel], side="right")
+    return lo, hi
+
+
 def project(export: Export) -> RangeGpu:
     """GPU attribution for every range of ``export`` (nsys projection + busy time)."""
     from .stream import project_stream  # large exports: one bounded-memory pass (None: not streamed)
@@ -199,29 +225,13 @@ def project(export: Export) -> RangeGpu:
     eligible = np.flatnonzero(~r.cross_thread)
     if len(eligible) == 0 or len(c_tid) == 0:
         return result
-    thread_bounds = np.searchsorted(c_tid, _unique(c_tid))
-    thread_ids = c_tid[thread_bounds]
-    thread_bounds = np.r_[thread_bounds, len(c_tid)]
-
     # Candidate calls per range: start-sorted calls of its thread with start in [r.start, r.end].
-    e_tid = r.global_tid[eligible]
-    t = np.searchsorted(thread_ids, e_tid)
-    t_c = np.minimum(t, len(thread_ids) - 1)
-    on_thread = thread_ids[t_c] == e_tid
-    eligible, t_c = eligible[on_thread], t_c[on_thread]
-    lo = np.empty(len(eligible), dtype=np.int64)
-    hi = np.empty(len(eligible), dtype=np.int64)
-    for k in _unique(t_c):
-        sel = np.flatnonzero(t_c == k)
-        a, b = thread_bounds[k], thread_bounds[k + 1]
-        cs = c_start[a:b]
-        lo[sel] = a + np.searchsorted(cs, r.start[eligible[sel]], side="left")
-        hi[sel] = a + np.searchsorted(cs, r.end[eligible[sel]], side="right")
+    lo, hi = call_windows(r.start[eligible], r.end[eligible], r.global_tid[eligible], c_tid, c_start)
     lengths = np.maximum(hi - lo, 0)
 
     for chunk in _chunks(lengths, _PAIR_CHUNK):
         ranges_c = eligible[chunk]
-        seg, call = _expand(lo[chunk], lengths[chunk])
+        seg, call = expand_segments(lo[chunk], lengths[chunk])
         keep = c_end[call] <= r.end[ranges_c[seg]]
         seg, call = seg[keep], call[keep]
         if len(seg) == 0:
@@ -244,7 +254,7 @@ def project(export: Export) -> RangeGpu:
         per_range = np.add.reduceat(nops, bounds)
         for rs in _chunks(per_range, _PAIR_CHUNK):
             a, b = pair_bounds[rs.start], pair_bounds[rs.stop]
-            pseg, op_pos = _expand(launches.op_offsets[launch[a:b]], nops[a:b])
+            pseg, op_pos = expand_segments(launches.op_offsets[launch[a:b]], nops[a:b])
             ops = launches.op_order[op_pos]
             local = seg[a:b][pseg]
             base = int(local.min())

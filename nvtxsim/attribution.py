@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from .analyse import call_windows, expand_segments
 from .load import KERNEL, MEMCPY, MEMSET, PID_MASK, Export
 
 GRAPH = 3  # op kind of a graph-level graph execution
@@ -125,26 +126,8 @@ def contained(
     if len(r_start) == 0 or len(c_start) == 0:
         return empty
     order = np.lexsort((c_start, c_tid))
-    s_tid, s_start = c_tid[order], c_start[order]
-    tids, first = np.unique(s_tid, return_index=True)
-    bounds = np.r_[first, len(s_tid)]
-    t = np.searchsorted(tids, r_tid)
-    t_c = np.minimum(t, len(tids) - 1)
-    on = tids[t_c] == r_tid
-    lo = np.zeros(len(r_start), dtype=np.int64)
-    hi = np.zeros(len(r_start), dtype=np.int64)
-    for k in np.unique(t_c[on]):
-        sel = np.flatnonzero(on & (t_c == k))
-        a, b = bounds[k], bounds[k + 1]
-        lo[sel] = a + np.searchsorted(s_start[a:b], r_start[sel], side="left")
-        hi[sel] = a + np.searchsorted(s_start[a:b], r_end[sel], side="right")
-    lengths = np.maximum(hi - lo, 0)
-    total = int(lengths.sum())
-    if total == 0:
-        return empty
-    rng = np.repeat(np.arange(len(r_start), dtype=np.int64), lengths)
-    firsts = np.cumsum(lengths) - lengths
-    pos = np.repeat(lo, lengths) + (np.arange(total, dtype=np.int64) - np.repeat(firsts, lengths))
+    lo, hi = call_windows(r_start, r_end, r_tid, c_tid[order], c_start[order])
+    rng, pos = expand_segments(lo, np.maximum(hi - lo, 0))
     call = order[pos]
     keep = c_end[call] <= r_end[rng]
     return rng[keep], call[keep]

@@ -575,4 +575,3 @@ def _load_gzip(path: Path, *, cuda: bool) -> Export:
         materialize(exp)
     exp.path = path
     return exp
-

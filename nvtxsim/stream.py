@@ -33,7 +33,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from .analyse import COPY_DIRECTIONS, DIRECTIONS, RangeGpu, _expand
+from .analyse import COPY_DIRECTIONS, DIRECTIONS, RangeGpu, call_windows, expand_segments
 from .load import _SANE_TIMES, GPU_TABLES, KERNEL, MEMCPY, PID_MASK, RUNTIME_TABLE, ApiCalls, GpuOps, _columns, _ints, connect
 from .pages import Select, Unsupported
 
@@ -478,22 +478,9 @@ class _Projector:
         # Calls by (thread, start); per live range, the calls of its thread starting inside it (analyse.project's rule).
         order = np.lexsort((cs, ct))
         ts, ss, es = ct[order], cs[order], ce[order]
-        first = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
-        tids = ts[first]
-        bounds = np.r_[first, len(ts)]
-        rt = r.global_tid[live]
-        t = np.minimum(np.searchsorted(tids, rt), len(tids) - 1)
-        on = tids[t] == rt
-        live, t = live[on], t[on]
-        lo = np.empty(len(live), dtype=np.int64)
-        hi_ = np.empty(len(live), dtype=np.int64)
-        for k in np.unique(t):
-            sel = np.flatnonzero(t == k)
-            a, b = bounds[k], bounds[k + 1]
-            lo[sel] = a + np.searchsorted(ss[a:b], r.start[live[sel]], side="left")
-            hi_[sel] = a + np.searchsorted(ss[a:b], r.end[live[sel]], side="right")
+        lo, hi_ = call_windows(r.start[live], r.end[live], r.global_tid[live], ts, ss)
         lengths = np.maximum(hi_ - lo, 0)
-        seg, call = _expand(lo, lengths)
+        seg, call = expand_segments(lo, lengths)
         keep = es[call] <= r.end[live[seg]]
         rng, call = live[seg[keep]], order[call[keep]]  # call: index into this batch's launching calls
         if len(rng) == 0:
@@ -520,7 +507,7 @@ class _Projector:
         if len(alive) < 65536 or alive.sum() * 2 > len(alive):
             return
         idx = np.flatnonzero(alive)
-        seg, pos = _expand(self.p_off[idx], self.p_len[idx])
+        seg, pos = expand_segments(self.p_off[idx], self.p_len[idx])
         self.p_ranges = self.p_ranges[pos]
         self.p_off = np.cumsum(self.p_len[idx]) - self.p_len[idx]
         self.p_key, self.p_len, self.p_multi = self.p_key[idx], self.p_len[idx], self.p_multi[idx]
@@ -548,7 +535,7 @@ class _Projector:
         p = pos[op]
         done = p[~self.p_multi[p]]
         self.p_alive[done] = False
-        seg, pr = _expand(self.p_off[p], self.p_len[p])
+        seg, pr = expand_segments(self.p_off[p], self.p_len[p])
         g = self.p_ranges[pr]
         op = op[seg]  # (op, range) pairs, ops in start order
         o = np.argsort(g, kind="stable")
