@@ -78,7 +78,7 @@ class Nsys:
         if subcommand not in self._switches:
             try:
                 out = subprocess.run(
-                    [str(self.path), subcommand, "--help"], capture_output=True, text=True, timeout=60
+                    [str(self.path), subcommand, "--help"], capture_output=True, text=True, errors="replace", timeout=60
                 )
                 text = out.stdout + out.stderr
             except (OSError, subprocess.SubprocessError):
@@ -100,7 +100,7 @@ def parse_version(text: str) -> tuple[int, ...]:
 def nsys_version(path: "str | Path", timeout: float = 60) -> Optional[str]:
     """Version of an nsys executable (``2022.4.2.1``), or None when it does not run."""
     try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, errors="replace", timeout=timeout)
     except (OSError, subprocess.SubprocessError):
         return None
     m = _VERSION_RE.search(out.stdout + out.stderr)
@@ -417,7 +417,7 @@ def export_sqlite(nsys: Nsys, report: Path, target: Path, *, force: bool = False
         argv.append("--quiet=true")
     argv.append(str(report))
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+        out = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=3600)
         if out.returncode != 0 or not tmp.exists():
             lines = [ln.strip() for ln in (out.stderr + out.stdout).splitlines() if ln.strip()]
             last = lines[-1] if lines else f"exit code {out.returncode}"
@@ -496,7 +496,7 @@ def importer_missing_libraries(nsys: Nsys) -> tuple[Optional[Path], list[str]]:
     if importer is None or shutil.which("ldd") is None:
         return importer, []
     try:
-        out = subprocess.run(["ldd", str(importer)], capture_output=True, text=True, timeout=30,
+        out = subprocess.run(["ldd", str(importer)], capture_output=True, text=True, errors="replace", timeout=30,
                              env=dict(os.environ))
     except (OSError, subprocess.SubprocessError):
         return importer, []

@@ -253,3 +253,17 @@ def test_ensure_sqlite_reuses_fresh_and_refuses_stale_export(tmp_path):
 def test_ensure_sqlite_missing_report(tmp_path):
     with pytest.raises(NvtxsimError, match="no such file"):
         capture.ensure_sqlite(tmp_path / "none.nsys-rep")
+
+
+def test_export_failure_with_undecodable_output_is_one_clean_error(tmp_path):
+    """nsys may echo bytes of a corrupt report: its output is decoded leniently, never a UnicodeDecodeError."""
+    exe = tmp_path / "nsys"
+    exe.write_bytes(b"#!/bin/sh\nprintf 'bad \\363\\377 header\\n' >&2\nexit 1\n")
+    exe.chmod(0o755)
+    n = capture.Nsys(exe, "2022.4.2.1", "PATH")
+    n._switches["export"] = frozenset({"type", "output"})
+    report = tmp_path / "r.nsys-rep"
+    report.write_bytes(b"\xf3" * 100)
+    with pytest.raises(NvtxsimError, match="nsys export to SQLite failed: bad .* header"):
+        capture.export_sqlite(n, report, tmp_path / "r.sqlite")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nsys", "r.nsys-rep"]

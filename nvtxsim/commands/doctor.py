@@ -163,7 +163,7 @@ def gpu_facts() -> dict[str, Any]:
     if smi:
         try:
             out = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20)
+                                 capture_output=True, text=True, errors="replace", timeout=20)
             if out.returncode == 0:
                 for line in out.stdout.splitlines():
                     name, _, drv = line.partition(",")
@@ -190,7 +190,7 @@ def torch_facts(timeout: float = 90) -> Optional[dict[str, Any]]:
     if importlib.util.find_spec("torch") is None:
         return None
     try:
-        out = subprocess.run([sys.executable, "-c", _TORCH_PROBE], capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run([sys.executable, "-c", _TORCH_PROBE], capture_output=True, text=True, errors="replace", timeout=timeout)
         return json.loads(out.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return {"error": "import torch failed or took too long"}
