@@ -12,27 +12,35 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Union
 
+from . import emit as _emit
 from .emit import phase
 
 PhaseSpec = Union[str, phase]
 
 _MISSING = object()
+_UNCHANGED = object()  # a _Patch.previous for a method left as it was (idle instrumentation)
 
 
 @dataclass
 class _Patch:
     owner: Any  # class or instance whose __dict__ was changed
     name: str
-    previous: Any  # what owner.__dict__ held before, or _MISSING
+    previous: Any  # what owner.__dict__ held before, _MISSING, or _UNCHANGED (nothing replaced)
     label: str
 
 
 @dataclass
 class Instrumentation:
-    """What :func:`instrument` changed; restores it on :meth:`restore` or at the end of a ``with`` block."""
+    """What :func:`instrument` changed; restores it on :meth:`restore` or at the end of a ``with`` block.
+
+    ``idle`` is True when no profiler is attached to this process: like ``nvtx``'s decorator,
+    nothing was replaced (a wrapper could never record a range here), so the methods cost
+    nothing; ``patched`` still names what would have been wrapped.
+    """
 
     patches: list[_Patch] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    idle: bool = False
 
     @property
     def patched(self) -> list[str]:
@@ -66,6 +74,8 @@ class Instrumentation:
 
 
 def _undo(p: _Patch) -> None:
+    if p.previous is _UNCHANGED:
+        return
     d = _dict_of(p.owner)
     if p.previous is _MISSING:
         if isinstance(p.owner, type):
@@ -114,10 +124,11 @@ def instrument(
     ``methods`` maps a method name to a phase name (or :class:`phase`); a plain
     list of names uses each name as its phase. Wrapping an already wrapped
     method is a no-op; properties and missing names are skipped (one warning).
+    With no profiler attached, plain phases install nothing (``Instrumentation.idle``).
     """
     if not isinstance(methods, Mapping):
         methods = {m: m for m in methods}
-    result = Instrumentation()
+    result = Instrumentation(idle=not _emit.can_record())
     is_class = isinstance(target, type)
     owner_label = target.__qualname__ if is_class else type(target).__qualname__
     for name, spec in methods.items():
@@ -136,6 +147,9 @@ def instrument(
         if is_instrumented(raw):
             continue
         ph = _as_phase(spec)
+        if result.idle and type(ph).wrap is phase.wrap:  # subclasses' wrappers may do more than ranges
+            result.patches.append(_Patch(target, name, _UNCHANGED, label))
+            continue
         if is_class:
             if isinstance(raw, staticmethod):
                 new: Any = staticmethod(ph.wrap(raw.__func__))

@@ -14,6 +14,9 @@ It ends with the n log n check (time per row as the export grows) and the goals:
     python scripts/bench_report.py --ranks 4 --rank-size 100   # adds the many-ranks benchmark
 
 Peak RSS is the largest resident set of the child or any of its descendants (wait4).
+Small sizes are start-up bound and noisy: up to ``--repeat-max`` both tools get one untimed
+warm-up run and then ``--repeat`` timed runs each, interleaved; the median run is kept.
+nvtxsim's bytecode is compiled once first (as ``pip install`` does), so no run pays for it.
 """
 
 from __future__ import annotations
@@ -73,6 +76,11 @@ def run(cmd: list[str], *, timeout: float, env: dict | None = None) -> dict:
         "stdout": out.read().decode("utf-8", "replace"),
         "stderr": err.read().decode("utf-8", "replace")[-2000:],
     }
+
+
+def median_run(runs: list[dict]) -> dict:
+    """The run with the median wall time (the upper one of an even count)."""
+    return sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
 
 
 def warm(path: Path) -> None:
@@ -168,7 +176,24 @@ def bench_size(args, base: Path, work: Path, times: int, nsys: str | None, repor
     row = {"times": times, "scale_s": round(time.perf_counter() - t0, 1), "bytes": path.stat().st_size, **export_rows(path)}
     warm(path)
     env = {**os.environ, "NVTXSIM_CACHE": "0"}
-    ours = run(cmd_ours + [str(path)], timeout=args.ours_timeout, env=env)
+    repeat = args.repeat if times <= args.repeat_max else 1
+    nsys_cmd = [nsys, "stats", "-r", report, "--format", "csv", "-o", "-", str(path)] if nsys and times <= args.nsys_max else None
+    if repeat > 1:  # untimed warm-ups, then interleaved timed runs; the medians are kept
+        run(cmd_ours + [str(path)], timeout=args.ours_timeout, env=env)
+        if nsys_cmd:
+            run(nsys_cmd, timeout=args.nsys_timeout)
+        ours_runs, nsys_runs = [], []
+        for _ in range(repeat):
+            ours_runs.append(run(cmd_ours + [str(path)], timeout=args.ours_timeout, env=env))
+            if nsys_cmd:
+                nsys_runs.append(run(nsys_cmd, timeout=args.nsys_timeout))
+        ours = median_run(ours_runs)
+        row.update(repeat=repeat, ours_walls=[round(r["wall_s"], 4) for r in ours_runs])
+        if nsys_runs:
+            row["nsys_walls"] = [round(r["wall_s"], 4) for r in nsys_runs]
+    else:
+        ours = run(cmd_ours + [str(path)], timeout=args.ours_timeout, env=env)
+        nsys_runs = []
     row.update(ours_wall_s=ours["wall_s"], ours_cpu_s=ours["cpu_s"], ours_rss_mb=ours["rss_mb"], ours_rc=ours["rc"])
     ours_doc = json.loads(ours["stdout"]) if ours["rc"] == 0 else None
     if ours["rc"] != 0:
@@ -181,9 +206,12 @@ def bench_size(args, base: Path, work: Path, times: int, nsys: str | None, repor
         if ours_doc is not None and hit["rc"] == 0 and json.loads(hit["stdout"])["phases"] != ours_doc["phases"]:
             row["cached_numbers"] = "DIFFERENT"
         shutil.rmtree(work / ".nvtxsim-cache", ignore_errors=True)
-    if nsys and times <= args.nsys_max:
-        warm(path)
-        theirs = run([nsys, "stats", "-r", report, "--format", "csv", "-o", "-", str(path)], timeout=args.nsys_timeout)
+    if nsys_cmd:
+        if nsys_runs:
+            theirs = median_run(nsys_runs)
+        else:
+            warm(path)
+            theirs = run(nsys_cmd, timeout=args.nsys_timeout)
         row.update(nsys_wall_s=theirs["wall_s"], nsys_cpu_s=theirs["cpu_s"], nsys_rss_mb=theirs["rss_mb"], nsys_timed_out=theirs["timed_out"])
         if theirs["timed_out"]:
             row["numbers"] = f"nsys killed after {args.nsys_timeout:.0f} s"
@@ -275,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-max", type=int, default=10**9, help="time the cached report only up to this scale factor")
     ap.add_argument("--ranks", type=int, default=0, help="many-ranks benchmark with this many rank files")
     ap.add_argument("--rank-size", type=int, default=100, help="scale factor of each rank file (default 100)")
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per tool on small sizes, median kept (default 5)")
+    ap.add_argument("--repeat-max", type=int, default=10, help="repeat only up to this scale factor (default 10)")
     ap.add_argument("--keep", action="store_true", help="keep the scaled exports")
     ap.add_argument("--json", type=Path, help="write all measurements here")
     args = ap.parse_args(argv)
@@ -308,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     log(f"machine: {machine}")
     cmd_ours = [sys.executable, "-m", "nvtxsim", "report", "--domain", "all", "--format", "json"]
+    compile_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "nvtxsim")], env=compile_env, stdout=subprocess.DEVNULL, check=False)
     rows = []
     for times in sizes:
         log(f"== x{times}")

@@ -114,7 +114,7 @@ class TaskEnv(Env):
         return super().step(a) * 10
 
 
-def test_instrument_class_and_restore():
+def test_instrument_class_and_restore(profiler_attached):
     original = {k: Env.__dict__[k] for k in ("step", "helper", "make")}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -133,14 +133,14 @@ def test_instrument_class_and_restore():
     handle.restore()  # idempotent
 
 
-def test_instrument_subclass_patches_only_the_target():
+def test_instrument_subclass_patches_only_the_target(profiler_attached):
     with nvtxsim.instrument(TaskEnv, ["step"]) as h:
         assert "step" in TaskEnv.__dict__ and h.patched == ["TaskEnv.step"]
         assert TaskEnv().step(2) == 30
     assert TaskEnv.__dict__["step"].__qualname__ == "TaskEnv.step"
 
 
-def test_instrument_inherited_method_is_removed_on_restore():
+def test_instrument_inherited_method_is_removed_on_restore(profiler_attached):
     class Child(Env):
         pass
 
@@ -150,7 +150,7 @@ def test_instrument_inherited_method_is_removed_on_restore():
     assert "step" not in Child.__dict__
 
 
-def test_instrument_instance_and_skips():
+def test_instrument_instance_and_skips(profiler_attached):
     e = Env()
     with pytest.warns(UserWarning, match="num_envs \\(property\\).*missing_method \\(missing\\)"):
         h = nvtxsim.instrument(e, {"step": "iteration", "num_envs": "x", "missing_method": "y"})
@@ -270,3 +270,80 @@ def test_inline_phase_is_shared_and_options_are_not():
         pass
 
     assert type(Sub("sim_step")) is Sub  # subclasses never receive the shared base object
+
+
+def test_instrument_without_a_profiler_installs_nothing():
+    """Like nvtx's decorator: no profiler at start-up means no range can ever be recorded, so no wrapper."""
+    before = dict(Env.__dict__)
+    e = Env()
+    h = nvtxsim.instrument(Env, {"step": "iteration", "helper": "sim_step"})
+    hi = nvtxsim.instrument(e, ["step"])
+    assert h.idle and hi.idle and not nvtxsim.emit.can_record()
+    assert h.patched == ["Env.step", "Env.helper"] and hi.patched == ["Env.step"]
+    assert dict(Env.__dict__) == before and "step" not in e.__dict__
+    assert e.step(2) == 3 and Env.helper(2) == 4
+    h.restore()
+    hi.restore()
+    assert dict(Env.__dict__) == before
+
+
+def test_instrument_with_a_profiler_wraps(profiler_attached):
+    with nvtxsim.instrument(Env, ["step"]) as h:
+        assert not h.idle and Env.__dict__["step"].__nvtxsim_phase__ == "step"
+        assert Env().step(1) == 2
+    assert not hasattr(Env.__dict__["step"], "__nvtxsim_phase__")
+
+
+def test_idle_with_is_c_level_and_keeps_with_semantics():
+    """Not recording: __enter__/__exit__ are C-level no-ops that return the phase and let exceptions through."""
+    import copy
+    import pickle
+
+    E = nvtxsim.emit
+    assert not E.is_recording()
+    assert type(nvtxsim.phase.__dict__["__enter__"]).__name__ == "member_descriptor"
+    p = nvtxsim.phase("sim_step")
+    with p as got:
+        assert got is p
+    with pytest.raises(KeyError):
+        with p:
+            raise KeyError("through")
+    assert p.__enter__() is p and not p.__exit__(None, None, None)
+
+    class Loud(nvtxsim.phase):  # subclasses that extend __enter__ still reach the base one
+        __slots__ = ("entered",)
+
+        def __enter__(self):
+            self.entered = True
+            return super().__enter__()
+
+    loud = Loud("x")
+    with loud as got:
+        assert got is loud and loud.entered
+    for clone in (copy.copy(p), pickle.loads(pickle.dumps(nvtxsim.phase("y", color=0x123456)))):
+        with clone as got:
+            assert got is clone and got is not p
+    assert clone.color == 0x123456 and clone.name == "y"
+
+
+def test_enable_disable_swaps_with_methods(monkeypatch):
+    E = nvtxsim.emit
+    monkeypatch.setattr(E, "_live", True)
+    monkeypatch.setattr(E._backend, "domain", object())  # live without NVTX: pushes go to a stub
+    calls = []
+    monkeypatch.setattr(E, "_push", lambda attrs, handle: calls.append("push"))
+    monkeypatch.setattr(E, "_pop", lambda handle: calls.append("pop"))
+    try:
+        E.enable()
+        assert E.is_recording() and nvtxsim.phase.__enter__ is nvtxsim.phase._recording_enter
+        with nvtxsim.phase("sim_step"):
+            pass
+        E.disable()
+        assert nvtxsim.phase.__exit__ is not nvtxsim.phase._recording_exit
+        with nvtxsim.phase("sim_step"):
+            pass
+    finally:
+        monkeypatch.undo()
+        E.enable()
+    assert calls == ["push", "pop"]
+    assert not E.is_recording() and type(nvtxsim.phase.__dict__["__enter__"]).__name__ == "member_descriptor"
