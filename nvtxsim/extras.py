@@ -42,7 +42,6 @@ class Extras:
     process_names: dict[int, str] = field(default_factory=dict)  # globalPid → process name
     gpu_names: dict[int, str] = field(default_factory=dict)  # deviceId → GPU name
     graph_execs: Optional[GraphExecs] = None  # graph-level executions, when traced that way
-    graph_node_kernels: int = 0  # kernels with a CUDA graph node id (node-level graph trace)
     graph_tables: tuple[str, ...] = ()  # CUDA graph tables present (CUDA_GRAPH_EVENTS, ...)
 
 
@@ -85,8 +84,6 @@ def read_extras(conn: sqlite3.Connection, tables: frozenset[str], *, cuda: bool 
         if not cuda:
             return ex
         ex.graph_tables = tuple(sorted(t for t in tables if t.startswith("CUDA_GRAPH")))
-        if KERNEL_TABLE in tables and "graphNodeId" in _columns(conn, KERNEL_TABLE):
-            ex.graph_node_kernels = int(conn.execute(f"SELECT count(*) FROM {KERNEL_TABLE} WHERE graphNodeId IS NOT NULL").fetchone()[0])
         if GRAPH_TRACE_TABLE in tables:
             cols = _columns(conn, GRAPH_TRACE_TABLE)
             if {"start", "end", "globalPid", "correlationId"} <= cols:

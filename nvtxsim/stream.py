@@ -142,6 +142,15 @@ class Source:
         return self.api_count, dict(self.gpu_counts)
 
 
+def _row_estimate(conn: sqlite3.Connection, table: str) -> int:
+    """Rows of ``table`` for the stream-or-not decision: its largest rowid (one b-tree descent;
+    nsys never deletes rows, so it is the count), or ``count(*)`` (a full scan) without rowids."""
+    try:
+        return int(conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0] or 0)
+    except sqlite3.OperationalError:
+        return int(conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+
+
 def open_source(conn: sqlite3.Connection, tables: frozenset[str], path: Path) -> Optional[Source]:
     """A :class:`Source` when ``path`` is large enough to stream and its tables suit the fast reader."""
     if RUNTIME_TABLE not in tables:
@@ -157,7 +166,7 @@ def open_source(conn: sqlite3.Connection, tables: frozenset[str], path: Path) ->
                 gpu_tables.append((kind, table, cols))
     if not gpu_tables:
         return None
-    rows = sum(int(conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]) for t in [RUNTIME_TABLE] + [t for _, t, _ in gpu_tables])
+    rows = sum(_row_estimate(conn, t) for t in [RUNTIME_TABLE] + [t for _, t, _ in gpu_tables])
     if rows < _min_rows():
         return None
     src = Source(path=Path(path).resolve(), api_cols=api_cols, gpu_tables=gpu_tables)
