@@ -78,6 +78,23 @@ def run(cmd: list[str], *, timeout: float, env: dict | None = None) -> dict:
     }
 
 
+FLOORS = {
+    "python3 -c pass": "pass",
+    "python3 -c 'import numpy' (BLAS threads 1, as nvtxsim report)": "import numpy",
+    "python3 -c 'import nvtxsim.commands.report'": "import nvtxsim.commands.report",
+}
+
+
+def start_up_floors(repeat: int) -> dict[str, float]:
+    """Wall time of what any Python + numpy report pays before reading a byte, in this run."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    out = {}
+    for label, code in FLOORS.items():
+        runs = [run([sys.executable, "-c", code], timeout=60, env=env) for _ in range(max(repeat, 1) + 1)][1:]
+        out[label] = median_run(runs)["wall_s"]
+    return out
+
+
 def median_run(runs: list[dict]) -> dict:
     """The run with the median wall time (the upper one of an even count)."""
     return sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
@@ -346,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
         row = bench_size(args, base, work, times, nsys, report, cmd_ours, log)
         rows.append(row)
         log("  " + json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}))
+    floors = start_up_floors(args.repeat)
+    log(f"start-up floors (median of {args.repeat}): " + ", ".join(f"{k} {v:.3f} s" for k, v in floors.items()))
     rank_rows = bench_ranks(args, base, work, log) if args.ranks else []
     machine["load_avg_end"] = os.getloadavg()
 
@@ -395,6 +414,13 @@ def main(argv: list[str] | None = None) -> int:
         for r in rank_rows:
             print(f"| {r['mode']} | {fmt_s(r['wall_s'])} | {fmt_s(r['report_many_s'])} | {r['rss_mb']:.0f} | {r['merged_equal']} |")
     print()
+    print("start-up floors (median wall s) and what 3x nsys would allow at x1:")
+    x1 = next((r for r in rows if r["times"] == 1 and r.get("nsys_wall_s")), None)
+    for label, v in floors.items():
+        print(f"  {label}: {v:.3f} s" + (f"  (nsys x1 / this = {x1['nsys_wall_s'] / v:.1f})" if x1 else ""))
+    if x1:
+        print(f"  3x faster than nsys at x1 means <= {x1['nsys_wall_s'] / GOAL_RATIO:.3f} s in all")
+    print()
     measured = [r for r in rows if r.get("ratio_wall") is not None]
     speed_ok = bool(measured) and all(r["ratio_wall"] >= GOAL_RATIO for r in measured)
     rss_ok = rows[-1]["ours_rss_mb"] <= GOAL_RSS_MB
@@ -405,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"goal growth no worse than n log n: {'met' if growth_ok else 'NOT met'}")
     print(f"same numbers as nsys: {'yes' if same_ok else 'NO'}")
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "sizes": rows, "ranks": rank_rows, "args": {k: str(v) for k, v in vars(args).items()}}, indent=1))
+        args.json.write_text(json.dumps({"machine": machine, "floors": floors, "sizes": rows, "ranks": rank_rows, "args": {k: str(v) for k, v in vars(args).items()}}, indent=1))
     if not args.work and not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0
