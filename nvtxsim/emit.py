@@ -292,15 +292,6 @@ def is_enabled() -> bool:
     return _enabled
 
 
-def can_record() -> bool:
-    """False when no range can reach a profiler in this process, whatever is enabled later.
-
-    NVTX reads its injection (the profiler) once per process, so without one at start-up
-    wrappers could never record; ``_active`` is also honoured for in-process recorders.
-    """
-    return _active or _backend.tool_attached
-
-
 def is_recording() -> bool:
     """True when ranges reach an attached profiler right now."""
     return _active

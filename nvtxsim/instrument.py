@@ -33,9 +33,10 @@ class _Patch:
 class Instrumentation:
     """What :func:`instrument` changed; restores it on :meth:`restore` or at the end of a ``with`` block.
 
-    ``idle`` is True when no profiler is attached to this process: like ``nvtx``'s decorator,
-    nothing was replaced (a wrapper could never record a range here), so the methods cost
-    nothing; ``patched`` still names what would have been wrapped.
+    ``idle`` is True when ranges were not being recorded (no profiler attached, or nvtxsim
+    disabled) at the time of the call: like a ``@phase`` decorator then, and like ``nvtx``'s,
+    nothing was replaced, so the methods cost nothing; ``patched`` still names what would
+    have been wrapped. Instrument after :func:`nvtxsim.enable`, not before.
     """
 
     patches: list[_Patch] = field(default_factory=list)
@@ -124,11 +125,12 @@ def instrument(
     ``methods`` maps a method name to a phase name (or :class:`phase`); a plain
     list of names uses each name as its phase. Wrapping an already wrapped
     method is a no-op; properties and missing names are skipped (one warning).
-    With no profiler attached, plain phases install nothing (``Instrumentation.idle``).
+    While nothing is recorded (no profiler, or disabled), plain phases install nothing
+    (``Instrumentation.idle``), as a ``@phase`` decorator returns the function unchanged.
     """
     if not isinstance(methods, Mapping):
         methods = {m: m for m in methods}
-    result = Instrumentation(idle=not _emit.can_record())
+    result = Instrumentation(idle=not _emit.is_recording())
     is_class = isinstance(target, type)
     owner_label = target.__qualname__ if is_class else type(target).__qualname__
     for name, spec in methods.items():
