@@ -20,7 +20,7 @@ from typing import Iterable, Iterator, Optional
 
 import numpy as np
 
-from .load import KERNEL, MEMCPY, MEMSET, PID_MASK, Export
+from .load import KERNEL, MEMCPY, MEMSET, PID_MASK, Export, distinct
 
 #: CUPTI copyKind → direction label used in reports.
 COPY_DIRECTIONS = {1: "htod", 2: "dtoh", 8: "dtod", 10: "ptop"}
@@ -161,12 +161,6 @@ def _union_length(group: np.ndarray, start: np.ndarray, end: np.ndarray, ngroups
     return out
 
 
-def _unique(a: np.ndarray) -> np.ndarray:
-    """np.unique of a 1-D array by sorting (numpy 2's hash-based unique is ~10x slower on large int arrays)."""
-    s = np.sort(a)
-    return s[np.r_[True, s[1:] != s[:-1]]] if len(s) else s
-
-
 def call_windows(
     r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_tid: np.ndarray, c_start: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -179,12 +173,12 @@ def call_windows(
     hi = np.zeros(len(r_start), dtype=np.int64)
     if len(r_start) == 0 or len(c_tid) == 0:
         return lo, hi
-    thread_bounds = np.searchsorted(c_tid, _unique(c_tid))
+    thread_bounds = np.searchsorted(c_tid, distinct(c_tid))
     thread_ids = c_tid[thread_bounds]
     thread_bounds = np.r_[thread_bounds, len(c_tid)]
     t = np.minimum(np.searchsorted(thread_ids, r_tid), len(thread_ids) - 1)
     on_thread = thread_ids[t] == r_tid
-    for k in _unique(t[on_thread]):
+    for k in distinct(t[on_thread]):
         sel = np.flatnonzero(on_thread & (t == k))
         a, b = thread_bounds[k], thread_bounds[k + 1]
         cs = c_start[a:b]
@@ -207,7 +201,7 @@ def project(export: Export) -> RangeGpu:
     if not export.has_cuda or n == 0 or len(gpu) == 0 or len(api) == 0:  # type: ignore[arg-type]
         return result
     assert api is not None and gpu is not None
-    pid_codes = _unique(np.concatenate([gpu.global_pid, api.global_tid & PID_MASK]))
+    pid_codes = distinct(np.concatenate([gpu.global_pid, api.global_tid & PID_MASK]))
     launches = _group_launches(export, pid_codes)
 
     # Calls that launched GPU work, with their launch index.
@@ -259,7 +253,7 @@ def project(export: Export) -> RangeGpu:
             local = seg[a:b][pseg]
             base = int(local.min())
             busy = _union_length(local - base, gpu.start[ops], gpu.end[ops], int(local.max()) - base + 1)
-            touched = _unique(local)
+            touched = distinct(local)
             result.busy[ranges_c[touched]] = busy[touched - base]
     return result
 
