@@ -107,6 +107,16 @@ def numpy_bytecode_shipped() -> bool | None:
     return {"True": True, "False": False}.get(out.stdout.strip())
 
 
+def _portable(value: object) -> str:
+    """An argument as recorded in the JSON: paths inside the checkout relative to it."""
+    if isinstance(value, Path):
+        try:
+            return str(value.resolve().relative_to(REPO))
+        except ValueError:
+            return str(value)
+    return str(value)
+
+
 def median_run(runs: list[dict]) -> dict:
     """The run with the median wall time (the upper one of an even count)."""
     return sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
@@ -451,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"goal growth no worse than n log n: {'met' if growth_ok else 'NOT met'}")
     print(f"same numbers as nsys: {'yes' if same_ok else 'NO'}")
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "floors": floors, "sizes": rows, "ranks": rank_rows, "args": {k: str(v) for k, v in vars(args).items()}}, indent=1))
+        args.json.write_text(json.dumps({"machine": machine, "floors": floors, "sizes": rows, "ranks": rank_rows, "args": {k: _portable(v) for k, v in vars(args).items()}}, indent=1))
     if not args.work and not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0
