@@ -73,17 +73,22 @@ _HUMAN_COLUMNS: list[tuple[str, Callable[[PhaseStats], str]]] = [
 ]
 
 
+def heading_parts(source: dict, *, counts_sep: str = ", ") -> list[str]:
+    """The report's one-line heading (export, nsys version, capture, counts) as plain-text parts."""
+    parts = [str(source.get("path", ""))]
+    if source.get("nsys_version"):
+        parts.append(f"nsys {source['nsys_version']}")
+    if source.get("capture_ns"):
+        parts.append(f"capture {fmt_ns(source['capture_ns'])}")
+    parts.append(f"{source.get('ranges', 0):,} ranges")
+    if source.get("gpu_ops"):
+        counts = (f"{source.get(k, 0):,} {k}" for k in ("kernels", "memcpys", "memsets"))
+        parts.append(counts_sep.join(counts))
+    return parts
+
+
 def _heading(report: Report) -> str:
-    s = report.source
-    parts = [s.get("path", "")]
-    if s.get("nsys_version"):
-        parts.append(f"nsys {s['nsys_version']}")
-    if s.get("capture_ns"):
-        parts.append(f"capture {fmt_ns(s['capture_ns'])}")
-    parts.append(f"{s.get('ranges', 0):,} ranges")
-    if s.get("gpu_ops"):
-        parts.append(f"{s.get('kernels', 0):,} kernels, {s.get('memcpys', 0):,} memcpys, {s.get('memsets', 0):,} memsets")
-    return " · ".join(parts)
+    return " · ".join(heading_parts(report.source))
 
 
 def render_table(report: Report, *, width: int | None = None, color: bool | None = None) -> str:

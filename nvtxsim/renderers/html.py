@@ -18,7 +18,7 @@ import numpy as np
 from ..detail import Detail
 from ..errors import NvtxsimError
 from ..phases import style_for
-from ..render import fmt_ns
+from ..render import heading_parts
 from ..viewtable import ViewTable
 from .tables import cell
 
@@ -228,14 +228,7 @@ def render_html(detail: Detail, options: Any) -> str:
         sections.append(
             f'<section id="v-{t.name}"><h2>{html.escape(titles.get(t.name, t.name))}</h2><p class="sub">{html.escape(t.title)}</p>{_table_html(t, 400)}</section>'
         )
-    heading = [html.escape(str(s.get("path", "")))]
-    if s.get("nsys_version"):
-        heading.append(f"nsys {html.escape(str(s['nsys_version']))}")
-    if s.get("capture_ns"):
-        heading.append(f"capture {fmt_ns(s['capture_ns'])}")
-    heading.append(f"{s.get('ranges', 0):,} ranges")
-    if s.get("gpu_ops"):
-        heading.append(f"{s.get('kernels', 0):,} kernels · {s.get('memcpys', 0):,} memcpys · {s.get('memsets', 0):,} memsets")
+    heading = [html.escape(part) for part in heading_parts(s, counts_sep=" · ")]
     warnings = "".join(f'<p class="warn">{html.escape(w)}</p>' for w in rep.warnings)
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "<\\!--")
     nav = " · ".join(f'<a href="#v-{t.name}">{html.escape(titles.get(t.name, t.name))}</a>' for t in tables)
