@@ -122,10 +122,13 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
     return buf.getvalue()
 
 
-def render_markdown(report: Report) -> str:
-    def cell(v: str) -> str:
-        return printable(v).replace("|", "\\|")
+def markdown_cell(text: str) -> str:
+    """``text`` safe inside a markdown table cell or quote: printable, pipes escaped."""
+    return printable(text).replace("|", "\\|")
 
+
+def render_markdown(report: Report) -> str:
+    cell = markdown_cell
     lines = [f"**{cell(_heading(report))}**", ""]
     lines.append("| " + " | ".join(h for h, _ in _HUMAN_COLUMNS) + " |")
     lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(_HUMAN_COLUMNS) - 1)) + "|")

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ..analyse import Report
 from ..errors import NvtxsimError
-from ..render import fmt_bytes, fmt_ns, printable, render_csv, render_json, render_markdown, render_table
+from ..render import fmt_bytes, fmt_ns, markdown_cell, printable, render_csv, render_json, render_markdown, render_table
 from ..viewtable import Column, ViewTable
 
 
@@ -70,9 +70,7 @@ def table_text(t: ViewTable, *, width: Optional[int] = None, color: bool = False
 
 
 def markdown_text(t: ViewTable) -> str:
-    def esc(v: str) -> str:
-        return printable(v).replace("|", "\\|")
-
+    esc = markdown_cell
     lines = [f"### {esc(t.title)}", ""]
     if t.rows:
         lines.append("| " + " | ".join(esc(c.header) for c in t.columns) + " |")
