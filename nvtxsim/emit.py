@@ -401,6 +401,7 @@ class phase(metaclass=_PhaseType):
 
     def __reduce__(self) -> Any:
         state = {k: getattr(self, k) for k in _state_slots(type(self)) if hasattr(self, k)}
+        state.update(getattr(self, "__dict__", {}))  # attributes of subclasses without __slots__
         return (_rebuild_phase, (type(self), state))
 
     # While ranges are recorded these two are the class's __enter__/__exit__; otherwise

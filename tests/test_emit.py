@@ -325,6 +325,15 @@ def test_idle_with_is_c_level_and_keeps_with_semantics():
             assert got is clone and got is not p
     assert clone.color == 0x123456 and clone.name == "y"
 
+    class Tagged(nvtxsim.phase):  # no __slots__: its instance attributes travel too
+        pass
+
+    tagged = Tagged("z")
+    tagged.extra = 5
+    for clone in (copy.copy(tagged), copy.deepcopy(tagged)):
+        with clone as got:
+            assert got is clone and type(clone) is Tagged and clone.extra == 5 and clone.name == "z"
+
 
 def test_enable_disable_swaps_with_methods(monkeypatch):
     E = nvtxsim.emit
