@@ -24,6 +24,7 @@ _COMMANDS = (
     "nvtxsim.commands.run",
     "nvtxsim.commands.isaaclab",
 )
+_MODULE_OF = {m.rsplit(".", 1)[1]: m for m in _COMMANDS}  # command name → its module
 
 
 #: Commands that only read exports: no BLAS work, so OpenBLAS/MKL/OpenMP need not start a
@@ -37,7 +38,7 @@ def _command_in(argv: Sequence[str]) -> Optional[str]:
     """The command named in ``argv`` when it is a known one (the first argument not an option)."""
     for arg in argv:
         if not arg.startswith("-"):
-            return arg if any(m.rsplit(".", 1)[1] == arg for m in _COMMANDS) else None
+            return arg if arg in _MODULE_OF else None
         if arg in ("-h", "--help", "--version"):
             return None
     return None
@@ -53,9 +54,8 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"nvtxsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMANDS:
-        if only is None or name.rsplit(".", 1)[1] == only:
-            importlib.import_module(name).add_parser(sub)
+    for module in _COMMANDS if only is None else (_MODULE_OF[only],):
+        importlib.import_module(module).add_parser(sub)
     return parser
 
 
