@@ -14,8 +14,8 @@ Report::
     nvtxsim report run.sqlite
 """
 
-from . import phases
-from .emit import (
+from nvtxsim import phases
+from nvtxsim.emit.ranges import (
     backend_info,
     disable,
     enable,
@@ -28,8 +28,8 @@ from .emit import (
     range_push,
     start_range,
 )
-from .instrument import Instrumentation, instrument
-from .window import step
+from nvtxsim.emit.instrument import Instrumentation, instrument
+from nvtxsim.emit.window import step
 
 __version__ = "0.1.0"
 
@@ -37,8 +37,8 @@ __version__ = "0.1.0"
 def load_frames(path, **kwargs):  # type: ignore[no-untyped-def]
     """An export as pandas DataFrames (ranges, gpu_ops, api_calls, phases, iterations); needs pandas.
 
-    See :func:`nvtxsim.frames.load_frames`. Imported lazily: ``import nvtxsim`` stays light."""
-    from .frames import load_frames as _load_frames
+    See :func:`nvtxsim.analysis.frames.load_frames`. Imported lazily: ``import nvtxsim`` stays light."""
+    from nvtxsim.analysis.frames import load_frames as _load_frames
 
     return _load_frames(path, **kwargs)
 

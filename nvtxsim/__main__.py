@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from nvtxsim.cli.main import main
 
 sys.exit(main())

@@ -85,7 +85,7 @@ def run(cmd: list[str], *, timeout: float, env: dict | None = None) -> dict:
 FLOORS = {
     "python3 -c pass": "pass",
     "python3 -c 'import numpy' (BLAS threads 1, as nvtxsim report)": "import numpy",
-    "python3 -c 'import nvtxsim.commands.report'": "import nvtxsim.commands.report",
+    "python3 -c 'import nvtxsim.cli.commands.report'": "import nvtxsim.cli.commands.report",
 }
 
 
@@ -272,7 +272,7 @@ def bench_size(args, base: Path, work: Path, times: int, nsys: str | None, repor
 
 RANKS_SNIPPET = """
 import json, sys, time
-from nvtxsim.ranks import report_many
+from nvtxsim.analysis.ranks import report_many
 paths, mode = sys.argv[2:], sys.argv[1]
 t = time.perf_counter()
 if mode == "dask":
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.as_is:  # every child from here on inherits this
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         os.environ["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
-        subprocess.run([sys.executable, "-c", "import numpy, json, sqlite3, nvtxsim.commands.report, nvtxsim.stream, nvtxsim.gpu_detail, nvtxsim.cache"],
+        subprocess.run([sys.executable, "-c", "import numpy, json, sqlite3, nvtxsim.cli.commands.report, nvtxsim.analysis.stream, nvtxsim.analysis.gpu, nvtxsim.export.cache"],
                        cwd=REPO, check=False)
     machine["bytecode"] = "as is" if args.as_is else "cached (private PYTHONPYCACHEPREFIX)"
     log(f"numpy bytecode shipped: {machine['numpy_bytecode_shipped']}; PYTHONDONTWRITEBYTECODE={machine['PYTHONDONTWRITEBYTECODE']}; timing with bytecode {machine['bytecode']}")

@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-import nvtxsim.cli as cli  # noqa: E402
+import nvtxsim.cli.main as cli  # noqa: E402
 
 REAL_SEED = REPO / "tests" / "data" / "reliability" / "cpu_loop_2022_4.sqlite.gz"
 IMPORTANT = [

@@ -12,7 +12,7 @@ def profiler_attached(monkeypatch):
     While nothing is recorded, ``instrument()`` installs nothing; tests of the wrapping itself
     need this. Ranges still reach nothing: no NVTX domain is open, so push/pop are no-ops.
     """
-    import nvtxsim.emit as E
+    import nvtxsim.emit.ranges as E
 
     monkeypatch.setattr(E, "_active", True)
     assert E.is_recording()

@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 
 from nsys_util import NSYS, REPO, SAFE_FLAGS
-from nvtxsim.load import Export, load
+from nvtxsim.export.reader import Export, load
 
 
 def capture(tmp: Path, source: str, *, name: str = "run", extra: tuple[str, ...] = (), timeout: float = 240, **kw) -> tuple[Path, str]:

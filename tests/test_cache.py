@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import nvtxsim.stream as stream
-from nvtxsim import cache
-from nvtxsim.analyse import summarize
-from nvtxsim.load import load
+import nvtxsim.analysis.stream as stream
+from nvtxsim.export import cache
+from nvtxsim.analysis.projection import summarize
+from nvtxsim.export.reader import load
 from synth import make_export
 
 GPU_DATA = Path(__file__).resolve().parent / "data" / "gpu"
@@ -55,7 +55,7 @@ def test_cached_report_equals_uncached_and_export_is_untouched(export):
 
 def test_hit_does_not_read_the_export(export, monkeypatch):
     load(export, cache=True)
-    import nvtxsim.load as load_mod
+    import nvtxsim.export.reader as load_mod
 
     def boom(*a, **k):
         raise AssertionError("the export was read despite a valid cache entry")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import nvtxsim
-from nvtxsim import window
+from nvtxsim.emit.ranges import window
 from nvtxsim.errors import NvtxsimError
 
 REPO = Path(__file__).resolve().parents[1]

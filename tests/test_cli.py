@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nvtxsim import cli
+from nvtxsim.cli.main import main as cli
 
 DATA = Path(__file__).parent / "data" / "gpu" / "demo_h200.sqlite.gz"
 ENV = {k: v for k, v in os.environ.items() if k not in cli._THREAD_VARIABLES}
@@ -38,7 +38,7 @@ def test_report_caps_blas_threads_and_imports_only_its_command():
         "    rc = cli.main(['report', sys.argv[1], '-f', 'json'])\n"
         "print(json.dumps({'rc': rc, 'phases': len(json.loads(buf.getvalue())['phases']),\n"
         "  'threads': [os.environ.get(v) for v in cli._THREAD_VARIABLES],\n"
-        "  'loaded': sorted(m for m in ('nvtxsim.capture', 'nvtxsim.commands.profile', 'nvtxsim.commands.doctor', 'subprocess') if m in sys.modules)}))\n"
+        "  'loaded': sorted(m for m in ('nvtxsim.capture.nsys', 'nvtxsim.cli.commands.profile', 'nvtxsim.cli.commands.doctor', 'subprocess') if m in sys.modules)}))\n"
     )
     proc = _child(code, str(DATA))
     assert proc.returncode == 0, proc.stderr

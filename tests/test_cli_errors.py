@@ -132,8 +132,8 @@ def test_output_follows_umask(tmp_path, good_export):
 
 def test_unexpected_bug_is_one_line(monkeypatch, capsys):
     """Even a bug of ours never shows a traceback (unless NVTXSIM_DEBUG asks for it)."""
-    import nvtxsim.commands.report as report_cmd
-    from nvtxsim.cli import main
+    import nvtxsim.cli.commands.report as report_cmd
+    from nvtxsim.cli.main import main
 
     def broken(*a, **k):
         raise ZeroDivisionError("boom")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from nvtxsim import capture
-from nvtxsim.commands import doctor
+from nvtxsim.capture import nsys as capture
+from nvtxsim.cli.commands import doctor
 
 REPO = Path(__file__).resolve().parents[1]
 NSYS = shutil.which("nsys")

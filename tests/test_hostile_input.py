@@ -16,7 +16,7 @@ import pytest
 from hostile_corpus import Case, build_corpus, drop_dac_command, millions_of_unclosed, phases, real_export
 from nsys_util import REPO
 
-import nvtxsim.cli as cli
+import nvtxsim.cli.main as cli
 
 FORMATS = ("table", "csv", "json", "markdown", "html", "perfetto")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nvtxsim.cli import main as cli_main
+from nvtxsim.cli.main import main as cli_main
 from nvtxsim.isaaclab import phasemap as M
 from nvtxsim.isaaclab import nsys_json
 from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, patch_defining, warn_missing
@@ -358,11 +358,11 @@ def test_run_under_nsys_keeps_user_ranges(tmp_path):
 
 
 def test_iteration_counts_steps_for_capture_windows(monkeypatch):
-    import nvtxsim.window
+    import nvtxsim.emit.window
     from nvtxsim.isaaclab.ranges import IterationPhase
 
     calls = []
-    monkeypatch.setattr(nvtxsim.window, "step", lambda: calls.append(1))
+    monkeypatch.setattr(nvtxsim.emit.window, "step", lambda: calls.append(1))
 
     class Env:
         def step(self, inner=False):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nvtxsim import capture
+from nvtxsim.capture import nsys as capture
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nvtxsim.analyse import project, summarize
-from nvtxsim.load import load
+from nvtxsim.analysis.projection import project, summarize
+from nvtxsim.export.reader import load
 from synth import DDL, global_tid
 
 # Threads: (process, thread). Three processes so correlation ids collide.

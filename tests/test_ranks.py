@@ -1,4 +1,4 @@
-"""`nvtxsim.ranks.report_many`: per-rank reports plus a merged report equal to one process over all ranks."""
+"""`nvtxsim.analysis.ranks.report_many`: per-rank reports plus a merged report equal to one process over all ranks."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nvtxsim.analyse import DIRECTIONS, RangeGpu, project, select_ranges, summarize
-from nvtxsim.commands.report import make_report
+from nvtxsim.analysis.projection import DIRECTIONS, RangeGpu, project, select_ranges, summarize
+from nvtxsim.cli.commands.report import make_report
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.load import Export, Ranges, load
-from nvtxsim import ranks
-from nvtxsim.ranks import merge, rank_spread, report_many
+from nvtxsim.export.reader import Export, Ranges, load
+from nvtxsim.analysis import ranks
+from nvtxsim.analysis.ranks import merge, rank_spread, report_many
 from synth import make_export
 
 GPU_DATA = Path(__file__).resolve().parent / "data" / "gpu"

@@ -3,7 +3,7 @@
 Each scenario runs in a fresh interpreter with ``NVTX_INJECTION64_PATH`` pointing at a library that
 does not exist: nvtxsim then opens its domain for real (the backend is *active*, the calls reach the
 NVTX C layer, which drops them), so the code paths are exactly the ones taken under a profiler.
-Failures are injected by replacing nvtxsim.emit's bound push/pop/mark functions.
+Failures are injected by replacing nvtxsim.emit.ranges's bound push/pop/mark functions.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from nsys_util import REPO
 PRELUDE = """
 import asyncio, json, sys, threading
 import nvtxsim
-from nvtxsim import emit
+from nvtxsim.emit import ranges as emit
 assert nvtxsim.is_recording(), nvtxsim.backend_info()
 
 def exercise():
@@ -277,7 +277,7 @@ def test_instrument_hostile_targets_never_raise(profiler_attached):
             (RaisingDict(), ["f"], "no instance dict"),
             (Slots(), ["f"], "no instance dict"),
         ]:
-            h = nvtxsim.instrument(target, methods)
+            h = nvtxsim.emit.instrument(target, methods)
             assert h.patched == [] and len(h.skipped) == 1 and reason in h.skipped[0], h.skipped
             h.restore()
     assert [].append is not None and Frozen().f() == 1

@@ -91,7 +91,7 @@ def test_process_dying_inside_phases_is_flagged(tmp_path, how):
 FAILING_NVTX = r"""
 import sys
 import nvtxsim
-from nvtxsim import emit
+from nvtxsim.emit import ranges as emit
 
 target = sys.argv[1]
 real = getattr(emit, target)

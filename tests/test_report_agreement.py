@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from nsys_util import REPO, needs_nsys, nsys_stats, parse_stats_csv, profile_python, sum_by_name
-from nvtxsim.analyse import project, summarize
-from nvtxsim.load import load
+from nvtxsim.analysis.projection import project, summarize
+from nvtxsim.export.reader import load
 from synth import make_export
 
 GPU_DATA = REPO / "tests" / "data" / "gpu"

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from nsys_util import needs_nsys, profile_python
-from nvtxsim.compare import CompareSettings, compare
-from nvtxsim.detail import Detail
-from nvtxsim.load import load
+from nvtxsim.analysis.compare import CompareSettings, compare
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.export.reader import load
 from synth import make_export
 
 
@@ -27,7 +27,7 @@ def cli(*args: str, subprocess_run: bool = False) -> subprocess.CompletedProcess
     import contextlib
     import io
 
-    from nvtxsim.cli import main
+    from nvtxsim.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -125,7 +125,7 @@ def test_added_removed_and_few_samples(tmp_path):
 
 def test_bootstrap_interval_covers_a_known_shift():
     """Draws from known distributions: the interval for a +20 % median shift contains 20 and excludes 0."""
-    from nvtxsim import compare as cmp
+    from nvtxsim.analysis import compare as cmp
 
     rng = np.random.default_rng(1)
     a = rng.lognormal(10, 0.2, 400)

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from nsys_util import needs_nsys, profile_python
-from nvtxsim.commands.report import make_report, render
-from nvtxsim.detail import Detail
-from nvtxsim.load import load
-from nvtxsim.progress import progress_after
-from nvtxsim.views import VIEWS
+from nvtxsim.cli.commands.report import make_report, render
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.export.reader import load
+from nvtxsim.cli.progress import progress_after
+from nvtxsim.reporting.views import VIEWS
 from synth import make_export
 
 
@@ -28,7 +28,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     """The CLI, in-process (fast); output captured like a subprocess's."""
     import contextlib
 
-    from nvtxsim.cli import main
+    from nvtxsim.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

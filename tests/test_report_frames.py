@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import nvtxsim
-from nvtxsim.analyse import project
-from nvtxsim.load import load
+from nvtxsim.analysis.projection import project
+from nvtxsim.export.reader import load
 from synth import make_export
 
 pd = pytest.importorskip("pandas")

@@ -13,10 +13,10 @@ import pytest
 
 from kernsum_check import check_kernels_against_kernsum
 from nsys_util import needs_nsys, nsys_stats
-from nvtxsim.attribution import api_name, queue_delay
-from nvtxsim.detail import Detail
-from nvtxsim.gpu_detail import by_device, copies, graph_hints, is_sync_api, kernels, overview, short_kernel_name, syncs
-from nvtxsim.load import load
+from nvtxsim.analysis.launches import api_name, queue_delay
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.gpu import by_device, copies, graph_hints, is_sync_api, kernels, overview, short_kernel_name, syncs
+from nvtxsim.export.reader import load
 from synth import make_export
 
 
@@ -161,7 +161,7 @@ def test_graph_hints_per_trace_mode(tmp_path):
     assert "graph-level" in hints["graph"] and "--cuda-graph-trace=node" in hints["graph"]
     assert "no GPU activity" in hints["missing"] and "--cuda-graph-trace=node" in hints["missing"]
     # The default summary carries the hint as a warning too.
-    from nvtxsim.commands.report import make_report
+    from nvtxsim.cli.commands.report import make_report
 
     assert any("no GPU activity" in w for w in make_report(tmp_path / "missing.sqlite").warnings)
     assert not any("graph" in w for w in make_report(tmp_path / "node.sqlite").warnings)
@@ -190,7 +190,7 @@ def test_queue_delay_definition():
     """Queue delay clips at 0 when the GPU started before the launch call returned (as nsys)."""
     from types import SimpleNamespace
 
-    from nvtxsim.attribution import OpPairs
+    from nvtxsim.analysis.launches import OpPairs
 
     ex = SimpleNamespace(api=SimpleNamespace(end=np.array([100, 100])))
     ops = SimpleNamespace(start=np.array([150, 90]))

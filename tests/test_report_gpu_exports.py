@@ -14,9 +14,9 @@ import pytest
 
 from kernsum_check import check_kernels_against_kernsum
 from nsys_util import REPO, parse_stats_csv
-from nvtxsim.detail import Detail
-from nvtxsim.gpu_detail import copies, graph_hints, overview, syncs
-from nvtxsim.load import load
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.gpu import copies, graph_hints, overview, syncs
+from nvtxsim.export.reader import load
 
 GPU_DATA = REPO / "tests" / "data" / "gpu"
 

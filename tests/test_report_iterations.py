@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from nsys_util import needs_nsys, profile_python
-from nvtxsim.detail import Detail
+from nvtxsim.analysis.selection import Detail
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.iterations import per_iteration, phase_stats, slowest
-from nvtxsim.load import load
+from nvtxsim.analysis.iterations import per_iteration, phase_stats, slowest
+from nvtxsim.export.reader import load
 from synth import make_export
 
 

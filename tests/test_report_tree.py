@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from nsys_util import needs_nsys, nsys_stats, profile_python
-from nvtxsim.analyse import project
-from nvtxsim.attribution import gpu_activity, launches
-from nvtxsim.detail import Detail
-from nvtxsim.load import load
-from nvtxsim.tree import aggregate, build
+from nvtxsim.analysis.projection import project
+from nvtxsim.analysis.launches import gpu_activity, launches
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.export.reader import load
+from nvtxsim.analysis.tree import aggregate, build
 from synth import make_export
 
 

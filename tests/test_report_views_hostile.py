@@ -17,7 +17,7 @@ def corpus(tmp_path_factory):
 
 @pytest.mark.parametrize("extra", [("--view", "all", "-f", "json"), ("-f", "html"), ("-f", "perfetto")], ids=["views", "html", "perfetto"])
 def test_detail_views_never_crash(corpus, tmp_path, extra):
-    from nvtxsim.cli import main
+    from nvtxsim.cli.main import main
 
     assert len(corpus) > 10
     for c in corpus:

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import nvtxsim.stream as stream
-from nvtxsim.analyse import project, summarize
-from nvtxsim.load import load
+import nvtxsim.analysis.stream as stream
+from nvtxsim.analysis.projection import project, summarize
+from nvtxsim.export.reader import load
 from nsys_util import needs_nsys, nsys_stats, sum_by_name
 from synth import make_export
 

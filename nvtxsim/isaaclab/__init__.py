@@ -17,11 +17,11 @@ it as an nsys ``--python-functions-trace`` file. Nothing from Isaac Lab is impor
 until an env or runner is instrumented.
 """
 
-from .envs import instrument, unwrap_env
-from .patching import IsaacLabInstrumentation
-from .phasemap import CLASS_TARGETS, ENV_TARGETS, RUNNER_TARGETS, Target, all_targets, targets_for
-from .resolve import detect_version
-from .runners import instrument_runner
+from nvtxsim.isaaclab.envs import instrument, unwrap_env
+from nvtxsim.isaaclab.patching import IsaacLabInstrumentation
+from nvtxsim.isaaclab.phasemap import CLASS_TARGETS, ENV_TARGETS, RUNNER_TARGETS, Target, all_targets, targets_for
+from nvtxsim.isaaclab.resolve import detect_version
+from nvtxsim.isaaclab.runners import instrument_runner
 
 __all__ = [
     "instrument",

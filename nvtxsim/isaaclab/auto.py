@@ -25,8 +25,8 @@ import sys
 import threading
 from typing import Any, Callable, Optional
 
-from . import phasemap as M
-from .patching import IsaacLabInstrumentation, warn_missing
+from nvtxsim.isaaclab import phasemap as M
+from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, warn_missing
 
 #: Runner/trainer/agent classes whose construction triggers instrument_runner: module -> class names.
 RUNNER_CLASSES: dict[str, tuple[str, ...]] = {
@@ -68,7 +68,7 @@ def _guarded(what: str, fn: Callable[[], Any]) -> Any:
 
 
 def instrument_env_object(env: Any) -> None:
-    from .envs import instrument, unwrap_env
+    from nvtxsim.isaaclab.envs import instrument, unwrap_env
 
     base = unwrap_env(env)
     if base is None:
@@ -89,7 +89,7 @@ def instrument_env_object(env: Any) -> None:
 
 
 def instrument_runner_object(runner: Any) -> None:
-    from .runners import instrument_runner
+    from nvtxsim.isaaclab.runners import instrument_runner
 
     with _lock:
         h = _guarded(type(runner).__name__, lambda: instrument_runner(runner, warn=False))
@@ -159,8 +159,8 @@ def _on_loaded(name: str, module: Any) -> None:
     if name in ("gymnasium", "gymnasium.envs", "gymnasium.envs.registration"):
         _wrap_make(module)
     if name in _MAP_MODULES:
-        from .envs import apply_class_targets
-        from .resolve import detect_version
+        from nvtxsim.isaaclab.envs import apply_class_targets
+        from nvtxsim.isaaclab.resolve import detect_version
 
         def apply() -> None:
             version = detect_version() if name.startswith("isaaclab") else None

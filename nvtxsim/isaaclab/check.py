@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from . import phasemap as M
-from .resolve import Resolution, resolve
+from nvtxsim.isaaclab import phasemap as M
+from nvtxsim.isaaclab.resolve import Resolution, resolve
 
 
 @dataclass

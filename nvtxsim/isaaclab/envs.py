@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from typing import Any, Iterable, Optional
 
-from ..errors import NvtxsimError
-from . import phasemap as M
-from .patching import IsaacLabInstrumentation, patch_defining, patch_function, warn_missing
-from .ranges import phase_for, phase_named
-from .resolve import defining_class, detect_version, package_in_use, resolve
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.isaaclab import phasemap as M
+from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, patch_defining, patch_function, warn_missing
+from nvtxsim.isaaclab.ranges import phase_for, phase_named
+from nvtxsim.isaaclab.resolve import defining_class, detect_version, package_in_use, resolve
 
 # Instance attributes of an env -> (class name that must be on their MRO, {method: (range, kind)}).
 _MANAGERS: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {

@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 from typing import Iterable, Optional
 
-from ..errors import NvtxsimError
-from . import phasemap as M
-from .. import phases as P
-from .resolve import find_in_source, source_file
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.isaaclab import phasemap as M
+from nvtxsim import phases as P
+from nvtxsim.isaaclab.resolve import find_in_source, source_file
 
 #: Hooks the env base classes declare abstract: only task classes define them.
 ABSTRACT_TASK_HOOKS = frozenset({"_pre_physics_step", "_apply_action", "_get_dones", "_get_rewards",

@@ -1,6 +1,6 @@
-"""Patch one method on the class that defines it, through :func:`nvtxsim.instrument`.
+"""Patch one method on the class that defines it, through :func:`nvtxsim.emit.instrument`.
 
-:func:`nvtxsim.instrument` wraps a method on the class it is given (an inherited
+:func:`nvtxsim.emit.instrument` wraps a method on the class it is given (an inherited
 method is then set on that subclass). Isaac Lab needs the *defining* class instead:
 tasks override hooks, and 3.0 compares methods by identity
 (``type(self)._update_buffers_impl is Camera._update_buffers_impl`` in
@@ -13,9 +13,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from ..emit import phase
-from ..instrument import Instrumentation, instrument
-from .resolve import defining_class
+from nvtxsim.emit.ranges import phase
+from nvtxsim.emit.instrument import Instrumentation, instrument
+from nvtxsim.isaaclab.resolve import defining_class
 
 
 @dataclass

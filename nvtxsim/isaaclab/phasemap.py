@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from .. import phases as P
+from nvtxsim import phases as P
 
 #: Range names that are not standard phases: named sub-ranges.
 SCENE_WRITE = "scene.write_data_to_sim"

@@ -1,6 +1,6 @@
-"""Phases with the wrappers Isaac Lab needs, usable with :func:`nvtxsim.instrument`.
+"""Phases with the wrappers Isaac Lab needs, usable with :func:`nvtxsim.emit.instrument`.
 
-:func:`nvtxsim.instrument` calls ``phase.wrap(fn)``; these subclasses of
+:func:`nvtxsim.emit.instrument` calls ``phase.wrap(fn)``; these subclasses of
 :class:`nvtxsim.phase` change only that wrapper:
 
 * :class:`GuardedPhase`: no range when a range of the same name is already open on
@@ -24,8 +24,8 @@ import inspect
 import threading
 from typing import Any, Callable
 
-from ..emit import is_recording, phase
-from . import phasemap
+from nvtxsim.emit.ranges import is_recording, phase
+from nvtxsim.isaaclab import phasemap
 
 _tls = threading.local()
 
@@ -106,7 +106,7 @@ class IterationPhase(GuardedPhase):
         inner = GuardedPhase.wrap(self, fn)
         if not self.count_steps:
             return inner
-        from ..window import step as window_step
+        from nvtxsim.emit.window import step as window_step
 
         name = self.name
 

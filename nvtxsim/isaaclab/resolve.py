@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .phasemap import Target
+from nvtxsim.isaaclab.phasemap import Target
 
 _SKIP_OWNER_MODULES = ("builtins", "abc", "typing", "gymnasium", "gym")
 

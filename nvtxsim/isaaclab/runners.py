@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
-from ..errors import NvtxsimError
-from . import phasemap as M
-from .envs import apply_class_targets, instrument as instrument_env, unwrap_env
-from .patching import IsaacLabInstrumentation, patch_defining, warn_missing
-from .ranges import PolicyFactoryPhase, phase_named
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.isaaclab import phasemap as M
+from nvtxsim.isaaclab.envs import apply_class_targets, instrument as instrument_env, unwrap_env
+from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, patch_defining, warn_missing
+from nvtxsim.isaaclab.ranges import PolicyFactoryPhase, phase_named
 
 #: Methods that must exist on an algorithm/agent of each library (others are optional across versions).
 _REQUIRED = {"rsl_rl": ("act", "update"), "skrl": ("act",), "rl_games": ("get_action_values",)}

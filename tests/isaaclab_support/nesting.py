@@ -15,7 +15,7 @@ class Span(NamedTuple):
 
 def from_export(path: str, domain: str = "nvtxsim") -> list[Span]:
     """The push/pop ranges of ``domain`` in an nsys SQLite export, via nvtxsim's loader."""
-    from nvtxsim.load import load
+    from nvtxsim.export.reader import load
 
     r = load(path, cuda=False).ranges
     keep = [i for i in range(len(r)) if r.domain[i] == domain]

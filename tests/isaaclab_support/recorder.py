@@ -19,7 +19,7 @@ class RangeRecorder:
     def __enter__(self) -> "RangeRecorder":
         import threading
 
-        import nvtxsim.emit as E
+        import nvtxsim.emit.ranges as E
 
         self._emit = E
         self._saved = (E._active, E.phase.__enter__, E.phase.__exit__)

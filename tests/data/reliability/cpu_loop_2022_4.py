@@ -1,7 +1,7 @@
 """Seed capture for the reliability tests: a small RL-shaped loop under nsys 2022.4 (see tests/data/reliability/README.md)."""
 import os, threading, time
 import nvtxsim
-from nvtxsim import emit
+from nvtxsim.emit import ranges as emit
 
 policy = nvtxsim.phase("policy")
 

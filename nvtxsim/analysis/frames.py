@@ -1,0 +1,203 @@
+"""pandas DataFrames of an export, for notebooks and custom analysis.
+
+``nvtxsim.load_frames("run.sqlite")`` gives the same data the report uses, one
+row per range / GPU op / CUDA call, already joined: ranges carry their nesting,
+self time and GPU attribution; GPU ops carry the phase that launched them. pandas
+is an optional dependency (``pip install 'nvtxsim[pandas]'``), imported only here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Any, Iterator, Optional
+
+import numpy as np
+
+from nvtxsim.errors import NvtxsimError
+
+
+class MissingDependency(NvtxsimError, ImportError):
+    """An optional dependency is not installed (also an ImportError, for code that expects one)."""
+
+
+def _pandas() -> Any:
+    try:
+        import pandas as pd
+    except ImportError:
+        raise MissingDependency("nvtxsim.load_frames needs pandas: pip install 'nvtxsim[pandas]' (or pip install pandas)") from None
+    return pd
+
+
+def _nullable(pd: Any, values: np.ndarray, valid: np.ndarray) -> Any:
+    """Int64 column with <NA> where ``valid`` is False."""
+    out = pd.array(np.where(valid, values, 0).astype(np.int64), dtype="Int64")
+    out[~np.asarray(valid, dtype=bool)] = pd.NA
+    return out
+
+
+@dataclass
+class Frames:
+    """DataFrames of one export (times in integer ns on the capture timeline)."""
+
+    ranges: Any  # one row per NVTX range
+    gpu_ops: Any  # kernels, memcpys, memsets, graph-level graph executions
+    api_calls: Any  # CUDA runtime/driver calls
+    phases: Any  # the report's per-phase summary
+    iterations: Any  # long format: iteration, range_id, tid, phase, cpu_ns, gpu_busy_ns, instances (empty without an iteration range)
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        for f in fields(self):
+            yield f.name, getattr(self, f.name)
+
+
+def load_frames(path: "str | os.PathLike[str]", *, domain: Optional[str] = None, by: str = "iteration") -> Frames:
+    """Load an export (.sqlite, .sqlite.gz, .nsys-rep) as pandas DataFrames.
+
+    ``domain`` limits the ranges, like ``nvtxsim report --domain`` (default: every domain);
+    ``by`` names the range that marks one loop iteration, for the ``iterations`` frame.
+    """
+    pd = _pandas()
+    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.export.reader import load
+
+    export = load(path)
+    return frames_of(Detail(export, domain=None if domain in (None, "all") else domain), by=by, pd=pd)
+
+
+def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
+    """DataFrames of an already loaded :class:`~nvtxsim.analysis.selection.Detail`."""
+    from nvtxsim.analysis.launches import KIND_NAMES, api_name, copy_direction
+    from nvtxsim.analysis.iterations import per_iteration
+    from nvtxsim.analysis.tree import innermost
+
+    pd = pd or _pandas()
+    ex = d.export
+    r = ex.ranges
+    sel = d.selected
+    g = d.gpu
+    tree = d.tree
+    nest = tree.nesting
+    pos_of = np.full(len(r), -1, dtype=np.int64)
+    pos_of[nest.ranges] = np.arange(len(nest.ranges))
+    p = pos_of[sel]
+    parent_pos = nest.parent[p]
+    parent_row = np.where(parent_pos >= 0, r.row[nest.ranges[np.maximum(parent_pos, 0)]], -1)
+    names = d.label_names
+    tids = r.global_tid[sel]
+    ranges = pd.DataFrame(
+        {
+            "phase": names[r.label[sel]].astype(str),
+            "name": r.name[sel].astype(str) if len(r.name) else names[r.label[sel]].astype(str),
+            "domain": r.domain[sel].astype(str) if len(r.domain) else "",
+            "start_ns": r.start[sel],
+            "end_ns": r.end[sel],
+            "duration_ns": (r.end - r.start)[sel],
+            "pid": (tids >> 24) & 0xFFFFFF,
+            "tid": tids & 0xFFFFFF,
+            "thread": [d.thread_name(int(t)) for t in tids],
+            "style": np.where(r.style[sel] == 0, "pushpop", "startend"),
+            "cross_thread": r.cross_thread[sel],
+            "unclosed": r.unclosed[sel],
+            "payload": r.payload[sel],
+            "depth": nest.depth[p],
+            "parent": _nullable(pd, parent_row, parent_row >= 0),
+            "cpu_self_ns": tree.cpu_self[p],
+            "gpu_ops": g.ops[sel],
+            "gpu_kernels": g.kernels[sel],
+            "gpu_proj_start_ns": _nullable(pd, g.proj_start[sel], g.ops[sel] > 0),
+            "gpu_proj_end_ns": _nullable(pd, g.proj_end[sel], g.ops[sel] > 0),
+            "gpu_busy_ns": g.busy[sel],
+            "gpu_self_ns": tree.gpu_self[p],
+        },
+        index=pd.Index(r.row[sel], name="range_id"),
+    )
+
+    ops = d.ops
+    api = ex.api
+    link = d.link
+    n_ops = len(ops)
+    call_of = np.full(n_ops, -1, dtype=np.int64)
+    if api is not None and len(api) and n_ops:
+        calls = np.flatnonzero(link.hi > link.lo)
+        cnt = link.count[calls]
+        firsts = np.cumsum(cnt) - cnt
+        pos = np.repeat(link.lo[calls], cnt) + (np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(firsts, cnt))
+        call_of[link.op_order[pos]] = np.repeat(calls, cnt)
+    has_call = call_of >= 0
+    owner_range = np.full(n_ops, -1, dtype=np.int64)
+    if has_call.any():
+        c = call_of[has_call]
+        own = innermost(ex, nest, api.start[c], api.end[c], api.global_tid[c])  # type: ignore[union-attr]
+        owner_range[has_call] = np.where(own >= 0, nest.ranges[np.maximum(own, 0)], -1)
+    api_names = {int(i): api_name(ex.string(int(i))) for i in np.unique(api.name_id)} if api is not None and len(api) else {}
+    launch_tid = np.zeros(n_ops, dtype=np.int64)
+    queue = np.zeros(n_ops, dtype=np.int64)
+    if has_call.any():
+        c = call_of[has_call]
+        launch_tid[has_call] = api.global_tid[c] & 0xFFFFFF  # type: ignore[union-attr]
+        queue[has_call] = np.maximum(ops.start[has_call] - api.end[c], 0)  # type: ignore[union-attr]
+    kind_names = np.array([KIND_NAMES.get(k, "?") for k in range(4)], dtype=object)
+    op_name = np.empty(n_ops, dtype=object)
+    kernel_names: dict[int, str] = {}
+    for j in range(n_ops):
+        k = int(ops.kind[j])
+        if k == 0:
+            nid = int(ops.name_id[j])
+            op_name[j] = kernel_names.setdefault(nid, ex.string(nid))
+        elif k == 3:
+            op_name[j] = f"CUDA graph {int(ops.name_id[j])}"
+        else:
+            op_name[j] = kind_names[k]
+    gpu_ops = pd.DataFrame(
+        {
+            "kind": kind_names[ops.kind.astype(np.int64)] if n_ops else np.zeros(0, dtype=object),
+            "name": op_name,
+            "start_ns": ops.start,
+            "end_ns": ops.end,
+            "duration_ns": ops.end - ops.start,
+            "device": ops.device_id,
+            "stream": ops.stream_id,
+            "bytes": ops.bytes,
+            "direction": copy_direction(ops),
+            "pid": (ops.global_pid >> 24) & 0xFFFFFF,
+            "correlation_id": ops.correlation_id,
+            "launch_tid": _nullable(pd, launch_tid, has_call),
+            "launch_api": [api_names.get(int(api.name_id[c]), "") if c >= 0 else "" for c in call_of] if api is not None else [""] * n_ops,
+            "queue_ns": _nullable(pd, queue, has_call),
+            "phase": [str(names[r.label[i]]) if i >= 0 else "" for i in owner_range],
+            "range_id": _nullable(pd, r.row[np.maximum(owner_range, 0)] if len(r) else owner_range, owner_range >= 0),
+        }
+    )
+    if api is not None and len(api):
+        api_calls = pd.DataFrame(
+            {
+                "name": [api_names.get(int(i), "") for i in api.name_id],
+                "start_ns": api.start,
+                "end_ns": api.end,
+                "duration_ns": api.end - api.start,
+                "pid": (api.global_tid >> 24) & 0xFFFFFF,
+                "tid": api.global_tid & 0xFFFFFF,
+                "correlation_id": api.correlation_id,
+                "gpu_ops": link.count,
+            }
+        )
+    else:
+        api_calls = pd.DataFrame({c: [] for c in ("name", "start_ns", "end_ns", "duration_ns", "pid", "tid", "correlation_id", "gpu_ops")})
+    phases = pd.DataFrame([{"phase": p.label, **p.as_dict()} for p in d.report.phases])
+    try:
+        it = per_iteration(d, by)
+        n_ph = len(it.phases)
+        recs = {
+            "iteration": np.repeat(it.index, n_ph),
+            "range_id": np.repeat(r.row[it.key_range], n_ph),  # the key range of the iteration
+            "tid": np.repeat(r.global_tid[it.key_range] & 0xFFFFFF, n_ph),
+            "phase": np.tile(np.array(it.phases, dtype=object), len(it)),
+            "cpu_ns": it.cpu.reshape(-1),
+            "gpu_busy_ns": it.gpu.reshape(-1),
+            "instances": it.count.reshape(-1),
+        }
+        iterations = pd.DataFrame(recs)
+    except NvtxsimError:
+        iterations = pd.DataFrame({c: [] for c in ("iteration", "range_id", "tid", "phase", "cpu_ns", "gpu_busy_ns", "instances")})
+    return Frames(ranges=ranges, gpu_ops=gpu_ops, api_calls=api_calls, phases=phases, iterations=iterations)

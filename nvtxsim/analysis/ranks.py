@@ -1,0 +1,268 @@
+"""Many exports at once (one per rank of a multi-GPU job): per-rank reports and one merged report.
+
+Why: ``torchrun`` training writes one export per rank; reading them one after another wastes
+the other cores, and a per-rank table alone hides what the whole job spent per phase.
+
+Each file is loaded and analysed in its own worker process (or on a Dask cluster): the worker
+returns the rank's :class:`~nvtxsim.analysis.projection.Report` plus, per phase, the raw CPU durations and
+GPU projected durations of its ranges (int64 arrays, in range order) and the phase's sums -
+a few bytes per range, never the export. The merged report is computed by
+:func:`nvtxsim.analysis.projection.summarize` itself over those arrays, so its numbers are exactly the
+single-process ones: instances and totals add up, medians/percentiles/min/max/stddev are
+those of all the ranks' ranges together, threads count each rank's threads separately.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from nvtxsim.analysis.projection import DIRECTIONS, RangeGpu, Report, project, select_ranges, summarize
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.export.reader import Export, Ranges, load
+
+_COUNTS = ("ranges", "cuda_api_calls", "gpu_ops", "kernels", "memcpys", "memsets")
+DASK_TIMEOUT = "20s"  # connecting to the scheduler
+
+
+@dataclass
+class PhaseArrays:
+    """One phase (domain, name) of one rank: what merging needs."""
+
+    domain: str
+    name: str
+    cpu_ns: np.ndarray  # int64 duration of every range, in range order
+    gpu_ns: np.ndarray  # int64 projected GPU duration of the ranges that launched GPU work, in range order
+    busy_ns: int
+    ops: int
+    kernels: int
+    copy_bytes: dict[str, int]
+    unclosed: int
+    cross_thread: int
+    threads: int
+
+
+@dataclass
+class RankResult:
+    """What one worker sends back for one export."""
+
+    path: str
+    report: Report
+    phases: list[PhaseArrays] = field(default_factory=list)
+
+
+def analyse_one(path: "str | os.PathLike[str]", domain: Optional[str] = "nvtxsim") -> RankResult:
+    """Load and analyse one export; the unit of work of a process or Dask worker."""
+    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.analysis.gpu import graph_hints
+
+    export = load(path)
+    gpu = project(export)
+    report = summarize(export, gpu, domain=domain)
+    report.warnings.extend(graph_hints(Detail(export, domain=domain, gpu=gpu)))
+    return RankResult(path=str(path), report=report, phases=_phase_arrays(export, gpu, domain))
+
+
+def _phase_arrays(export: Export, gpu: RangeGpu, domain: Optional[str]) -> list[PhaseArrays]:
+    idx = select_ranges(export, domain)
+    r = export.ranges
+    if len(idx) == 0:
+        return []
+    labels = r.label[idx]
+    order = np.argsort(labels, kind="stable")  # keeps range order inside each phase
+    idx, labels = idx[order], labels[order]
+    bounds = np.r_[np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]]), len(idx)]
+    out = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        sel = idx[a:b]
+        dom, name = export.labels[int(labels[a])]
+        has = gpu.has_gpu[sel]
+        out.append(
+            PhaseArrays(
+                domain=dom,
+                name=name,
+                cpu_ns=(r.end[sel] - r.start[sel]).astype(np.int64),
+                gpu_ns=gpu.proj_duration[sel][has].astype(np.int64),
+                busy_ns=int(gpu.busy[sel].sum()),
+                ops=int(gpu.ops[sel].sum()),
+                kernels=int(gpu.kernels[sel].sum()),
+                copy_bytes={d: int(gpu.copy_bytes[d][sel].sum()) for d in DIRECTIONS},
+                unclosed=int(r.unclosed[sel].sum()),
+                cross_thread=int(r.cross_thread[sel].sum()),
+                threads=int(len(np.unique(r.global_tid[sel]))),
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- merging
+
+
+def merge(results: Sequence[RankResult]) -> Report:
+    """One report over all ranks: :func:`summarize` over the ranks' phase arrays."""
+    labels: list[tuple[str, str]] = []
+    where: dict[tuple[str, str], int] = {}
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("dur", "label", "tid", "unclosed", "cross", "has", "proj", "ops", "kernels", "busy")}
+    copies: dict[str, list[np.ndarray]] = {d: [] for d in DIRECTIONS}
+    for rank, res in enumerate(results):
+        for ph in res.phases:
+            key = (ph.domain, ph.name)
+            if key not in where:
+                where[key] = len(labels)
+                labels.append(key)
+            n, g = len(ph.cpu_ns), len(ph.gpu_ns)
+            if n == 0:
+                continue
+            cols["dur"].append(ph.cpu_ns)
+            cols["label"].append(np.full(n, where[key], dtype=np.int32))
+            # Thread ids: the phase's first `threads` ranges get distinct ids of this rank, the rest repeat one.
+            tid = np.full(n, rank << 32, dtype=np.int64)
+            tid[: ph.threads] += np.arange(ph.threads, dtype=np.int64)
+            cols["tid"].append(tid)
+            # Flags and sums sit on the first ranges: summarize only adds them up per phase.
+            cols["unclosed"].append(np.arange(n) < ph.unclosed)
+            cols["cross"].append(np.arange(n) < ph.cross_thread)
+            has = np.arange(n) < g
+            cols["has"].append(has)
+            proj = np.zeros(n, dtype=np.int64)
+            proj[:g] = ph.gpu_ns
+            cols["proj"].append(proj)
+            ops = has.astype(np.int64)
+            if n:
+                ops[0] += ph.ops - g  # ops >= launches >= ranges with GPU work
+            cols["ops"].append(ops)
+            for name, total in (("kernels", ph.kernels), ("busy", ph.busy_ns)):
+                v = np.zeros(n, dtype=np.int64)
+                v[0] = total
+                cols[name].append(v)
+            for d in DIRECTIONS:
+                v = np.zeros(n, dtype=np.int64)
+                v[0] = ph.copy_bytes.get(d, 0)
+                copies[d].append(v)
+
+    def cat(parts: list[np.ndarray], dtype) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+
+    dur = cat(cols["dur"], np.int64)
+    n = len(dur)
+    ranges = Ranges(
+        row=np.arange(n, dtype=np.int64),
+        start=np.zeros(n, dtype=np.int64),
+        end=dur,
+        global_tid=cat(cols["tid"], np.int64),
+        cross_thread=cat(cols["cross"], bool),
+        unclosed=cat(cols["unclosed"], bool),
+        style=np.zeros(n, dtype=np.int8),
+        label=cat(cols["label"], np.int32),
+        payload=np.full(n, np.nan),
+    )
+    has = cat(cols["has"], bool)
+    proj = cat(cols["proj"], np.int64)
+    gpu = RangeGpu(
+        proj_start=np.where(has, 0, -1).astype(np.int64),
+        proj_end=np.where(has, proj, -1).astype(np.int64),
+        ops=cat(cols["ops"], np.int64),
+        kernels=cat(cols["kernels"], np.int64),
+        busy=cat(cols["busy"], np.int64),
+        copy_bytes={d: cat(copies[d], np.int64) for d in DIRECTIONS},
+    )
+    combined = Export(
+        path=Path("merged"), meta={}, tables=frozenset(), labels=labels, ranges=ranges, api=None, gpu=None, capture_end=None, warnings=[]
+    )
+    merged = summarize(combined, gpu, domain=None)
+    merged.source = _merged_source(results)
+    merged.warnings = [f"{Path(res.path).name}: {w}" for res in results for w in res.report.warnings]
+    return merged
+
+
+def _merged_source(results: Sequence[RankResult]) -> dict:
+    src: dict = {"paths": [res.path for res in results], "ranks": len(results)}
+    for key in _COUNTS:
+        src[key] = int(sum(int(res.report.source.get(key) or 0) for res in results))
+    versions = sorted({str(res.report.source.get("nsys_version", "")) for res in results} - {""})
+    src["nsys_version"] = ", ".join(versions)
+    return src
+
+
+def rank_spread(reports: Sequence[Report]) -> list[dict]:
+    """Per phase: CPU total of each rank, the slowest rank and max/min (a straggler shows up here)."""
+    names: dict[str, None] = {}
+    for rep in reports:
+        for p in rep.phases:
+            names.setdefault(p.label, None)
+    rows = []
+    for label in names:
+        totals = [next((p.cpu_total_ns for p in rep.phases if p.label == label), 0) for rep in reports]
+        lo, hi = min(totals), max(totals)
+        rows.append({"phase": label, "cpu_total_ns": totals, "slowest_rank": int(np.argmax(totals)), "max_over_min": (hi / lo) if lo else None})
+    return rows
+
+
+# --------------------------------------------------------------------------- running
+
+
+def report_many(
+    paths: Sequence["str | os.PathLike[str]"],
+    *,
+    domain: Optional[str] = "nvtxsim",
+    workers: Optional[int] = None,
+    dask: Optional[str] = None,
+) -> tuple[list[Report], Report]:
+    """Per-rank reports (in ``paths`` order) and the merged report of several exports.
+
+    ``workers``: processes to use (default: one per file, at most the usable cores; 1 = in
+    this process). ``dask``: address of a Dask scheduler (``tcp://host:8786``) to run the
+    per-file work on instead; its workers must see the same paths.
+    """
+    paths = [str(Path(p).resolve()) if Path(p).exists() else str(p) for p in paths]
+    if not paths:
+        raise NvtxsimError("no exports given")
+    if dask:
+        results = _run_dask(dask, paths, domain)
+    else:
+        results = _run_local(paths, domain, workers)
+    return [r.report for r in results], merge(results)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _run_local(paths: list[str], domain: Optional[str], workers: Optional[int]) -> list[RankResult]:
+    if workers is not None and workers < 1:
+        raise NvtxsimError("--jobs must be at least 1")
+    n = min(len(paths), workers or _cores())
+    if n <= 1:
+        return [analyse_one(p, domain) for p in paths]
+    import multiprocessing
+
+    # fork is fastest, but unsafe once this process runs threads: then start fresh interpreters.
+    method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method)) as pool:
+        futures = [pool.submit(analyse_one, p, domain) for p in paths]
+        return [f.result() for f in futures]
+
+
+def _run_dask(address: str, paths: list[str], domain: Optional[str]) -> list[RankResult]:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise NvtxsimError("--dask needs Dask distributed: pip install 'nvtxsim[dask]'") from None
+    try:
+        client = Client(address, timeout=DASK_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise NvtxsimError(f"cannot reach the Dask scheduler at {address} ({exc})") from None
+    try:
+        futures = client.map(analyse_one, paths, domain=domain, pure=False)
+        return client.gather(futures)
+    finally:
+        client.close()

@@ -1,0 +1,123 @@
+"""One loaded export plus the range selection, with the derived data the views share.
+
+Each view (tree, iterations, kernels, ...) asks for what it needs; everything is
+computed at most once per report (projection, GPU activity, (range, op) pairs,
+nesting), so asking for several views costs little more than asking for one.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import Optional
+
+import numpy as np
+
+from nvtxsim.analysis.projection import RangeGpu, Report, project, select_ranges, summarize
+from nvtxsim.analysis.launches import Launches, OpPairs, Ops, gpu_activity, launches, op_pairs
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.export.reader import PID_MASK, Export
+
+TID_MASK = 0xFFFFFF
+
+
+def pid_of(global_tid: int) -> int:
+    return (int(global_tid) >> 24) & 0xFFFFFF
+
+
+def tid_of(global_tid: int) -> int:
+    return int(global_tid) & TID_MASK
+
+
+def compile_match(pattern: Optional[str]) -> Optional[re.Pattern]:
+    if not pattern:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise NvtxsimError(f"--match {pattern!r}: not a valid regular expression ({exc})") from None
+
+
+class Detail:
+    """An export, the ranges selected for the report (domain, name pattern) and cached analyses."""
+
+    def __init__(self, export: Export, *, domain: Optional[str] = "nvtxsim", match: Optional[str] = None, gpu: Optional[RangeGpu] = None) -> None:
+        self.export = export
+        self.domain = domain
+        self.match = match
+        idx = select_ranges(export, domain)
+        pat = compile_match(match)
+        if pat is not None and len(idx):
+            names = export.label_names()
+            ok = np.array([bool(pat.search(str(n))) for n in names], dtype=bool)
+            idx = idx[ok[export.ranges.label[idx]]]
+        self.selected: np.ndarray = idx
+        if gpu is not None:
+            self.__dict__["gpu"] = gpu
+
+    # ------------------------------------------------------------------ shared analyses
+
+    @cached_property
+    def gpu(self) -> RangeGpu:
+        return project(self.export)
+
+    @cached_property
+    def report(self) -> Report:
+        rep = summarize(self.export, self.gpu, domain=self.domain, select=self.selected if self.match else None)
+        if self.match and not rep.phases and len(self.export.ranges):
+            rep.warnings.append(f"no phase name matches --match {self.match!r}")
+        return rep
+
+    @cached_property
+    def ops(self) -> Ops:
+        return gpu_activity(self.export)
+
+    @cached_property
+    def link(self) -> Launches:
+        return launches(self.export, self.ops)
+
+    @cached_property
+    def pairs(self) -> OpPairs:
+        """(range, op) pairs of the selected ranges under nsys's rule (cross-thread ranges left out)."""
+        return op_pairs(self.export, self.ops, self.link, self.selected)
+
+    @cached_property
+    def tree(self):
+        from nvtxsim.analysis.tree import build
+
+        return build(self.export, self.selected, self.ops, self.link)
+
+    @property
+    def has_cuda(self) -> bool:
+        return self.export.has_cuda or len(self.ops) > 0
+
+    # ------------------------------------------------------------------ names
+
+    @cached_property
+    def label_names(self) -> np.ndarray:
+        return self.export.label_names()
+
+    def range_label(self, i: int) -> str:
+        return str(self.label_names[self.export.ranges.label[i]])
+
+    def thread_name(self, global_tid: int) -> str:
+        """``name (tid)``, or just the tid when the export has no OS thread name.
+
+        A process's main thread is called ``main``: nsys often records its name from before the
+        ``exec`` (``bash`` for a Python program started from a shell)."""
+        if tid_of(global_tid) == pid_of(global_tid):
+            return f"main ({tid_of(global_tid)})"
+        names = getattr(self.export.extras, "thread_names", {}) or {}
+        n = names.get(int(global_tid), "")
+        return f"{n} ({tid_of(global_tid)})" if n else f"tid {tid_of(global_tid)}"
+
+    def process_name(self, global_id: int) -> str:
+        gpid = int(global_id) & int(PID_MASK)
+        names = getattr(self.export.extras, "process_names", {}) or {}
+        n = names.get(gpid, "")
+        return f"{n} ({pid_of(gpid)})" if n else f"pid {pid_of(gpid)}"
+
+    def gpu_name(self, device_id: int) -> str:
+        names = getattr(self.export.extras, "gpu_names", {}) or {}
+        n = names.get(int(device_id), "")
+        return f"GPU {int(device_id)}: {n}" if n else f"GPU {int(device_id)}"

@@ -1,0 +1,271 @@
+"""Range nesting per thread: parent, depth, inclusive and self (exclusive) CPU and GPU time.
+
+nsys stores no nesting; it is rebuilt here from times. A range's parent is the
+tightest range of the same thread that contains it (push/pop and start/end
+mixed, as nsys's ``nvtxpptrace``/``nvtx_gpu_proj_trace`` do). Start/end ranges
+that end on another thread stay in the tree of the thread that started them
+(nsys drops them from its projections).
+
+* CPU self time = duration minus the union of the children's intervals.
+* GPU time is *busy* time (union of op intervals). Each launch goes to the
+  innermost range around its API call on the launching thread; GPU self = the
+  busy time of the range's own launches, GPU inclusive = that of its subtree
+  (for properly nested ranges this equals ``RangeGpu.busy``, the nsys rule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from nvtxsim.analysis.projection import _union_length
+from nvtxsim.analysis.launches import Launches, Ops, unique_pairs
+from nvtxsim.export.reader import Export
+
+
+@dataclass
+class Nesting:
+    """Parent and depth per selected range (indices into ``Export.ranges``)."""
+
+    ranges: np.ndarray  # selected range indices, sorted by (thread, start, -end, row)
+    parent: np.ndarray  # per position in ``ranges``: position of the parent, -1 for roots
+    depth: np.ndarray
+
+
+def nest(export: Export, ranges: np.ndarray) -> Nesting:
+    """Tightest enclosing range per range on its thread; a stack sweep per thread."""
+    r = export.ranges
+    ranges = np.asarray(ranges, dtype=np.int64)
+    order = np.lexsort((r.row[ranges], -r.end[ranges], r.start[ranges], r.global_tid[ranges]))
+    idx = ranges[order]
+    n = len(idx)
+    parent = np.full(n, -1, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
+    tid = r.global_tid[idx].tolist()
+    start = r.start[idx].tolist()
+    end = r.end[idx].tolist()
+    stack: list[int] = []
+    cur_tid = None
+    par = parent.tolist()
+    dep = depth.tolist()
+    for i in range(n):
+        if tid[i] != cur_tid:
+            stack.clear()
+            cur_tid = tid[i]
+        s, e = start[i], end[i]
+        while stack and end[stack[-1]] < s:
+            stack.pop()
+        # Tightest range on the stack that contains this one (least slack at both ends, like nsys's
+        # nvtxpptrace); for properly nested ranges that is simply the deepest one.
+        best, slack = -1, None
+        for j in range(len(stack) - 1, -1, -1):
+            k = stack[j]
+            if slack is not None and s - start[k] >= slack:
+                break  # starts only get earlier down the stack: nothing below can be tighter
+            if end[k] >= e:
+                sl = (s - start[k]) + (end[k] - e)
+                if slack is None or sl < slack:
+                    best, slack = k, sl
+                    if sl == 0:
+                        break
+        if best >= 0:
+            par[i] = best
+            dep[i] = dep[best] + 1
+        stack.append(i)
+    return Nesting(idx, np.array(par, dtype=np.int64), np.array(dep, dtype=np.int64))
+
+
+def innermost(export: Export, nesting: Nesting, c_start: np.ndarray, c_end: np.ndarray, c_tid: np.ndarray) -> np.ndarray:
+    """Per call: position (in ``nesting.ranges``) of the innermost range containing it on its thread, or -1."""
+    r = export.ranges
+    idx = nesting.ranges
+    out = np.full(len(c_start), -1, dtype=np.int64)
+    if len(idx) == 0 or len(c_start) == 0:
+        return out
+    # Positions are sorted by (thread, start): the last range of the thread starting at or before the call ...
+    r_tid, r_start = r.global_tid[idx], r.start[idx]
+    tids, first = np.unique(r_tid, return_index=True)
+    bounds = np.r_[first, len(idx)]
+    t = np.minimum(np.searchsorted(tids, c_tid), len(tids) - 1)
+    on = tids[t] == c_tid
+    cand = np.full(len(c_start), -1, dtype=np.int64)
+    for k in np.unique(t[on]):
+        sel = np.flatnonzero(on & (t == k))
+        a, b = bounds[k], bounds[k + 1]
+        p = a + np.searchsorted(r_start[a:b], c_start[sel], side="right") - 1
+        cand[sel] = np.where(p >= a, p, -1)
+    # ... or the nearest of its ancestors that still contains the call.
+    r_end = r.end[idx]
+    live = np.flatnonzero(cand >= 0)
+    while len(live):
+        c = cand[live]
+        ok = r_end[c] >= c_end[live]
+        out[live[ok]] = c[ok]
+        nxt = nesting.parent[c[~ok]]
+        live = live[~ok]
+        cand[live] = nxt
+        live = live[nxt >= 0]
+    return out
+
+
+@dataclass
+class RangeTree:
+    """Per selected range (positions as in ``nesting.ranges``): inclusive and self times in ns."""
+
+    nesting: Nesting
+    cpu_incl: np.ndarray
+    cpu_self: np.ndarray
+    gpu_incl: np.ndarray  # busy time of the subtree's launches
+    gpu_self: np.ndarray  # busy time of the range's own launches
+    children: np.ndarray
+
+
+def build(export: Export, ranges: np.ndarray, ops: Optional[Ops] = None, link: Optional[Launches] = None) -> RangeTree:
+    r = export.ranges
+    nesting = nest(export, ranges)
+    idx, parent = nesting.ranges, nesting.parent
+    n = len(idx)
+    start, end = r.start[idx], r.end[idx]
+    cpu_incl = end - start
+    has_parent = parent >= 0
+    kids = np.flatnonzero(has_parent)
+    p = parent[kids]
+    child_union = _union_length(p, np.maximum(start[kids], start[p]), np.minimum(end[kids], end[p]), n)
+    cpu_self = cpu_incl - child_union
+    children = np.bincount(p, minlength=n).astype(np.int64)
+    gpu_incl = np.zeros(n, dtype=np.int64)
+    gpu_self = np.zeros(n, dtype=np.int64)
+    api = export.api
+    if ops is not None and link is not None and api is not None and len(ops) and n:
+        calls = np.flatnonzero(link.hi > link.lo)
+        owner = innermost(export, nesting, api.start[calls], api.end[calls], api.global_tid[calls])
+        has = owner >= 0
+        calls, owner = calls[has], owner[has]
+        cnt = link.count[calls]
+        total = int(cnt.sum())
+        if total:
+            firsts = np.cumsum(cnt) - cnt
+            pos = np.repeat(link.lo[calls], cnt) + (np.arange(total, dtype=np.int64) - np.repeat(firsts, cnt))
+            op = link.op_order[pos]
+            own = np.repeat(owner, cnt)
+            # The same op can be reached twice only through repeated correlation ids: keep it once per owner.
+            pair = unique_pairs(own, op)
+            own, op = pair[:, 0], pair[:, 1]
+            gpu_self = _union_length(own, ops.start[op], ops.end[op], n)
+            anc_g, anc_o = [own], [op]
+            cur, cur_op = own, op
+            while True:
+                up = parent[cur]
+                keep = up >= 0
+                if not keep.any():
+                    break
+                cur, cur_op = up[keep], cur_op[keep]
+                anc_g.append(cur)
+                anc_o.append(cur_op)
+            g = np.concatenate(anc_g)
+            o = np.concatenate(anc_o)
+            gpu_incl = _union_length(g, ops.start[o], ops.end[o], n)
+    return RangeTree(nesting, cpu_incl, cpu_self, gpu_incl, gpu_self, children)
+
+
+@dataclass
+class TreeNode:
+    """All ranges of one thread that share a path of names from the root (one line of the tree view)."""
+
+    global_tid: int
+    path: tuple[str, ...]
+    depth: int
+    count: int
+    cpu_incl_ns: int
+    cpu_self_ns: int
+    gpu_incl_ns: int
+    gpu_self_ns: int
+    cross_thread: int
+    first_start: int
+
+
+_VECTOR_LEVELS = 64  # deeper trees are grouped by a plain loop instead of one numpy pass per level
+MAX_DEPTH = 32  # deepest tree level listed by default
+
+
+def aggregate(export: Export, tree: RangeTree, max_depth: int = MAX_DEPTH) -> list[TreeNode]:
+    """Merge ranges by (thread, name path); nodes come out depth-first, children in order of first appearance.
+
+    Levels below ``max_depth`` are left out of the list (their time is in their ancestors' inclusive time).
+    """
+    r = export.ranges
+    nesting = tree.nesting
+    idx, parent, depth = nesting.ranges, nesting.parent, nesting.depth
+    n = len(idx)
+    if n == 0:
+        return []
+    names = export.label_names()
+    label = r.label[idx].astype(np.int64)
+    tid = r.global_tid[idx]
+    node = np.full(n, -1, dtype=np.int64)
+    # Node id per range, level by level: (parent's node, label) — roots use (thread, label).
+    node_parent: list[int] = []
+    node_label: list[int] = []
+    node_tid: list[int] = []
+    if int(depth.max()) > _VECTOR_LEVELS:
+        # Very deep nesting (e.g. millions of never-closed ranges): one pass in depth order.
+        index: dict[tuple, int] = {}
+        par_l, lab_l, tid_l = parent.tolist(), label.tolist(), tid.tolist()
+        nd = node.tolist()
+        for i in np.argsort(depth, kind="stable").tolist():
+            pk = ("t", tid_l[i]) if par_l[i] < 0 else nd[par_l[i]]
+            key = (pk, lab_l[i])
+            k = index.get(key)
+            if k is None:
+                k = index[key] = len(node_parent)
+                node_parent.append(-1 if par_l[i] < 0 else nd[par_l[i]])
+                node_label.append(lab_l[i])
+                node_tid.append(tid_l[i])
+            nd[i] = k
+        node = np.array(nd, dtype=np.int64)
+    for d in range(int(depth.max()) + 1 if int(depth.max()) <= _VECTOR_LEVELS else 0):
+        at = np.flatnonzero(depth == d)
+        if d == 0:
+            tcodes, tinv = np.unique(tid[at], return_inverse=True)
+            keys = np.stack([np.full(len(at), -1), tinv.reshape(-1), label[at]], axis=1)
+        else:
+            keys = np.stack([node[parent[at]], np.zeros(len(at), dtype=np.int64), label[at]], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        base = len(node_parent)
+        node[at] = base + inv.reshape(-1)
+        for u in uniq:
+            node_parent.append(int(u[0]))
+            node_label.append(int(u[2]))
+        # Thread of each new node: the thread of any of its ranges.
+        tmp = np.zeros(len(uniq), dtype=np.int64)
+        tmp[inv.reshape(-1)] = tid[at]
+        node_tid.extend(tmp.tolist())
+    m = len(node_parent)
+
+    def total(v: np.ndarray) -> np.ndarray:
+        out = np.zeros(m, dtype=np.int64)
+        np.add.at(out, node, v)
+        return out
+
+    count = np.bincount(node, minlength=m)
+    first = np.full(m, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, node, r.start[idx])
+    ci, cs, gi, gs = total(tree.cpu_incl), total(tree.cpu_self), total(tree.gpu_incl), total(tree.gpu_self)
+    cross = total(r.cross_thread[idx].astype(np.int64))
+    kids: dict[int, list[int]] = {}
+    for k in range(m):
+        kids.setdefault(node_parent[k], []).append(k)
+    out: list[TreeNode] = []
+    # Depth-first, children in order of first appearance (iterative: nesting can be very deep).
+    todo = [(k, (), 0) for k in reversed(sorted(kids.get(-1, []), key=lambda c: (node_tid[c], first[c])))]
+    while todo:
+        k, path, d = todo.pop()
+        if d > max_depth:
+            continue
+        path = path + (str(names[node_label[k]]),)
+        out.append(TreeNode(node_tid[k], path, d, int(count[k]), int(ci[k]), int(cs[k]), int(gi[k]), int(gs[k]), int(cross[k]), int(first[k])))
+        for c in reversed(sorted(kids.get(k, []), key=lambda c: first[c])):
+            todo.append((c, path, d + 1))
+    return out

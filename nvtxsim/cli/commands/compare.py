@@ -1,0 +1,75 @@
+"""``nvtxsim compare BASE NEW``: per-phase change between two runs, with a CI regression gate.
+
+Exit codes: 0 no regression, 1 at least one phase regressed (with ``--fail-above``), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional
+
+from nvtxsim.analysis.compare import CompareSettings, compare
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.reporting.pipeline import load_with_progress
+
+FORMATS = ("table", "csv", "json", "markdown", "html")
+
+
+def run(args: argparse.Namespace) -> int:
+    from nvtxsim.reporting.renderers.compare import render_comparison
+
+    if args.output is not None:
+        check_writable(args.output, force=args.force, protect=[args.base, args.new])
+    if args.fail_above is not None and args.fail_above < 0:
+        raise NvtxsimError("--fail-above takes a percentage >= 0")
+    domain: Optional[str] = None if args.domain == "all" else args.domain
+    settings = CompareSettings(
+        metric=args.metric,
+        by=args.by,
+        skip_first=args.skip_first,
+        resamples=args.resamples,
+        confidence=args.confidence,
+        seed=args.seed,
+        fail_above=args.fail_above,
+        gate=args.gate,
+        min_samples=args.min_samples,
+    )
+    base = Detail(load_with_progress(args.base), domain=domain, match=args.match)
+    new = Detail(load_with_progress(args.new), domain=domain, match=args.match)
+    result = compare(base, new, settings)
+    term = args.output is None and sys.stdout.isatty()
+    text = render_comparison(result, args.format, width=terminal_width() if term else None, color=term)
+    deliver(text, args.output, force=args.force, protect=[args.base, args.new])
+    if result.regressions:
+        print(f"nvtxsim: regression in {len(result.regressions)} phase(s): {', '.join(p.phase for p in result.regressions)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "compare",
+        help="per-phase change between two exports (median, p99, bootstrap CI, regression gate)",
+        description="Compare two nsys exports phase by phase: change of the median and p99 with bootstrap confidence "
+        "intervals; --fail-above PCT exits 1 when a phase slowed down by more than PCT percent (CI gate).",
+    )
+    p.add_argument("base", metavar="BASE", help="baseline export (.sqlite, .sqlite.gz or .nsys-rep)")
+    p.add_argument("new", metavar="NEW", help="export to compare against the baseline")
+    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--domain", default="nvtxsim", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim)")
+    p.add_argument("--match", metavar="REGEX", help="only phases whose name matches REGEX")
+    p.add_argument("--metric", choices=("cpu", "gpu"), default="cpu", help="cpu: range time; gpu: GPU busy time of the range (default: cpu)")
+    p.add_argument("--by", metavar="NAME", help="compare per-iteration totals, iterations keyed on range NAME (e.g. iteration) instead of instances")
+    p.add_argument("--skip-first", type=int, default=0, metavar="N", help="with --by: leave out the first N iterations of each run")
+    p.add_argument("--fail-above", type=float, metavar="PCT", help="exit 1 if a phase's change exceeds PCT %% with its interval above 0")
+    p.add_argument("--gate", choices=("median", "p99", "both"), default="median", help="statistic --fail-above looks at (default: median)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default: 2000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0; same inputs and seed give the same output)")
+    p.add_argument("--min-samples", type=int, default=5, metavar="N", help="phases with fewer samples in either run are listed, not gated (default: 5)")
+    p.set_defaults(func=run)

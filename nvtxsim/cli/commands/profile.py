@@ -1,0 +1,138 @@
+"""``nvtxsim profile -- COMMAND ...``: run a program under Nsight Systems with the right flags,
+export SQLite and print the per-phase report. The program's exit code is returned unchanged."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+
+from nvtxsim.capture import nsys as capture
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.emit.window import ENV_ITERATIONS, parse_iterations
+
+try:  # the formats the report command renders (validated before a long run, not after)
+    from nvtxsim.cli.commands.report import FORMATS
+except ImportError:  # report pipeline not importable: accept the documented names
+    FORMATS = ("table", "csv", "json", "markdown")
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"nvtxsim: {message}\n")
+    sys.stderr.flush()
+
+
+def _request(args: argparse.Namespace) -> capture.ProfileRequest:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise NvtxsimError("no command to profile: nvtxsim profile [options] -- python train.py ...")
+    spec = args.iterations if args.iterations is not None else os.environ.get(ENV_ITERATIONS, "").strip() or None
+    window = parse_iterations(spec) if spec else None
+    output = capture.output_stem(args.output) if args.output else capture.default_output()
+    return capture.ProfileRequest(
+        command=command,
+        output=output,
+        trace=capture.parse_trace(args.trace) if args.trace else capture.DEFAULT_TRACE,
+        window=window,
+        window_api=args.window,
+        force=args.force,
+        nsys_args=tuple(args.nsys_arg or ()),
+    )
+
+
+def _report(path: "os.PathLike[str] | str", args: argparse.Namespace) -> None:
+    """Print the report; a failure here is reported but never replaces the program's exit code."""
+    try:
+        from nvtxsim.cli.commands.report import run_report
+    except ImportError as exc:
+        _say(f"report not available ({exc}); run `nvtxsim report {path}` later")
+        return
+    domain = None if args.domain == "all" else args.domain
+    try:
+        run_report(path, fmt=args.format, domain=domain, out=None)
+    except NvtxsimError as exc:
+        _say(f"report failed: {exc}")
+    except BrokenPipeError:
+        pass
+    except Exception as exc:  # the capture is done; never lose the exit code over the report
+        _say(f"report failed: {type(exc).__name__}: {exc} (the export is at {path})")
+
+
+def run(args: argparse.Namespace) -> int:
+    req = _request(args)
+    nsys = capture.find_nsys()
+    capture.check_outputs(req.output, force=req.force)
+    argv = capture.build_profile_command(nsys, req)
+    window = f", {req.window.describe()}" if req.window else ""
+    _say(f"nsys {nsys.version_text} ({nsys.path}){window}")
+    _say("$ " + shlex.join(argv))
+    result = capture.run_profile(nsys, req)
+    if result.report is None:
+        # Nothing was captured at all: a failed program keeps its code, a clean exit becomes an error.
+        if result.returncode != 0:
+            _say(result.problem or "nsys wrote no report")
+            return result.returncode
+        raise NvtxsimError(result.problem or "nsys wrote no report")
+    written = [str(p) for p in (result.report, result.sqlite) if p is not None]
+    _say("wrote " + " and ".join(written))
+    if result.problem:
+        _say(result.problem)
+    if result.returncode != 0:
+        _say(f"the program exited with status {result.returncode}")
+    if result.sqlite is not None and not args.no_report:
+        sys.stdout.flush()
+        _report(result.sqlite, args)
+    return result.returncode
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "profile",
+        help="run a program under Nsight Systems, export SQLite, print the per-phase report",
+        description=(
+            "Run COMMAND under nsys with flags that work (sampling off, CUDA graphs per node, NVTX, "
+            "optional capture window), export SQLite and print the per-phase report. "
+            "The exit code is the program's."
+        ),
+        epilog=(
+            "examples:\n"
+            "  nvtxsim profile -o runs/train -- python train.py --steps 200\n"
+            "  nvtxsim profile --iterations 100:120 -- python train.py   # needs nvtxsim.step() per iteration\n"
+            "  nvtxsim profile --nsys-arg=--osrt-threshold=10000 -- ./sim\n"
+            "nsys is taken from $NSYS, else PATH, else /opt/nvidia/nsight-systems*/ and the Nsight Compute folders."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--iterations",
+        metavar="A:B",
+        help="record only iterations A..B-1, counted by nvtxsim.step() calls (default: $NVTXSIM_ITERATIONS, else all)",
+    )
+    p.add_argument(
+        "--window",
+        choices=("nvtx", "cuda"),
+        default="nvtx",
+        help="how the window starts/stops nsys: an NVTX capture range (default) or cudaProfilerStart/Stop",
+    )
+    p.add_argument(
+        "--trace",
+        metavar="LIST",
+        help=f"nsys --trace list (default: {','.join(capture.DEFAULT_TRACE)}; must include nvtx)",
+    )
+    p.add_argument("-o", "--output", metavar="NAME", help="report name: writes NAME.nsys-rep and NAME.sqlite (default: nvtxsim-N)")
+    p.add_argument("--force", action="store_true", help="overwrite NAME.nsys-rep / NAME.sqlite if they exist")
+    p.add_argument(
+        "--nsys-arg",
+        action="append",
+        metavar="ARG",
+        help="extra nsys profile argument, repeatable; write it with '=' (--nsys-arg=--sample=process-tree); "
+        "it replaces nvtxsim's own setting of the same switch",
+    )
+    p.add_argument("--no-report", action="store_true", help="capture and export only")
+    p.add_argument("--format", choices=FORMATS, default="table", help="report format (default: table)")
+    p.add_argument("--domain", default="nvtxsim", metavar="NAME", help="NVTX domain to report, or 'all' (default: nvtxsim)")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program and its arguments")
+    p.set_defaults(func=run)

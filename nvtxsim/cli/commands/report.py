@@ -1,0 +1,131 @@
+"""``nvtxsim report``: per-phase CPU/GPU tables from an nsys export."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Optional, TextIO
+
+from nvtxsim.analysis.projection import Report, summarize
+from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.reporting.summary import RENDERERS, render_table
+from nvtxsim.cli.progress import progress_after
+from nvtxsim.reporting.pipeline import DETAIL_FORMATS, DetailRequest, add_detail_arguments, load_with_progress, render_detail, request_from_args
+
+FORMATS = tuple(RENDERERS) + DETAIL_FORMATS
+
+
+def make_report(path: "str | Path", *, domain: Optional[str] = "nvtxsim", progress: Optional[bool] = False) -> Report:
+    """Load → analyse one export (the programmatic form of ``nvtxsim report``)."""
+    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.analysis.gpu import graph_hints
+
+    export = load_with_progress(path, progress=progress)
+    report = summarize(export, domain=domain)
+    report.warnings.extend(graph_hints(Detail(export, domain=domain)))
+    return report
+
+
+def render(report: Report, fmt: str, *, to_terminal: bool = False) -> str:
+    if fmt == "table":
+        return render_table(report, color=to_terminal, width=terminal_width() if to_terminal else None)
+    return RENDERERS[fmt](report)
+
+
+def run_report(
+    path: "str | Path",
+    *,
+    fmt: str = "table",
+    domain: Optional[str] = "nvtxsim",
+    out: "str | Path | None" = None,
+    force: bool = False,
+    stream: Optional[TextIO] = None,
+    request: Optional[DetailRequest] = None,
+) -> int:
+    """Report on ``path`` to ``out`` (a file, written atomically) or ``stream`` (default stdout).
+
+    ``request`` asks for views, filters and the html/perfetto formats (see :mod:`nvtxsim.reporting.pipeline`).
+    """
+    if out is not None:
+        check_writable(out, force=force, protect=[path])
+    request = request or DetailRequest()
+    stream = stream or sys.stdout
+    term = out is None and bool(getattr(stream, "isatty", lambda: False)())
+    # One progress display (stderr, terminals only, after 1 s) over load, analysis and rendering.
+    with progress_after(f"loading {Path(path).name}") as progress:
+        if request.is_classic and fmt in RENDERERS:
+            report = make_report(path, domain=domain, progress=False)
+            progress.stage("rendering")
+            text = render(report, fmt, to_terminal=term)
+        else:
+            export = load_with_progress(path, progress=False)
+            progress.stage("analysing")
+            text = render_detail(export, fmt, request, domain=domain, to_terminal=term, width=terminal_width() if term else None, progress=False)
+    deliver(text, out, force=force, protect=[path], stream=stream)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    domain = None if args.domain == "all" else args.domain
+    if args.cache is not None:  # read by load(), also in rank worker processes
+        os.environ["NVTXSIM_CACHE"] = "1" if args.cache else "0"
+    if len(args.paths) > 1 or args.dask:
+        return run_ranks(args.paths, fmt=args.format, domain=domain, out=args.output, force=args.force, jobs=args.jobs, dask=args.dask, request=request_from_args(args))
+    return run_report(args.paths[0], fmt=args.format, domain=domain, out=args.output, force=args.force, request=request_from_args(args))
+
+
+def run_ranks(
+    paths: "list[str]",
+    *,
+    fmt: str = "table",
+    domain: Optional[str] = "nvtxsim",
+    out: "str | Path | None" = None,
+    force: bool = False,
+    jobs: Optional[int] = None,
+    dask: Optional[str] = None,
+    request: Optional[DetailRequest] = None,
+) -> int:
+    """Several exports (one per rank): per-rank tables, the merged table and the spread across ranks."""
+    from nvtxsim.errors import NvtxsimError
+    from nvtxsim.analysis.ranks import rank_spread, report_many
+    from nvtxsim.reporting.summary import render_ranks
+
+    if fmt in DETAIL_FORMATS or (request is not None and not request.is_classic):
+        raise NvtxsimError(f"with several exports only the summary is available (formats {', '.join(RENDERERS)}); report one file for views, html or perfetto")
+    if out is not None:
+        check_writable(out, force=force, protect=paths)
+    reports, merged = report_many(paths, domain=domain, workers=jobs, dask=dask)
+    tty = out is None and sys.stdout.isatty()
+    text = render_ranks(reports, merged, rank_spread(reports), fmt, color=tty, width=terminal_width() if tty else None)
+    deliver(text, out, force=force, protect=paths)
+    return 0
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "report",
+        help="per-phase CPU/GPU timing table of an nsys export",
+        description="Per-phase CPU and GPU timing of an Nsight Systems export (.sqlite, or .nsys-rep when nsys is installed).",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="nsys export (.sqlite, .sqlite.gz or .nsys-rep); several: one per rank, reported per rank and merged")
+    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument(
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep parsed columns in .nvtxsim-cache/ beside the export for faster repeated reports (default: NVTXSIM_CACHE, off)",
+    )
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="with several exports (one per rank): processes to load them in (default: one per file, up to the cores)")
+    p.add_argument("--dask", metavar="ADDRESS", help="with several exports: run the per-file work on the Dask scheduler at ADDRESS (pip install 'nvtxsim[dask]')")
+    p.add_argument(
+        "--domain",
+        default="nvtxsim",
+        metavar="NAME",
+        help="NVTX domain to report: a name, 'default' for the unnamed domain, or 'all' (default: nvtxsim)",
+    )
+    add_detail_arguments(p)
+    p.set_defaults(func=run)

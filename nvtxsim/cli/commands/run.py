@@ -1,0 +1,128 @@
+"""``nvtxsim run SCRIPT [ARGS...]``: run an unmodified Isaac Lab script with nvtxsim phases.
+
+The script runs as ``python SCRIPT ARGS...`` would run it (``runpy``, ``__name__ ==
+"__main__"``, ``sys.argv``, ``sys.path[0]`` = the script's folder) after an import
+hook is installed that instruments Isaac Lab envs and rsl_rl / skrl / rl_games
+runners as the script creates them (:mod:`nvtxsim.isaaclab.auto`). Nothing is
+imported up front. The exit code is the script's. Under a profiler::
+
+    nsys profile -t nvtx,cuda,osrt --sample=none --cpuctxsw=none -o run \\
+        python -m nvtxsim run scripts/reinforcement_learning/rsl_rl/train.py --task Isaac-Cartpole-v0 --headless
+    nvtxsim profile -o run -- python -m nvtxsim run train.py --task ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import traceback
+from typing import Any
+
+from nvtxsim.errors import NvtxsimError
+
+
+def _exit_code(code: Any) -> int:
+    """What the interpreter would exit with for ``SystemExit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, bool):
+        return int(code)
+    if isinstance(code, int):
+        return code & 0xFF if code >= 0 else code % 256
+    try:
+        sys.stderr.write(f"{code}\n")
+    except Exception:
+        pass
+    return 1
+
+
+def execute(argv: list[str], *, module: bool = False) -> int:
+    """Run ``argv`` (a script path or, with ``module``, a module name, then its arguments) as ``__main__``."""
+    target, rest = argv[0], argv[1:]
+    saved_argv, saved_path0 = sys.argv[:], (sys.path[0] if sys.path else None)
+    try:
+        if module:
+            sys.argv = [target, *rest]  # runpy replaces argv[0] with the module's file
+            runner = lambda: runpy.run_module(target, run_name="__main__", alter_sys=True)  # noqa: E731
+        else:
+            path = os.path.abspath(target)
+            sys.argv = [target, *rest]
+            folder = os.path.dirname(path)
+            if sys.path:
+                sys.path[0] = folder
+            else:
+                sys.path.insert(0, folder)
+            runner = lambda: runpy.run_path(path, run_name="__main__")  # noqa: E731
+        try:
+            runner()
+        except SystemExit as exc:
+            return _exit_code(exc.code)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # the program's own error: show it like Python would
+            etype, value, tb = sys.exc_info()
+            while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
+                tb = tb.tb_next
+            traceback.print_exception(etype, value, tb)
+            return 1
+        return 0
+    finally:
+        sys.argv = saved_argv
+        if saved_path0 is not None and sys.path:
+            sys.path[0] = saved_path0
+
+
+def _is_ours(filename: str) -> bool:
+    return filename == __file__ or filename == runpy.__file__ or filename.startswith("<frozen runpy")
+
+
+def run(args: argparse.Namespace) -> int:
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise NvtxsimError("nothing to run: nvtxsim run SCRIPT [ARGS...] or nvtxsim run -m MODULE [ARGS...]")
+    if args.module:
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(argv[0]) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise NvtxsimError(f"-m {argv[0]}: no module of that name")
+    else:
+        if not os.path.exists(argv[0]):
+            raise NvtxsimError(f"{argv[0]}: no such file")
+        if os.path.isdir(argv[0]) and not os.path.isfile(os.path.join(argv[0], "__main__.py")):
+            raise NvtxsimError(f"{argv[0]}: is a directory without __main__.py")
+    if not args.no_instrument:
+        from nvtxsim.isaaclab import auto
+
+        auto.install(count_steps=not args.no_count_steps, quiet=True if args.quiet else None)
+    return execute(argv, module=args.module)
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "run",
+        help="run an unmodified Isaac Lab script with phases on its envs and RL runners",
+        description="Run SCRIPT (or -m MODULE) like 'python SCRIPT ARGS...', instrumenting Isaac Lab envs "
+        "(DirectRLEnv, ManagerBasedRLEnv, ManagerBasedEnv, DirectMARLEnv) and rsl_rl / skrl / rl_games runners "
+        "as they are created. Exit code: the script's. Put nvtxsim's own options before SCRIPT.",
+        epilog="examples:\n"
+        "  python -m nvtxsim run scripts/reinforcement_learning/rsl_rl/train.py --task Isaac-Cartpole-v0 --headless\n"
+        "  nvtxsim profile -o cartpole -- python -m nvtxsim run train.py --task Isaac-Cartpole-v0 --headless\n"
+        "  nvtxsim profile --iterations 100:120 -- python -m nvtxsim run train.py ...   # env steps 100..119",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("-m", dest="module", action="store_true", help="run a module (like python -m MODULE)")
+    p.add_argument("--no-count-steps", action="store_true",
+                   help="do not count env steps as iterations for capture windows (nvtxsim profile --iterations)")
+    p.add_argument("--no-instrument", action="store_true", help="run without instrumentation (for comparisons)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no 'nvtxsim: instrumented ...' lines on stderr")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]", help="the program and its arguments")
+    p.set_defaults(func=run)
+

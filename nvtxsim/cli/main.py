@@ -1,0 +1,91 @@
+"""Command-line front end: ``nvtxsim <command> ...``.
+
+Each command lives in its own module exposing ``add_parser(subparsers)`` (which
+registers the command and sets ``func``); ``_COMMANDS`` lists them in help order.
+Only the module of the command being run is imported: a small report is start-up
+bound, and the other commands pull in subprocess, importlib.metadata and the like.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Optional, Sequence
+
+from nvtxsim.errors import NvtxsimError
+
+_COMMANDS = (
+    "nvtxsim.cli.commands.report",
+    "nvtxsim.cli.commands.compare",
+    "nvtxsim.cli.commands.profile",
+    "nvtxsim.cli.commands.doctor",
+    "nvtxsim.cli.commands.run",
+    "nvtxsim.cli.commands.isaaclab",
+)
+_MODULE_OF = {m.rsplit(".", 1)[1]: m for m in _COMMANDS}  # command name → its module
+
+
+#: Commands that only read exports: no BLAS work, so OpenBLAS/MKL/OpenMP need not start a
+#: thread per core when numpy is imported (0.3 s of a 16-core host's start-up). Never set for
+#: ``run``/``profile``, whose child or in-process program is the user's.
+_ANALYSIS_COMMANDS = frozenset({"report", "compare"})
+_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _command_in(argv: Sequence[str]) -> Optional[str]:
+    """The command named in ``argv`` when it is a known one (the first argument not an option)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in _MODULE_OF else None
+        if arg in ("-h", "--help", "--version"):
+            return None
+    return None
+
+
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of command ``only`` (what ``main`` needs to run it)."""
+    from nvtxsim import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="nvtxsim",
+        description="Per-phase CPU/GPU timing of simulation and RL loops from Nsight Systems exports.",
+    )
+    parser.add_argument("--version", action="version", version=f"nvtxsim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _COMMANDS if only is None else (_MODULE_OF[only],):
+        importlib.import_module(module).add_parser(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_in(argv)
+    if command in _ANALYSIS_COMMANDS and "numpy" not in sys.modules:
+        for var in _THREAD_VARIABLES:
+            os.environ.setdefault(var, "1")
+    parser = build_parser(only=command)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except NvtxsimError as exc:
+        print(f"nvtxsim: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("nvtxsim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug of ours: still one line, the traceback only on request
+        if os.environ.get("NVTXSIM_DEBUG"):
+            raise
+        print(f"nvtxsim: internal error: {type(exc).__name__}: {exc} (set NVTXSIM_DEBUG=1 for the traceback; please report it)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Emit stage: put phases around methods of classes or objects by name, without editing them.
+
+Methods are wrapped where they are looked up (the class given, or the instance),
+so a subclass override is wrapped when the subclass is the target. Every change
+is recorded so :meth:`Instrumentation.restore` puts back exactly what was there.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Union
+
+from nvtxsim.emit import ranges as _emit
+from nvtxsim.emit.ranges import phase
+
+PhaseSpec = Union[str, phase]
+
+_MISSING = object()
+_UNCHANGED = object()  # a _Patch.previous for a method left as it was (idle instrumentation)
+
+
+@dataclass
+class _Patch:
+    owner: Any  # class or instance whose __dict__ was changed
+    name: str
+    previous: Any  # what owner.__dict__ held before, _MISSING, or _UNCHANGED (nothing replaced)
+    label: str
+
+
+@dataclass
+class Instrumentation:
+    """What :func:`instrument` changed; restores it on :meth:`restore` or at the end of a ``with`` block.
+
+    ``idle`` is True when ranges were not being recorded (no profiler attached, or nvtxsim
+    disabled) at the time of the call: like a ``@phase`` decorator then, and like ``nvtx``'s,
+    nothing was replaced, so the methods cost nothing; ``patched`` still names what would
+    have been wrapped. Instrument after :func:`nvtxsim.enable`, not before.
+    """
+
+    patches: list[_Patch] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    idle: bool = False
+
+    @property
+    def patched(self) -> list[str]:
+        """``Class.method`` for every method wrapped."""
+        return [p.label for p in self.patches]
+
+    def restore(self) -> None:
+        """Put back every original method, newest first; calling it twice is harmless; never raises."""
+        while self.patches:
+            p = self.patches.pop()
+            try:
+                _undo(p)
+            except Exception as exc:  # a target that refuses the change back: keep going with the rest
+                warnings.warn(f"nvtxsim: could not restore {p.label} ({type(exc).__name__}: {exc})", stacklevel=2)
+
+    def extend(self, other: "Instrumentation") -> "Instrumentation":
+        self.patches.extend(other.patches)
+        other.patches = []
+        self.skipped.extend(other.skipped)
+        return self
+
+    def __enter__(self) -> "Instrumentation":
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        self.restore()
+        return False
+
+    def __len__(self) -> int:
+        return len(self.patches)
+
+
+def _undo(p: _Patch) -> None:
+    if p.previous is _UNCHANGED:
+        return
+    d = _dict_of(p.owner)
+    if p.previous is _MISSING:
+        if isinstance(p.owner, type):
+            if p.name in p.owner.__dict__:
+                delattr(p.owner, p.name)
+        elif d is not None:
+            d.pop(p.name, None)
+    elif isinstance(p.owner, type):
+        setattr(p.owner, p.name, p.previous)
+    elif d is not None:
+        d[p.name] = p.previous
+
+
+def _dict_of(obj: Any) -> Any:
+    try:
+        return object.__getattribute__(obj, "__dict__")
+    except Exception:  # no __dict__, or a __dict__ property that raises
+        return None
+
+
+def _as_phase(spec: PhaseSpec) -> phase:
+    return spec if isinstance(spec, phase) else phase(str(spec))
+
+
+def is_instrumented(fn: Any) -> bool:
+    """True when ``fn`` (function, method or descriptor) is already an nvtxsim wrapper."""
+    fn = getattr(fn, "__func__", fn)
+    return getattr(fn, "__nvtxsim_phase__", None) is not None
+
+
+def _lookup_static(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return _MISSING
+
+
+def instrument(
+    target: Any,
+    methods: Union[Mapping[str, PhaseSpec], Iterable[str]],
+    *,
+    warn: bool = True,
+) -> Instrumentation:
+    """Wrap methods of ``target`` (a class or an instance) in phases, by name.
+
+    ``methods`` maps a method name to a phase name (or :class:`phase`); a plain
+    list of names uses each name as its phase. Wrapping an already wrapped
+    method is a no-op; properties and missing names are skipped (one warning).
+    While nothing is recorded (no profiler, or disabled), plain phases install nothing
+    (``Instrumentation.idle``), as a ``@phase`` decorator returns the function unchanged.
+    """
+    if not isinstance(methods, Mapping):
+        methods = {m: m for m in methods}
+    result = Instrumentation(idle=not _emit.is_recording())
+    is_class = isinstance(target, type)
+    owner_label = target.__qualname__ if is_class else type(target).__qualname__
+    for name, spec in methods.items():
+        label = f"{owner_label}.{name}"
+        raw = _lookup_static(target if is_class else type(target), name)
+        if not is_class:
+            d = _dict_of(target)
+            if d is not None and name in d:
+                raw = d[name]
+        if raw is _MISSING:
+            result.skipped.append(f"{label} (missing)")
+            continue
+        if isinstance(raw, property) or (inspect.isdatadescriptor(raw) and not callable(raw)):
+            result.skipped.append(f"{label} (property)")
+            continue
+        if is_instrumented(raw):
+            continue
+        ph = _as_phase(spec)
+        if result.idle and type(ph).wrap is phase.wrap:  # subclasses' wrappers may do more than ranges
+            result.patches.append(_Patch(target, name, _UNCHANGED, label))
+            continue
+        if is_class:
+            if isinstance(raw, staticmethod):
+                new: Any = staticmethod(ph.wrap(raw.__func__))
+            elif isinstance(raw, classmethod):
+                new = classmethod(ph.wrap(raw.__func__))
+            elif callable(raw):
+                new = ph.wrap(raw)
+            else:
+                result.skipped.append(f"{label} (not callable)")
+                continue
+            previous = target.__dict__.get(name, _MISSING)
+            try:
+                setattr(target, name, new)
+            except Exception as exc:  # builtin/immutable types, metaclasses that refuse attributes
+                result.skipped.append(f"{label} (cannot be replaced: {type(exc).__name__})")
+                continue
+            result.patches.append(_Patch(target, name, previous, label))
+        else:
+            d = _dict_of(target)
+            try:
+                bound = getattr(target, name)
+            except Exception as exc:
+                result.skipped.append(f"{label} (lookup failed: {type(exc).__name__})")
+                continue
+            if d is None or not callable(bound):
+                result.skipped.append(f"{label} (no instance dict)" if d is None else f"{label} (not callable)")
+                continue
+            previous = d.get(name, _MISSING)
+            d[name] = ph.wrap(bound)
+            result.patches.append(_Patch(target, name, previous, label))
+    if warn and result.skipped:
+        warnings.warn("nvtxsim: not instrumented: " + ", ".join(result.skipped), stacklevel=2)
+    return result

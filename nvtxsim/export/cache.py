@@ -1,0 +1,292 @@
+"""An optional cache of the parsed columns of an export, for repeated reports of the same file.
+
+Why: reading a large export (tens of millions of CUDA rows) takes seconds to minutes; the
+second report of the same file should not pay that again. The cache holds what
+:func:`nvtxsim.export.reader.load` produced - ranges, labels, strings, metadata, side tables, and
+the CUDA columns of small exports; for large (streamed) exports it holds the per-range GPU
+projection instead of tens of millions of CUDA rows - in one uncompressed ``.npz``.
+
+Where: ``<export dir>/.nvtxsim-cache/<name>.<size>.<mtime_ns>.npz``, or, when that folder
+cannot be written, ``$XDG_CACHE_HOME/nvtxsim/`` (default ``~/.cache/nvtxsim``) with a
+hash of the export's folder in the name. The export itself is never written.
+
+Invalidation: the entry's name carries the export's size and mtime; inside, the entry
+also records the export's device/inode, the first 100 bytes of the file (the SQLite
+header, with its change counter) and a hash of nvtxsim's loader source. Any mismatch is a
+miss; a miss rebuilds the entry and removes older entries of the same export.
+
+Use: ``nvtxsim report --cache`` (or ``NVTXSIM_CACHE=1``) reads and writes it; ``--no-cache``
+(``NVTXSIM_CACHE=0``, the default) neither reads nor writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from nvtxsim.cli.output import replace_via_temp
+
+FORMAT = 1
+ENV = "NVTXSIM_CACHE"
+DIRNAME = ".nvtxsim-cache"
+#: Modules whose code decides what load() returns (and the streamed projection): a change invalidates entries.
+_CODE = ("load.py", "pages.py", "stream.py", "analyse.py", "extras.py", "cache.py")
+
+
+def enabled(flag: Optional[bool] = None) -> bool:
+    """``flag`` if given (``--cache``/``--no-cache``), else the NVTXSIM_CACHE environment variable."""
+    if flag is not None:
+        return bool(flag)
+    return os.environ.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _code_hash() -> str:
+    h = hashlib.sha1(str(FORMAT).encode())
+    here = Path(__file__).resolve().parent
+    for name in _CODE:
+        try:
+            h.update((here / name).read_bytes())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()[:16]
+
+
+def _identity(path: Path) -> dict:
+    st = os.stat(path)
+    with open(path, "rb") as fh:
+        head = fh.read(100)
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "dev": st.st_dev,
+        "ino": st.st_ino,
+        "head": hashlib.sha1(head).hexdigest(),
+        "code": _code_hash(),
+    }
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def entry_path(path: "str | os.PathLike[str]", *, create: bool = False) -> Path:
+    """Where the cache entry of ``path`` lives (``create``: make the folder, choosing a writable one)."""
+    path = Path(path).resolve()
+    st = os.stat(path)
+    name = f"{path.name}.{st.st_size}.{st.st_mtime_ns}.npz"
+    local = path.parent / DIRNAME
+    if local.is_dir() and os.access(local, os.W_OK | os.X_OK) or (create and _writable(local)):
+        return local / name
+    if not create and (local / name).exists():
+        return local / name
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nvtxsim"
+    if create:
+        base.mkdir(parents=True, exist_ok=True)
+    tag = hashlib.sha1(str(path.parent).encode()).hexdigest()[:12]
+    return base / f"{tag}-{name}"
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+class _Uncacheable(Exception):
+    pass
+
+
+def _encode(value: Any, key: str, arrays: dict[str, np.ndarray]) -> Any:
+    """JSON-able description of ``value``; numpy arrays go to ``arrays`` under ``key``."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"t": "v", "v": value}
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return {"t": "strs", "v": [str(x) for x in value.tolist()]}
+        arrays[key] = value
+        return {"t": "a", "k": key}
+    if isinstance(value, Path):
+        return {"t": "path", "v": str(value)}
+    if isinstance(value, (frozenset, set)):
+        return {"t": "set", "frozen": isinstance(value, frozenset), "v": [_encode(x, f"{key}.{i}", arrays) for i, x in enumerate(sorted(value, key=str))]}
+    if isinstance(value, (list, tuple)):
+        return {"t": "tuple" if isinstance(value, tuple) else "list", "v": [_encode(x, f"{key}.{i}", arrays) for i, x in enumerate(value)]}
+    if isinstance(value, dict):
+        items = list(value.items())
+        return {"t": "dict", "k": [_encode(k, f"{key}.k{i}", arrays) for i, (k, _) in enumerate(items)], "v": [_encode(v, f"{key}.v{i}", arrays) for i, (_, v) in enumerate(items)]}
+    if dataclasses.is_dataclass(value) and type(value).__module__.startswith("nvtxsim."):
+        cls = type(value)
+        fields = {f.name: _encode(getattr(value, f.name), f"{key}.{f.name}", arrays) for f in dataclasses.fields(value)}
+        return {"t": "dc", "m": cls.__module__, "c": cls.__qualname__, "f": fields}
+    raise _Uncacheable(f"cannot cache a {type(value).__name__}")
+
+
+def _decode(desc: Any, npz) -> Any:
+    t = desc["t"]
+    if t == "v":
+        return desc["v"]
+    if t == "a":
+        return npz[desc["k"]]
+    if t == "strs":
+        return np.array(desc["v"], dtype=object)
+    if t == "path":
+        return Path(desc["v"])
+    if t == "set":
+        items = [_decode(x, npz) for x in desc["v"]]
+        return frozenset(items) if desc["frozen"] else set(items)
+    if t in ("list", "tuple"):
+        items = [_decode(x, npz) for x in desc["v"]]
+        return tuple(items) if t == "tuple" else items
+    if t == "dict":
+        return {_decode(k, npz): _decode(v, npz) for k, v in zip(desc["k"], desc["v"])}
+    if t == "dc":
+        if not desc["m"].startswith("nvtxsim."):
+            raise _Uncacheable("foreign class")
+        cls = getattr(importlib.import_module(desc["m"]), desc["c"])
+        return cls(**{name: _decode(f, npz) for name, f in desc["f"].items()})
+    raise _Uncacheable(f"unknown entry type {t!r}")
+
+
+# --------------------------------------------------------------------------- entries
+
+
+def _export_state(export) -> tuple[dict, dict[str, np.ndarray]]:
+    from nvtxsim.analysis.stream import LazyApiCalls, LazyGpuOps, source_of
+
+    arrays: dict[str, np.ndarray] = {}
+    doc: dict[str, Any] = {"fields": {}}
+    src = source_of(export)
+    for f in dataclasses.fields(export):
+        value = getattr(export, f.name)
+        if f.name in ("api", "gpu") and isinstance(value, (LazyApiCalls, LazyGpuOps)):
+            continue
+        if f.name == "ranges":  # names/domains follow from labels: store the numeric columns only
+            value = dataclasses.replace(value, name=np.zeros(0, dtype=object), domain=np.zeros(0, dtype=object))
+        doc["fields"][f.name] = _encode(value, f.name, arrays)
+    if src is not None:
+        api_count, gpu_counts = src.counts() if src.api_count is not None else (None, None)
+        st = os.stat(src.path)
+        doc["stream"] = {
+            "path": str(src.path),
+            "path_stat": [st.st_size, st.st_mtime_ns],
+            "api_cols": sorted(src.api_cols),
+            "gpu_tables": [[k, t, sorted(c)] for k, t, c in src.gpu_tables],
+            "api_count": api_count,
+            "gpu_counts": {str(k): v for k, v in (gpu_counts or {}).items()},
+        }
+        if src.projection is not None:
+            doc["projection"] = _encode(src.projection, "projection", arrays)
+    return doc, arrays
+
+
+def _write(entry: Path, ident: dict, export) -> None:
+    doc, arrays = _export_state(export)
+    doc["identity"] = ident
+    arrays["__doc__"] = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
+    with replace_via_temp(entry, "wb") as fh:
+        np.savez(fh, **arrays)
+    # Older entries of the same export (other size/mtime) are stale now.
+    stale = re.compile(re.escape(_base_name(entry.name)) + r"\.\d+\.\d+\.npz")
+    for old in entry.parent.iterdir():
+        if old != entry and stale.fullmatch(old.name):
+            try:
+                old.unlink()
+            except OSError:
+                pass
+
+
+def _base_name(entry_name: str) -> str:
+    """``demo.sqlite.123.456.npz`` → ``demo.sqlite``."""
+    return entry_name.rsplit(".", 3)[0]
+
+
+def _read(entry: Path, ident: dict):
+    from nvtxsim.export.reader import Export
+    from nvtxsim.analysis.stream import LazyApiCalls, LazyGpuOps, Source
+
+    with np.load(entry, allow_pickle=False) as npz:
+        doc = json.loads(bytes(npz["__doc__"]).decode())
+        if doc.get("identity") != ident:
+            return None
+        fields = {name: _decode(desc, npz) for name, desc in doc["fields"].items()}
+        if "stream" in doc:
+            s = doc["stream"]
+            st = os.stat(s["path"])
+            if [st.st_size, st.st_mtime_ns] != s["path_stat"]:
+                return None
+            src = Source(
+                path=Path(s["path"]),
+                api_cols=set(s["api_cols"]),
+                gpu_tables=[(k, t, set(c)) for k, t, c in s["gpu_tables"]],
+                api_count=s["api_count"],
+                gpu_counts={int(k): v for k, v in s["gpu_counts"].items()} if s["api_count"] is not None else None,
+            )
+            if "projection" in doc:
+                src.projection = _decode(doc["projection"], npz)
+            fields["api"], fields["gpu"] = LazyApiCalls(src), LazyGpuOps(src)
+    export = Export(**fields)
+    r, labels = export.ranges, export.labels
+    if labels:
+        r.name = np.array([n for _, n in labels], dtype=object)[r.label]
+        r.domain = np.array([d for d, _ in labels], dtype=object)[r.label]
+    return export
+
+
+def load_cached(path: "str | os.PathLike[str]", *, cuda: bool = True):
+    """:func:`nvtxsim.export.reader.load` through the cache: a valid entry is read, else the export is loaded and stored."""
+    from nvtxsim.export.reader import load
+
+    source = Path(path)
+    try:
+        ident = _identity(source)
+        ident["cuda"] = bool(cuda)
+        entry = entry_path(source)
+    except OSError:
+        return load(source, cuda=cuda, cache=False)  # load() reports the problem with the file
+    if entry.exists():
+        try:
+            got = _read(entry, ident)
+        except (OSError, ValueError, KeyError, TypeError, _Uncacheable, AttributeError):
+            got = None
+        if got is not None:
+            got.path = source
+            _remember(got, entry, ident)
+            return got
+    export = load(source, cuda=cuda, cache=False)
+    try:
+        entry = entry_path(source, create=True)
+        _write(entry, ident, export)
+        _remember(export, entry, ident)
+    except (OSError, _Uncacheable, ValueError, TypeError):
+        pass  # a cache that cannot be written is no reason to fail a report
+    return export
+
+
+def _remember(export, entry: Path, ident: dict) -> None:
+    """Streamed exports: once the projection is computed, add it to the entry."""
+    from nvtxsim.analysis.stream import source_of
+
+    src = source_of(export)
+    if src is not None:
+        src.cache_entry = (entry, ident, export)
+
+
+def store_projection(src) -> None:
+    """Called by the streamed projection when it has finished: rewrite the entry with it."""
+    info = getattr(src, "cache_entry", None)
+    if info is None:
+        return
+    entry, ident, export = info
+    try:
+        _write(entry, ident, export)
+    except (OSError, _Uncacheable, ValueError, TypeError):
+        pass

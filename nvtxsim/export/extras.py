@@ -1,0 +1,103 @@
+"""Side tables of an export that only the detailed report views need.
+
+Read once by :func:`nvtxsim.export.reader.load` while the export is open, so views never
+reopen (or re-inflate) the file: OS thread names, process names, GPU names,
+graph-level CUDA graph executions (``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``, newer
+nsys) and whether kernels carry CUDA-graph node ids (``--cuda-graph-trace=node``).
+Every table is optional; absent ones leave empty fields.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+
+
+@dataclass
+class GraphExecs:
+    """Whole-graph executions traced graph-level: one row per graph launch on the GPU."""
+
+    start: np.ndarray
+    end: np.ndarray
+    global_pid: np.ndarray
+    correlation_id: np.ndarray
+    device_id: np.ndarray
+    stream_id: np.ndarray
+    graph_id: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+
+@dataclass
+class Extras:
+    thread_names: dict[int, str] = field(default_factory=dict)  # globalTid → OS thread name
+    process_names: dict[int, str] = field(default_factory=dict)  # globalPid → process name
+    gpu_names: dict[int, str] = field(default_factory=dict)  # deviceId → GPU name
+    graph_execs: Optional[GraphExecs] = None  # graph-level executions, when traced that way
+    graph_tables: tuple[str, ...] = ()  # CUDA graph tables present (CUDA_GRAPH_EVENTS, ...)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {_text(r[1]) for r in conn.execute(f'PRAGMA table_info("{table}")')}
+
+
+def _text(v: object) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def _names_by_id(conn: sqlite3.Connection, sql: str) -> dict[int, str]:
+    """``sql`` yields (key, StringIds id or text): resolve ids through StringIds."""
+    rows = conn.execute(sql).fetchall()
+    ids = {int(r[1]) for r in rows if isinstance(r[1], int)}
+    strings: dict[int, str] = {}
+    if ids:
+        for sid, value in conn.execute("SELECT id, value FROM StringIds"):
+            if sid in ids:
+                strings[int(sid)] = _text(value)
+    out: dict[int, str] = {}
+    for key, v in rows:
+        if key is None or v is None:
+            continue
+        out.setdefault(int(key), strings.get(int(v), "") if isinstance(v, int) else _text(v))
+    return out
+
+
+def read_extras(conn: sqlite3.Connection, tables: frozenset[str], *, cuda: bool = True) -> Extras:
+    """Everything optional the detail views use; never fails on a missing or odd table."""
+    ex = Extras()
+    conn.text_factory = bytes  # names may hold bad UTF-8
+    try:
+        if "ThreadNames" in tables and {"nameId", "globalTid"} <= _columns(conn, "ThreadNames") and "StringIds" in tables:
+            ex.thread_names = _names_by_id(conn, "SELECT globalTid, nameId FROM ThreadNames ORDER BY priority DESC" if "priority" in _columns(conn, "ThreadNames") else "SELECT globalTid, nameId FROM ThreadNames")
+        if "PROCESSES" in tables and {"globalPid", "name"} <= _columns(conn, "PROCESSES"):
+            ex.process_names = {int(k): _text(v) for k, v in conn.execute("SELECT globalPid, name FROM PROCESSES") if k is not None and v is not None}
+        if "TARGET_INFO_GPU" in tables and {"id", "name"} <= _columns(conn, "TARGET_INFO_GPU"):
+            ex.gpu_names = {int(k): _text(v) for k, v in conn.execute("SELECT id, name FROM TARGET_INFO_GPU") if k is not None and v is not None}
+        if not cuda:
+            return ex
+        ex.graph_tables = tuple(sorted(t for t in tables if t.startswith("CUDA_GRAPH")))
+        if GRAPH_TRACE_TABLE in tables:
+            cols = _columns(conn, GRAPH_TRACE_TABLE)
+            if {"start", "end", "globalPid", "correlationId"} <= cols:
+                sel = ["start", "end", "globalPid", "correlationId"] + [
+                    f"ifnull({c},-1)" if c in cols else "-1" for c in ("deviceId", "streamId", "graphId")
+                ]
+                cur = conn.execute(
+                    f"SELECT {', '.join(sel)} FROM {GRAPH_TRACE_TABLE} WHERE start IS NOT NULL AND end IS NOT NULL "
+                    "AND globalPid IS NOT NULL AND correlationId IS NOT NULL"
+                )
+                a = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64).reshape(-1, 7)
+                ex.graph_execs = GraphExecs(*(a[:, i].copy() for i in range(7)))
+    except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError):
+        pass  # side tables are best effort: the core report must still work
+    finally:
+        conn.text_factory = str
+    return ex

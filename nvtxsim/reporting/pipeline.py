@@ -1,0 +1,108 @@
+"""The detailed report: views, filters and the html/perfetto formats, for ``nvtxsim report``.
+
+Kept apart from :mod:`nvtxsim.cli.commands.report` so the command stays a thin CLI layer
+and the classic summary path stays exactly as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.export.reader import Export, load
+from nvtxsim.cli.progress import progress_after
+from nvtxsim.reporting.views import ViewOptions, build, parse_views
+
+DETAIL_FORMATS = ("html", "perfetto")
+
+
+@dataclass
+class DetailRequest:
+    """What a detailed report asks for (defaults = the classic summary)."""
+
+    views: list[str] = field(default_factory=lambda: ["summary"])
+    options: ViewOptions = field(default_factory=ViewOptions)
+    match: Optional[str] = None
+
+    @property
+    def is_classic(self) -> bool:
+        return self.views == ["summary"] and not self.match
+
+
+def load_with_progress(path: "str | Path", *, progress: Optional[bool] = None) -> Export:
+    with progress_after(f"loading {Path(path).name}", enabled=progress):
+        return load(path)
+
+
+def render_detail(
+    export: Export,
+    fmt: str,
+    request: DetailRequest,
+    *,
+    domain: Optional[str] = "nvtxsim",
+    to_terminal: bool = False,
+    width: Optional[int] = None,
+    progress: Optional[bool] = None,
+) -> str:
+    """Render ``export`` in ``fmt`` with the requested views (html includes every view)."""
+    from nvtxsim.reporting.renderers.tables import render_views
+
+    detail = Detail(export, domain=domain, match=request.match)
+    with progress_after("analysing", enabled=progress):
+        if fmt == "perfetto":
+            from nvtxsim.reporting.renderers.perfetto import render_perfetto
+
+            return render_perfetto(detail)
+        if fmt == "html":
+            from nvtxsim.reporting.renderers.html import render_html
+
+            return render_html(detail, request.options)
+        tables = build(detail, request.views, request.options)
+        report = detail.report
+        text = render_views(report, tables, fmt, width=width, color=to_terminal)
+        if "summary" not in request.views and report.warnings and fmt in ("table", "markdown"):
+            text += "".join(f"\nwarning: {w}" for w in report.warnings) + "\n"
+        return text
+
+
+__all__ = ["DetailRequest", "ViewOptions", "parse_views", "render_detail", "load_with_progress", "DETAIL_FORMATS"]
+
+
+# --------------------------------------------------------------------------- CLI glue
+
+
+def add_detail_arguments(p: "argparse.ArgumentParser") -> None:
+    """The report options beyond the classic summary (shared by ``report``; ``compare`` reuses some)."""
+    from nvtxsim.reporting.views import VIEWS
+
+    g = p.add_argument_group("views and filters")
+    g.add_argument(
+        "--view",
+        default="summary",
+        metavar="VIEWS",
+        help=f"comma-separated views: {', '.join(VIEWS)}, or all (default: summary; html always shows all)",
+    )
+    g.add_argument("--by", metavar="NAME", help="range that marks one loop iteration, for the iterations/slowest views (default: iteration)")
+    g.add_argument("--skip-first", type=int, default=0, metavar="N", help="leave out the first N iterations (warm-up)")
+    g.add_argument("--match", metavar="REGEX", help="only phases whose name (domain:name) matches REGEX (Python re.search)")
+    g.add_argument("--top", type=int, default=10, metavar="N", help="kernels per phase and slowest iterations to list (default: 10)")
+
+
+def request_from_args(args: "argparse.Namespace") -> DetailRequest:
+    from nvtxsim.errors import NvtxsimError
+
+    if getattr(args, "top", 10) < 1:
+        raise NvtxsimError("--top must be at least 1")
+    if getattr(args, "skip_first", 0) < 0:
+        raise NvtxsimError("--skip-first must be >= 0")
+    by = getattr(args, "by", None)
+    opts = ViewOptions(by=by or "iteration", by_given=by is not None, skip_first=getattr(args, "skip_first", 0), top=getattr(args, "top", 10))
+    views = parse_views(getattr(args, "view", None))
+    if by is not None and not ({"iterations", "slowest"} & set(views)) and getattr(args, "format", "") not in DETAIL_FORMATS:
+        views = list(dict.fromkeys(views + ["iterations"])) if views != ["summary"] else ["iterations"]
+    return DetailRequest(views=views, options=opts, match=getattr(args, "match", None))
+
+
+import argparse  # noqa: E402  (typing only)

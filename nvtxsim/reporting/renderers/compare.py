@@ -1,0 +1,120 @@
+"""Renderings of a :class:`~nvtxsim.analysis.compare.Comparison`: terminal, csv, json, markdown, html."""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import asdict
+from typing import Optional
+
+from nvtxsim.analysis.compare import Comparison, PhaseDelta
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.viewtable import Column, ViewTable
+from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
+
+C = Column
+
+
+def _pct(v: Optional[float]) -> str:
+    if v is None:
+        return ""
+    if v in (float("inf"), float("-inf")):
+        return "∞" if v > 0 else "−∞"
+    return f"{v:+.1f} %"
+
+
+def _ci(lo: Optional[float], hi: Optional[float]) -> str:
+    if lo is None or hi is None:
+        return ""
+    return f"[{_pct(lo)}, {_pct(hi)}]"
+
+
+def _row(p: PhaseDelta) -> dict:
+    d = asdict(p)
+    d["median_delta"] = _pct(p.median_delta_pct)
+    d["median_ci"] = _ci(p.median_ci_low_pct, p.median_ci_high_pct)
+    d["p99_delta"] = _pct(p.p99_delta_pct)
+    d["p99_ci"] = _ci(p.p99_ci_low_pct, p.p99_ci_high_pct)
+    d["flag"] = "REGRESSION" if p.regression else (p.verdict if p.status == "compared" else p.status)
+    return d
+
+
+def comparison_table(c: Comparison) -> ViewTable:
+    cols = [
+        C("phase", "Phase"), C("base_n", "N base", "int"), C("new_n", "N new", "int"), C("base_median_ns", "median base", "ns"),
+        C("new_median_ns", "median new", "ns"), C("median_delta", "Δ median", "num"), C("median_ci", "CI"),
+        C("base_p99_ns", "p99 base", "ns"), C("new_p99_ns", "p99 new", "ns"), C("p99_delta", "Δ p99", "num"), C("p99_ci", "CI"),
+        C("flag", "verdict"),
+    ]
+    title = f"{c.base.get('path', '')} → {c.new.get('path', '')}"
+    notes = list(c.notes)
+    if c.regressions:
+        notes.append("regressed: " + ", ".join(p.phase for p in c.regressions))
+    return ViewTable("compare", title, cols, [_row(p) for p in c.phases], notes)
+
+
+def render_comparison(c: Comparison, fmt: str, *, width: Optional[int] = None, color: bool = False) -> str:
+    if fmt == "json":
+        from nvtxsim import __version__
+
+        doc = c.as_dict()
+        doc["nvtxsim_version"] = __version__
+        return json.dumps(doc, indent=2, ensure_ascii=False, default=lambda v: None) + "\n"
+    if fmt == "csv":
+        return csv_text(ViewTable("compare", "", [], [asdict(p) for p in c.phases]))
+    t = comparison_table(c)
+    if fmt == "table":
+        return table_text(t, width=width, color=color)
+    if fmt == "markdown":
+        return markdown_text(t)
+    if fmt == "html":
+        return _html(c, t)
+    raise NvtxsimError(f"compare has no format {fmt!r}")
+
+
+def _forest(c: Comparison) -> str:
+    """Static SVG: per phase, the median change with its interval, and the threshold lines."""
+    rows = [p for p in c.phases if p.median_delta_pct is not None]
+    if not rows:
+        return '<p class="note">No phase present in both runs with enough samples.</p>'
+    finite = [v for p in rows for v in (p.median_ci_low_pct, p.median_ci_high_pct, p.median_delta_pct) if v is not None and abs(v) != float("inf")]
+    thr = c.settings.fail_above
+    lim = max([abs(v) for v in finite] + ([thr * 1.2] if thr else []) + [5.0])
+    lim = min(lim * 1.1, 1000.0)
+    W, L, R, rh = 900, 230, 30, 22
+    H = len(rows) * rh + 40
+    sx = lambda v: L + (W - L - R) * (max(min(v, lim), -lim) + lim) / (2 * lim)  # noqa: E731
+    out = [f'<svg width="{W}" height="{H}" role="img">']
+    for k in range(-4, 5):
+        v = lim * k / 4
+        out.append(f'<line class="grid" x1="{sx(v):.1f}" x2="{sx(v):.1f}" y1="10" y2="{H - 20}"/>')
+        out.append(f'<text x="{sx(v):.1f}" y="{H - 6}" text-anchor="middle">{v:+.0f} %</text>')
+    out.append(f'<line x1="{sx(0):.1f}" x2="{sx(0):.1f}" y1="6" y2="{H - 20}" stroke="#444"/>')
+    if thr is not None:
+        out.append(f'<line x1="{sx(thr):.1f}" x2="{sx(thr):.1f}" y1="6" y2="{H - 20}" stroke="#c0392b" stroke-dasharray="4 3"/>')
+    for i, p in enumerate(rows):
+        y = 20 + i * rh
+        col = "#c0392b" if p.regression else "#2f6fdf" if p.verdict == "faster" else "#555"
+        out.append(f'<text x="6" y="{y + 4}">{html.escape(p.phase[:34])}</text>')
+        lo, hi = p.median_ci_low_pct or 0.0, p.median_ci_high_pct or 0.0
+        out.append(f'<line x1="{sx(lo):.1f}" x2="{sx(hi):.1f}" y1="{y}" y2="{y}" stroke="{col}" stroke-width="2"/>')
+        out.append(f'<circle cx="{sx(p.median_delta_pct or 0):.1f}" cy="{y}" r="4" fill="{col}"><title>{html.escape(p.phase)}: {_pct(p.median_delta_pct)} {_ci(lo, hi)}</title></circle>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _html(c: Comparison, t: ViewTable) -> str:
+    from nvtxsim import __version__
+    from nvtxsim.reporting.renderers.html import _CSS, _table_html
+
+    verdict = (
+        f'<p class="warn">regressed: {html.escape(", ".join(p.phase for p in c.regressions))}</p>' if c.regressions else '<p class="sub">no regression</p>'
+    )
+    return (
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>nvtxsim compare</title>"
+        f"<style>{_CSS}</style></head><body><header><h1>nvtxsim compare</h1><p class=\"src\">{html.escape(t.title)}</p>{verdict}</header><main>"
+        f"<section><h2>Median change per phase</h2><p class=\"sub\">dot: Δ median; bar: {int(c.settings.confidence * 100)} % bootstrap interval"
+        f"{'; dashed: --fail-above' if c.settings.fail_above is not None else ''}</p>{_forest(c)}</section>"
+        f"<section><h2>All phases</h2>{_table_html(t)}</section></main>"
+        f"<footer>made by nvtxsim {html.escape(__version__)} · self-contained, works offline</footer></body></html>\n"
+    )

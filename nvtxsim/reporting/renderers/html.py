@@ -1,0 +1,417 @@
+"""One self-contained, offline HTML report: tables of every view plus three plots.
+
+Plots: CPU vs GPU time per phase, per-phase time per iteration, and a zoomable
+timeline of a few iterations (CPU threads with nested phases, GPU streams with
+the ops coloured by the phase that launched them). Everything (data, CSS, the
+small SVG-drawing script) is inline: the file opens from disk, offline, and
+references no network resource.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any, Optional
+
+import numpy as np
+
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.phases import style_for
+from nvtxsim.reporting.summary import heading_parts
+from nvtxsim.reporting.viewtable import ViewTable
+from nvtxsim.reporting.renderers.tables import cell
+
+TIMELINE_ITERATIONS = 3
+TIMELINE_MAX_ITEMS = 20000
+SERIES_MAX = 10
+ITERATION_POINTS = 3000  # more iterations are plotted as the max of each group of consecutive ones
+
+
+def _color(label: str) -> str:
+    name = label.split(":", 1)[1] if ":" in label else label
+    return f"#{style_for(name).color:06x}"
+
+
+def _table_html(t: ViewTable, limit: Optional[int] = None) -> str:
+    head = "".join(
+        f'<th class="{"l" if c.unit in ("str", "tree") else "r"}">{html.escape(c.header)}</th>' for c in t.columns
+    )
+    rows = t.rows if limit is None else t.rows[:limit]
+    body = []
+    for row in rows:
+        tds = []
+        for c in t.columns:
+            v = row.get(c.key, "")
+            sort = v if isinstance(v, (int, float)) else html.escape(str(v))
+            text = html.escape(cell(c, row))
+            if c.unit == "tree":
+                text = "&nbsp;&nbsp;" * int(row.get("depth", 0)) + html.escape(str(v))
+            cls = "l" if c.unit in ("str", "tree") else "r"
+            tds.append(f'<td class="{cls}" data-v="{sort}">{text}</td>')
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    more = f'<p class="note">{len(t.rows) - len(rows)} more rows in the JSON/CSV output.</p>' if limit is not None and len(t.rows) > limit else ""
+    notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in t.notes if n)
+    if not t.rows:
+        return f'<p class="note">Nothing to show.</p>{notes}'
+    sortable = "" if t.name == "tree" else " sortable"
+    return f'<div class="tw"><table class="data{sortable}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>{more}{notes}'
+
+
+def _iteration_data(detail: Detail, it: Any) -> Optional[dict]:
+    if it is None or len(it) == 0:
+        return None
+    means = it.cpu.mean(axis=0)
+    order = [0] + (np.argsort(-means[1:], kind="stable") + 1).tolist()[: SERIES_MAX - 1]
+    n = len(it)
+    step = -(-n // ITERATION_POINTS)  # iterations per plotted point: 1 unless there are very many
+    starts = np.arange(0, n, step)
+
+    def points(col: np.ndarray) -> list:
+        return (np.maximum.reduceat(col, starts) if step > 1 else col).tolist()
+
+    series = [
+        {"phase": it.phases[j], "color": _color(it.phases[j]), "cpu": points(it.cpu[:, j]), "gpu": points(it.gpu[:, j])}
+        for j in order
+        if means[j] > 0 or j == 0
+    ]
+    return {"key": it.key, "index": it.index[starts].tolist(), "series": series, "skipped": it.skipped, "per_point": step, "count": n}
+
+
+def _timeline(detail: Detail, it: Any) -> dict:
+    """Ranges and GPU ops inside a window of a few iterations (around the slowest one)."""
+    ex, r = detail.export, detail.export.ranges
+    sel = detail.selected
+    title = ""
+    if it is not None and len(it):
+        slow = int(np.argmax(it.duration))
+        a = max(0, min(slow - 1, len(it) - TIMELINE_ITERATIONS))
+        b = min(len(it), a + TIMELINE_ITERATIONS)
+        t0, t1 = int(it.start[a]), int(it.start[b - 1] + it.duration[b - 1])
+        title = f"{it.key} {int(it.index[a])}–{int(it.index[b - 1])} (includes the slowest, {int(it.index[slow])})"
+    elif len(sel):
+        o = np.sort(r.start[sel])
+        t0 = int(o[0])
+        t1 = int(o[min(len(o) - 1, 2000)]) if len(o) > 1 else int(r.end[sel].max())
+        t1 = max(t1, int(r.end[sel][np.argmin(r.start[sel])]))
+        title = "start of the capture"
+    else:
+        return {"lanes": [], "names": [], "t0": 0, "t1": 1, "title": "no ranges"}
+    tree = detail.tree
+    nest = tree.nesting
+    names: list[str] = []
+    name_ix: dict[str, int] = {}
+
+    def nid(s: str) -> int:
+        i = name_ix.get(s)
+        if i is None:
+            i = name_ix[s] = len(names)
+            names.append(s)
+        return i
+
+    lanes = []
+    idx = nest.ranges
+    inwin = (r.end[idx] >= t0) & (r.start[idx] <= t1)
+    pos = np.flatnonzero(inwin)
+    items_total = 0
+    truncated = False
+    for tid in np.unique(r.global_tid[idx[pos]]):
+        p = pos[r.global_tid[idx[pos]] == tid]
+        items = []
+        for k in p.tolist():
+            i = int(idx[k])
+            lab = detail.range_label(i)
+            items.append([int(r.start[i]) - t0, int(r.end[i]) - t0, int(nest.depth[k]), nid(lab), nid(_color(lab))])
+        items_total += len(items)
+        lanes.append({"label": detail.thread_name(int(tid)), "kind": "cpu", "depth": int(nest.depth[p].max()) + 1 if len(p) else 1, "items": items})
+    ops = detail.ops
+    if len(ops):
+        from nvtxsim.analysis.gpu import short_kernel_name
+        from nvtxsim.export.reader import KERNEL, MEMCPY, MEMSET
+        from nvtxsim.analysis.tree import innermost
+
+        win = np.flatnonzero((ops.end >= t0) & (ops.start <= t1))
+        phase = np.full(len(win), -1, dtype=np.int64)
+        api = ex.api
+        if api is not None and len(api) and len(win):
+            link = detail.link
+            # Launching call of each op in the window, then the innermost selected range around it.
+            call_of = np.full(len(ops), -1, dtype=np.int64)
+            calls = np.flatnonzero(link.hi > link.lo)
+            cnt = link.count[calls]
+            firsts = np.cumsum(cnt) - cnt
+            pos_ops = np.repeat(link.lo[calls], cnt) + (np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(firsts, cnt))
+            call_of[link.op_order[pos_ops]] = np.repeat(calls, cnt)
+            c = call_of[win]
+            has = c >= 0
+            owner = innermost(ex, nest, api.start[c[has]], api.end[c[has]], api.global_tid[c[has]])
+            ph = np.where(owner >= 0, idx[np.maximum(owner, 0)], -1)
+            phase[has] = ph
+        dirs = {1: "H→D", 2: "D→H", 8: "D→D", 10: "P→P"}
+        streams = np.stack([ops.device_id[win], ops.stream_id[win]], axis=1)
+        for dev, stream in np.unique(streams, axis=0).tolist() if len(win) else []:
+            m = np.flatnonzero((streams[:, 0] == dev) & (streams[:, 1] == stream))
+            items = []
+            for k in m.tolist():
+                j = int(win[k])
+                kind = int(ops.kind[j])
+                if kind == KERNEL:
+                    nm = short_kernel_name(ex.string(int(ops.name_id[j])) or "kernel")
+                elif kind == MEMCPY:
+                    nm = f"memcpy {dirs.get(int(ops.copy_kind[j]), 'other')} {int(ops.bytes[j]):,} B"
+                elif kind == MEMSET:
+                    nm = f"memset {int(ops.bytes[j]):,} B"
+                else:
+                    nm = f"CUDA graph {int(ops.name_id[j])}"
+                p = int(phase[k])
+                lab = detail.range_label(p) if p >= 0 else ""
+                items.append([int(ops.start[j]) - t0, int(ops.end[j]) - t0, 0, nid(nm), nid(_color(lab) if lab else "#9e9e9e"), nid(lab)])
+            items_total += len(items)
+            lanes.append({"label": f"GPU {int(dev)} · stream {int(stream)}", "title": detail.gpu_name(int(dev)), "kind": "gpu", "depth": 1, "items": items})
+    if items_total > TIMELINE_MAX_ITEMS:
+        truncated = True
+        budget = TIMELINE_MAX_ITEMS
+        for lane in lanes:
+            lane["items"] = lane["items"][: max(budget // max(len(lanes), 1), 1)]
+    return {"lanes": lanes, "names": names, "t0": t0, "t1": t1, "span": t1 - t0, "title": title, "truncated": truncated}
+
+
+def build_page_data(detail: Detail, options: Any) -> tuple[dict, Any]:
+    """The JSON the page's script draws from, and the per-iteration split it used (or None)."""
+    from nvtxsim.analysis.iterations import per_iteration
+
+    rep = detail.report
+    it = None
+    it_note = ""
+    try:
+        it = per_iteration(detail, options.by, skip_first=options.skip_first)
+    except NvtxsimError as exc:
+        if getattr(options, "by_given", False):
+            raise
+        it_note = str(exc)
+    return {
+        "source": rep.source,
+        "phases": [
+            {
+                "label": p.label,
+                "color": _color(p.label),
+                "instances": p.instances,
+                "cpu_total": p.cpu_total_ns,
+                "cpu_median": p.cpu_median_ns,
+                "cpu_p99": p.cpu_p99_ns,
+                "gpu_busy": p.gpu_busy_total_ns,
+                "gpu_proj": p.gpu_proj_total_ns,
+            }
+            for p in rep.phases
+        ],
+        "iterations": _iteration_data(detail, it),
+        "iterations_note": it_note,
+        "timeline": _timeline(detail, it),
+    }, it
+
+
+def render_html(detail: Detail, options: Any) -> str:
+    from nvtxsim import __version__
+    from nvtxsim.reporting.views import VIEWS, build
+
+    data, _ = build_page_data(detail, options)
+    rep = detail.report
+    s = rep.source
+    tables = build(detail, [v for v in VIEWS if v not in ("threads", "processes")] + ["threads"], options)
+    sections = []
+    titles = {
+        "summary": "Phases", "tree": "Nesting and self time", "iterations": "Per iteration", "slowest": "Slowest iterations",
+        "kernels": "Top kernels", "copies": "Copies", "syncs": "Synchronization waits", "gpu": "GPU idle, queue, graphs",
+        "gpus": "Per GPU", "threads": "Per thread",
+    }
+    for t in tables:
+        sections.append(
+            f'<section id="v-{t.name}"><h2>{html.escape(titles.get(t.name, t.name))}</h2><p class="sub">{html.escape(t.title)}</p>{_table_html(t, 400)}</section>'
+        )
+    heading = [html.escape(part) for part in heading_parts(s, counts_sep=" · ")]
+    warnings = "".join(f'<p class="warn">{html.escape(w)}</p>' for w in rep.warnings)
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "<\\!--")
+    nav = " · ".join(f'<a href="#v-{t.name}">{html.escape(titles.get(t.name, t.name))}</a>' for t in tables)
+    return (
+        _TEMPLATE.replace("%TITLE%", html.escape(f"nvtxsim report · {s.get('path', '')}"))
+        .replace("%HEADING%", " · ".join(heading))
+        .replace("%VERSION%", html.escape(__version__))
+        .replace("%WARNINGS%", warnings)
+        .replace("%NAV%", nav)
+        .replace("%SECTIONS%", "\n".join(sections))
+        .replace("%CSS%", _CSS)
+        .replace("%JS%", _JS)
+        .replace("%DATA%", payload)
+    )
+
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>%TITLE%</title><style>%CSS%</style></head>
+<body>
+<header><h1>nvtxsim report</h1><p class="src">%HEADING%</p>%WARNINGS%<nav>Plots · %NAV%</nav></header>
+<main>
+<section id="plots">
+<div class="plot"><h2>CPU vs GPU per phase</h2><p class="sub">total CPU range time, GPU busy time (union of the ops launched inside) and GPU projected span</p><div id="bars"></div></div>
+<div class="plot"><h2>Per-phase time per iteration</h2><p class="sub" id="it-sub"></p><div class="ctl" id="it-ctl"></div><div id="lines"></div></div>
+<div class="plot wide"><h2>Timeline</h2><p class="sub" id="tl-sub"></p><p class="hint">GPU ops are coloured by the phase that launched them (grey: launched outside every phase, e.g. from another thread) · wheel: zoom · drag: pan · double-click: reset · hover: details</p><div id="timeline"></div></div>
+</section>
+%SECTIONS%
+</main>
+<footer>made by nvtxsim %VERSION% · self-contained, works offline</footer>
+<div id="tip"></div>
+<script type="application/json" id="data">%DATA%</script>
+<script>%JS%</script>
+</body></html>
+"""
+
+_CSS = """
+:root{--fg:#1d2330;--mut:#5d6678;--bd:#dde1e8;--bg:#fff;--alt:#f6f7f9;--acc:#2f6fdf}
+*{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+header{padding:18px 28px 10px;border-bottom:1px solid var(--bd);background:var(--alt)}h1{margin:0 0 4px;font-size:20px}
+.src{margin:0;color:var(--mut);word-break:break-all}nav{margin-top:8px;color:var(--mut);font-size:13px}nav a{color:var(--acc);text-decoration:none}
+main{padding:8px 28px 30px}section{margin:22px 0}#plots{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:8px 32px}.plot.wide{grid-column:1/-1}h2{font-size:16px;margin:0 0 2px}.sub,.note,.hint{color:var(--mut);margin:2px 0 8px;font-size:12.5px}
+.warn{margin:6px 0 0;color:#8a5300;font-size:13px}.plot{margin:0 0 26px}
+.tw{overflow-x:auto;max-height:560px;overflow-y:auto;border:1px solid var(--bd);border-radius:6px}
+table.data{border-collapse:collapse;font-size:12.5px;width:100%;font-variant-numeric:tabular-nums}
+table.data th{position:sticky;top:0;background:var(--alt);border-bottom:1px solid var(--bd);padding:5px 8px;white-space:nowrap;font-weight:600}
+table.sortable th{cursor:pointer}table.data td{padding:3px 8px;border-bottom:1px solid #eef0f3;white-space:nowrap}
+table.data tr:hover td{background:#f0f5ff}.l{text-align:left}.r{text-align:right}
+svg text{font:11px system-ui,sans-serif;fill:var(--fg)}svg .ax{stroke:#c5cad3}svg .grid{stroke:#eceef2}
+.ctl{font-size:12px;margin:0 0 6px}.ctl label{margin-right:10px;cursor:pointer;white-space:nowrap}.ctl .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;vertical-align:-1px}
+#timeline{border:1px solid var(--bd);border-radius:6px;cursor:grab;user-select:none}#timeline.drag{cursor:grabbing}
+#tip{position:fixed;pointer-events:none;background:#1d2330;color:#fff;font-size:12px;padding:5px 8px;border-radius:4px;display:none;max-width:520px;z-index:9;white-space:pre-line}
+footer{color:var(--mut);font-size:12px;padding:10px 28px 24px}
+"""
+
+_JS = r"""
+(function(){
+"use strict";
+var D=JSON.parse(document.getElementById('data').textContent);
+var tip=document.getElementById('tip');
+function esc(s){return String(s).replace(/[&<>"]/g,function(c){return {'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c];});}
+function fmt(ns){var a=Math.abs(ns);if(a===0)return '0';if(a<1e3)return ns.toFixed(0)+' ns';if(a<1e6)return (ns/1e3).toFixed(1)+' µs';if(a<1e9)return (ns/1e6).toFixed(2)+' ms';return (ns/1e9).toFixed(3)+' s';}
+function show(e,text){tip.textContent=text;tip.style.display='block';var x=e.clientX+14,y=e.clientY+14;if(x+tip.offsetWidth>innerWidth-8)x=e.clientX-tip.offsetWidth-14;if(y+tip.offsetHeight>innerHeight-8)y=e.clientY-tip.offsetHeight-14;tip.style.left=x+'px';tip.style.top=y+'px';}
+function hide(){tip.style.display='none';}
+function step(x){if(!(x>0))return 1;var p=Math.pow(10,Math.floor(Math.log10(x))),m=x/p;return (m<=1?1:m<=2?2:m<=2.5?2.5:m<=5?5:10)*p;}
+function axis(max,n){var st=step(max/n);return {st:st,top:Math.max(Math.ceil(max/st),1)*st};}
+function width(el){return Math.max(el.clientWidth||0,420);}
+
+// ---------------------------------------------------------------- CPU vs GPU bars
+function bars(){
+  var el=document.getElementById('bars'),ph=D.phases;
+  if(!ph.length){el.innerHTML='<p class="note">No phases.</p>';return;}
+  var W=width(el),L=Math.min(220,W*0.32),R=70,bh=8,gap=9,rowH=3*bh+gap,H=ph.length*rowH+40;
+  var max=0;ph.forEach(function(p){max=Math.max(max,p.cpu_total,p.gpu_busy,p.gpu_proj);});
+  var ax=axis(max,5),top=ax.top,sx=function(v){return L+(W-L-R)*v/top;};
+  var s='<svg width="'+W+'" height="'+H+'">';
+  for(var v=0;v<=top+ax.st/2;v+=ax.st){var x=sx(v);s+='<line class="grid" x1="'+x+'" x2="'+x+'" y1="18" y2="'+(H-18)+'"/><text x="'+x+'" y="'+(H-4)+'" text-anchor="middle">'+fmt(v)+'</text>';}
+  var kinds=[['cpu_total','CPU','#4a5568'],['gpu_busy','GPU busy','#2f6fdf'],['gpu_proj','GPU proj','#9fbdf0']];
+  kinds.forEach(function(kd,i){s+='<rect x="'+(L+i*90)+'" y="2" width="10" height="10" fill="'+kd[2]+'"/><text x="'+(L+i*90+14)+'" y="11">'+kd[1]+'</text>';});
+  ph.forEach(function(p,i){
+    var y=22+i*rowH;
+    s+='<rect x="4" y="'+(y+3)+'" width="8" height="'+(3*bh-6)+'" rx="2" fill="'+p.color+'"/>';
+    s+='<text x="16" y="'+(y+2*bh-1)+'">'+esc(p.label.length>30?p.label.slice(0,29)+'…':p.label)+'</text>';
+    kinds.forEach(function(kd,j){var v=p[kd[0]];var w=Math.max(sx(v)-L,v>0?1:0);
+      s+='<rect class="hb" data-t="'+esc(p.label+' · '+kd[1]+': '+fmt(v))+'" x="'+L+'" y="'+(y+j*bh)+'" width="'+w+'" height="'+(bh-1)+'" fill="'+kd[2]+'"/>';
+      if(j===0)s+='<text x="'+(L+w+4)+'" y="'+(y+bh-1)+'" style="fill:#5d6678">'+fmt(v)+'</text>';});
+  });
+  el.innerHTML=s+'</svg>';
+  el.onmousemove=function(e){var t=e.target.getAttribute&&e.target.getAttribute('data-t');if(t)show(e,t);else hide();};
+  el.onmouseleave=hide;
+}
+
+// ---------------------------------------------------------------- per-iteration lines
+function lines(){
+  var el=document.getElementById('lines'),it=D.iterations,ctl=document.getElementById('it-ctl'),sub=document.getElementById('it-sub');
+  if(!it){sub.textContent=D.iterations_note||'No iterations.';return;}
+  sub.textContent=it.series.length+' phases over '+it.count+' iterations of "'+it.key+'"'+(it.skipped?' (first '+it.skipped+' skipped)':'')+'; CPU time per iteration, summed over the phase\'s ranges'+(it.per_point>1?'; each point is the max of '+it.per_point+' iterations':'');
+  var on=it.series.map(function(s,i){return i<7;}),metric='cpu';
+  function controls(){
+    var h='<label><input type="radio" name="m" value="cpu"'+(metric==='cpu'?' checked':'')+'> CPU</label><label><input type="radio" name="m" value="gpu"'+(metric==='gpu'?' checked':'')+'> GPU busy</label> · ';
+    it.series.forEach(function(s,i){h+='<label><input type="checkbox" data-i="'+i+'"'+(on[i]?' checked':'')+'><span class="sw" style="background:'+s.color+'"></span>'+esc(s.phase)+'</label>';});
+    ctl.innerHTML=h;
+    ctl.onchange=function(e){var t=e.target;if(t.name==='m')metric=t.value;else on[+t.getAttribute('data-i')]=t.checked;draw();};
+  }
+  function draw(){
+    var W=width(el),H=280,L=64,R=12,T=12,B=30,n=it.index.length;
+    var max=0;it.series.forEach(function(s,i){if(on[i])s[metric].forEach(function(v){if(v>max)max=v;});});
+    var ax=axis(max,4),top=ax.top,sx=function(k){return L+(W-L-R)*(n>1?k/(n-1):0.5);},sy=function(v){return T+(H-T-B)*(1-v/top);};
+    var s='<svg width="'+W+'" height="'+H+'">';
+    for(var v=0;v<=top+ax.st/2;v+=ax.st){var y=sy(v);s+='<line class="grid" x1="'+L+'" x2="'+(W-R)+'" y1="'+y+'" y2="'+y+'"/><text x="'+(L-6)+'" y="'+(y+4)+'" text-anchor="end">'+fmt(v)+'</text>';}
+    var step=Math.max(1,Math.ceil(n/10));
+    for(var k=0;k<n;k+=step){s+='<text x="'+sx(k)+'" y="'+(H-10)+'" text-anchor="middle">'+it.index[k]+'</text>';}
+    s+='<line class="ax" x1="'+L+'" x2="'+(W-R)+'" y1="'+(H-B)+'" y2="'+(H-B)+'"/>';
+    it.series.forEach(function(se,i){if(!on[i])return;var d='';se[metric].forEach(function(v,k){d+=(k?'L':'M')+sx(k).toFixed(1)+' '+sy(v).toFixed(1);});
+      s+='<path d="'+d+'" fill="none" stroke="'+se.color+'" stroke-width="'+(i===0?2:1.4)+'"'+(i===0?' stroke-dasharray="5 3"':'')+'/>';});
+    s+='<line id="cur" x1="0" x2="0" y1="'+T+'" y2="'+(H-B)+'" stroke="#888" style="display:none"/></svg>';
+    el.innerHTML=s;
+    var cur=el.querySelector('#cur');
+    el.onmousemove=function(e){var r=el.getBoundingClientRect(),x=e.clientX-r.left;if(x<L||x>W-R||n===0){hide();cur.style.display='none';return;}
+      var k=Math.round((x-L)/(W-L-R)*(n-1));if(n===1)k=0;var X=sx(k);cur.setAttribute('x1',X);cur.setAttribute('x2',X);cur.style.display='';
+      var t='iteration '+it.index[k];it.series.forEach(function(se,i){if(on[i])t+='\n'+se.phase+': '+fmt(se[metric][k]);});show(e,t);};
+    el.onmouseleave=function(){hide();cur.style.display='none';};
+  }
+  controls();draw();window.addEventListener('resize',draw);
+}
+
+// ---------------------------------------------------------------- zoomable timeline
+function timeline(){
+  var el=document.getElementById('timeline'),tl=D.timeline,sub=document.getElementById('tl-sub');
+  if(!tl.lanes.length){el.innerHTML='<p class="note">Nothing to draw.</p>';return;}
+  sub.textContent=tl.title+' · '+fmt(tl.span)+(tl.truncated?' · (truncated to keep the file small)':'');
+  var N=tl.names,v0=0,v1=tl.span,rowH=14,laneGap=8,L=190;
+  var lanes=tl.lanes,y=22,pos=[];
+  lanes.forEach(function(ln){pos.push(y);y+=ln.depth*rowH+laneGap;});
+  var H=y+4;
+  function draw(){
+    var W=width(el),sx=function(t){return L+(W-L-6)*(t-v0)/(v1-v0);};
+    var s='<svg width="'+W+'" height="'+H+'">';
+    var span=v1-v0,st=step(span/8);
+    for(var t=Math.ceil(v0/st)*st;t<=v1;t+=st){var x=sx(t);s+='<line class="grid" x1="'+x+'" x2="'+x+'" y1="16" y2="'+H+'"/><text x="'+x+'" y="12" text-anchor="middle">'+fmt(t)+'</text>';}
+    lanes.forEach(function(ln,li){
+      var y0=pos[li];
+      s+='<rect x="0" y="'+(y0-2)+'" width="'+(L-6)+'" height="'+(ln.depth*rowH)+'" fill="'+(ln.kind==='gpu'?'#eef3fc':'#f4f5f7')+'"/>';
+      s+='<text x="6" y="'+(y0+10)+'">'+esc(ln.label.length>28?ln.label.slice(0,27)+'…':ln.label)+'</text>';
+      ln.items.forEach(function(a,k){
+        if(a[1]<v0||a[0]>v1)return;
+        var x0=Math.max(sx(a[0]),L),x1=Math.min(sx(a[1]),W-6),w=Math.max(x1-x0,0.6);
+        var yy=y0+a[2]*rowH;
+        s+='<rect data-l="'+li+'" data-k="'+k+'" x="'+x0.toFixed(1)+'" y="'+yy+'" width="'+w.toFixed(1)+'" height="'+(rowH-2)+'" fill="'+N[a[4]]+'" fill-opacity="'+(ln.kind==='gpu'?0.85:0.75)+'"/>';
+        if(w>40){var label=N[a[3]];var maxc=Math.floor(w/6.2);if(label.length>maxc)label=label.slice(0,Math.max(maxc-1,1))+'…';s+='<text x="'+(x0+3)+'" y="'+(yy+10)+'" style="pointer-events:none">'+esc(label)+'</text>';}
+      });
+    });
+    el.innerHTML=s+'</svg>';
+  }
+  function at(e){var r=el.getBoundingClientRect();var W=width(el);return v0+(v1-v0)*(e.clientX-r.left-L)/(W-L-6);}
+  el.addEventListener('wheel',function(e){e.preventDefault();var c=at(e),f=e.deltaY<0?0.8:1.25;var n0=c-(c-v0)*f,n1=c+(v1-c)*f;if(n1-n0<100)return;v0=Math.max(n0,-tl.span*0.05);v1=Math.min(n1,tl.span*1.05);draw();},{passive:false});
+  var drag=null;
+  el.addEventListener('mousedown',function(e){drag={x:e.clientX,v0:v0,v1:v1};el.classList.add('drag');});
+  window.addEventListener('mouseup',function(){drag=null;el.classList.remove('drag');});
+  el.addEventListener('mousemove',function(e){
+    if(drag){var W=width(el);var dt=(e.clientX-drag.x)*(drag.v1-drag.v0)/(W-L-6);v0=drag.v0-dt;v1=drag.v1-dt;draw();hide();return;}
+    var t=e.target,l=t.getAttribute&&t.getAttribute('data-l');
+    if(l===null||l===undefined){hide();return;}
+    var ln=lanes[+l],a=ln.items[+t.getAttribute('data-k')];
+    var txt=N[a[3]]+'\n'+fmt(a[1]-a[0])+' · at '+fmt(a[0]);
+    if(ln.kind==='gpu'&&a.length>5&&N[a[5]])txt+='\nlaunched in '+N[a[5]];
+    txt+='\n'+(ln.title?ln.title+' · ':'')+ln.label;show(e,txt);});
+  el.addEventListener('mouseleave',hide);
+  el.addEventListener('dblclick',function(){v0=0;v1=tl.span;draw();});
+  draw();window.addEventListener('resize',draw);
+}
+
+// ---------------------------------------------------------------- sortable tables
+function sortable(){
+  document.querySelectorAll('table.sortable').forEach(function(tb){
+    tb.querySelectorAll('th').forEach(function(th,ci){var dir=1;th.addEventListener('click',function(){
+      var body=tb.tBodies[0],rows=Array.prototype.slice.call(body.rows);dir=-dir;
+      rows.sort(function(a,b){var x=a.cells[ci].getAttribute('data-v'),y=b.cells[ci].getAttribute('data-v');var fx=parseFloat(x),fy=parseFloat(y);
+        if(!isNaN(fx)&&!isNaN(fy))return (fx-fy)*dir;return String(x).localeCompare(String(y))*dir;});
+      rows.forEach(function(r){body.appendChild(r);});});});
+  });
+}
+bars();lines();timeline();sortable();
+window.addEventListener('resize',bars);
+})();
+"""

@@ -1,0 +1,133 @@
+"""Chrome/Perfetto trace JSON: NVTX phases on their threads, GPU ops on per-stream tracks.
+
+Open the file in https://ui.perfetto.dev (or chrome://tracing). Push/pop ranges
+are complete ("X") slices, which nest per thread; start/end ranges may overlap or
+end on another thread, so they become async slices ("b"/"e"). Each GPU is a
+process of its own with one track per CUDA stream; every op carries the phase
+that launched it (the innermost selected range around its launch call).
+Timestamps are microseconds from the first event, with nanosecond decimals.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from nvtxsim.analysis.launches import copy_direction
+from nvtxsim.analysis.selection import Detail, pid_of, tid_of
+from nvtxsim.export.reader import KERNEL, MEMCPY, MEMSET
+
+GPU_PID_BASE = 1 << 30  # keeps GPU "processes" apart from real pids (< 2^22 on Linux)
+
+
+def _us(ns: np.ndarray, t0: int) -> list[float]:
+    return np.round((ns - t0) / 1000.0, 3).tolist()
+
+
+def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+    """Metadata and range events (dicts), GPU op events (JSON text) and the trace's otherData."""
+    from nvtxsim.analysis.gpu import short_kernel_name
+    from nvtxsim.analysis.tree import innermost
+
+    ex = d.export
+    r = ex.ranges
+    sel = d.selected
+    ops = d.ops
+    starts = [r.start[sel].min()] if len(sel) else []
+    if len(ops):
+        starts.append(ops.start.min())
+    t0 = int(min(starts)) if starts else 0
+    events: list[dict[str, Any]] = []
+    gpu_text: list[str] = []  # GPU op events, already serialised
+    names = d.label_names
+    seen_threads: set[int] = set()
+    ts, te = _us(r.start[sel], t0), _us(r.end[sel], t0)
+    for k, i in enumerate(sel.tolist()):
+        gtid = int(r.global_tid[i])
+        seen_threads.add(gtid)
+        pid, tid = pid_of(gtid), tid_of(gtid)
+        name = str(r.name[i]) if len(r.name) else str(names[r.label[i]])
+        cat = str(r.domain[i]) if len(r.domain) and r.domain[i] else "nvtx"
+        args: dict[str, Any] = {"phase": str(names[r.label[i]])}
+        if not np.isnan(r.payload[i]):
+            args["payload"] = float(r.payload[i])
+        if r.unclosed[i]:
+            args["unclosed"] = True
+        if r.style[i] == 0:
+            events.append({"ph": "X", "name": name, "cat": cat, "ts": ts[k], "dur": round(te[k] - ts[k], 3), "pid": pid, "tid": tid, "args": args})
+        else:
+            rid = f"r{int(r.row[i])}"
+            if r.cross_thread[i]:
+                args["ends_on_other_thread"] = True
+            events.append({"ph": "b", "name": name, "cat": cat, "id": rid, "ts": ts[k], "pid": pid, "tid": tid, "args": args})
+            events.append({"ph": "e", "name": name, "cat": cat, "id": rid, "ts": te[k], "pid": pid, "tid": tid})
+    meta: list[dict[str, Any]] = []
+    for gtid in sorted(seen_threads):
+        pid, tid = pid_of(gtid), tid_of(gtid)
+        meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": d.thread_name(gtid)}})
+    for gpid in sorted({g & ~0xFFFFFF for g in seen_threads}):
+        meta.append({"ph": "M", "name": "process_name", "pid": pid_of(gpid), "args": {"name": d.process_name(gpid)}})
+
+    if len(ops):
+        api = ex.api
+        phase_of_op = np.full(len(ops), -1, dtype=np.int64)
+        if api is not None and len(api) and len(sel):
+            link = d.link
+            calls = np.flatnonzero(link.hi > link.lo)
+            nest = d.tree.nesting
+            owner = innermost(ex, nest, api.start[calls], api.end[calls], api.global_tid[calls])
+            cnt = link.count[calls]
+            firsts = np.cumsum(cnt) - cnt
+            pos = np.repeat(link.lo[calls], cnt) + (np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(firsts, cnt))
+            own = np.repeat(owner, cnt)
+            ok = own >= 0
+            phase_of_op[link.op_order[pos[ok]]] = nest.ranges[own[ok]]
+        # GPU ops are many: serialise them straight to JSON text, from Python lists, with cached names.
+        direction = copy_direction(ops).tolist()
+        os_, oe = _us(ops.start, t0), _us(ops.end, t0)
+        kinds, nids, corr = ops.kind.tolist(), ops.name_id.tolist(), ops.correlation_id.tolist()
+        nbytes, dev, stream = ops.bytes.tolist(), ops.device_id.tolist(), ops.stream_id.tolist()
+        plabel = (np.where(phase_of_op >= 0, r.label[np.maximum(phase_of_op, 0)], -1) if len(r.label) else np.full(len(ops), -1)).tolist()
+        name_cache: dict[tuple[int, int, str], str] = {}
+        phase_cache: dict[int, str] = {-1: ""}
+        cats = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}
+        for j in range(len(kinds)):
+            kind = kinds[j]
+            key = (kind, nids[j] if kind in (KERNEL, 3) else 0, direction[j])
+            name = name_cache.get(key)
+            if name is None:
+                if kind == KERNEL:
+                    text = short_kernel_name(ex.string(nids[j]) or f"kernel #{nids[j]}")
+                elif kind == MEMCPY:
+                    text = f"memcpy {direction[j]}"
+                elif kind == MEMSET:
+                    text = "memset"
+                else:
+                    text = f"CUDA graph {nids[j]}"
+                name = name_cache[key] = json.dumps(text, ensure_ascii=False)
+            lab = plabel[j]
+            ph = phase_cache.get(lab)
+            if ph is None:
+                ph = phase_cache[lab] = ',"launched_in":' + json.dumps(str(names[lab]), ensure_ascii=False)
+            extra = f',"bytes":{nbytes[j]}' if kind in (MEMCPY, MEMSET) else ""
+            gpu_text.append(
+                f'{{"ph":"X","name":{name},"cat":"{cats.get(kind, "graph")}","ts":{os_[j]},"dur":{round(oe[j] - os_[j], 3)},'
+                f'"pid":{GPU_PID_BASE + dev[j]},"tid":{stream[j]},"args":{{"correlation_id":{corr[j]}{extra}{ph}}}}}'
+            )
+        for dev in np.unique(ops.device_id).tolist():
+            meta.append({"ph": "M", "name": "process_name", "pid": GPU_PID_BASE + int(dev), "args": {"name": d.gpu_name(int(dev))}})
+            meta.append({"ph": "M", "name": "process_sort_index", "pid": GPU_PID_BASE + int(dev), "args": {"sort_index": 1000 + int(dev)}})
+        for dev, stream in np.unique(np.stack([ops.device_id, ops.stream_id], axis=1), axis=0).tolist():
+            meta.append({"ph": "M", "name": "thread_name", "pid": GPU_PID_BASE + int(dev), "tid": int(stream), "args": {"name": f"stream {int(stream)}"}})
+    other = {"source": str(ex.path), "nsys_version": ex.nsys_version, "t0_ns": t0, "generator": "nvtxsim report --format perfetto"}
+    return meta + events, gpu_text, other
+
+
+def render_perfetto(d: Detail) -> str:
+    """The whole trace as JSON text (Chrome trace event format, object form)."""
+    events, gpu_text, other = trace_events(d)
+    dumps = lambda o: json.dumps(o, ensure_ascii=False, separators=(",", ":"))  # noqa: E731
+    body = ",".join([dumps(e) for e in events] + gpu_text)
+    return f'{{"traceEvents":[{body}],"displayTimeUnit":"ns","otherData":{dumps(other)}}}\n'

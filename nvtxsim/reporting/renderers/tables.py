@@ -1,0 +1,125 @@
+"""Terminal, Markdown, CSV and JSON renderings of view tables.
+
+The ``summary`` view goes through :mod:`nvtxsim.reporting.summary` unchanged, so the default
+report looks the same whether or not other views are asked for. Machine formats
+keep raw values (integer ns, bytes, fractions); human formats pick units.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any, Optional
+
+from nvtxsim.analysis.projection import Report
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.summary import fmt_bytes, fmt_ns, markdown_cell, printable, render_csv, render_json, render_markdown, render_table
+from nvtxsim.reporting.viewtable import Column, ViewTable
+
+
+def cell(col: Column, row: dict[str, Any]) -> str:
+    """Display text of one value."""
+    v = row.get(col.key, "")
+    if v is None:
+        return ""
+    u = col.unit
+    if u == "ns":
+        return fmt_ns(v)
+    if u == "bytes":
+        return fmt_bytes(v)
+    if u == "int":
+        return f"{int(v):,}"
+    if u == "pct":
+        return f"{100 * float(v):.1f} %" if v else "0"
+    if u == "ratio":
+        return f"{float(v):.2f}×"
+    if u == "float":
+        return f"{float(v):,.2f}" if v else "0"
+    if u == "tree":
+        return "  " * int(row.get("depth", 0)) + str(v)
+    return str(v)
+
+
+def _plain_rows(t: ViewTable) -> list[list[str]]:
+    return [[cell(c, r) for c in t.columns] for r in t.rows]
+
+
+def table_text(t: ViewTable, *, width: Optional[int] = None, color: bool = False) -> str:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=Text(printable(t.title)), title_justify="left", header_style="bold", box=None, pad_edge=False)
+    for c in t.columns:
+        left = c.unit in ("str", "tree")
+        table.add_column(c.header, justify="left" if left else "right", no_wrap=not left, overflow="fold")
+    for row in _plain_rows(t):
+        table.add_row(*(Text(printable(v)) for v in row))  # names are data, never rich markup
+    buf = io.StringIO()
+    console = Console(file=buf, width=width or 200, force_terminal=bool(color), color_system="auto" if color else None, highlight=False, soft_wrap=False)
+    if t.rows:
+        console.print(table)
+    else:
+        console.print(printable(t.title), markup=False)
+        console.print("(nothing to show)", markup=False)
+    for n in t.notes:
+        if n:
+            console.print(f"note: {printable(n)}", markup=False)
+    return buf.getvalue()
+
+
+def markdown_text(t: ViewTable) -> str:
+    esc = markdown_cell
+    lines = [f"### {esc(t.title)}", ""]
+    if t.rows:
+        lines.append("| " + " | ".join(esc(c.header) for c in t.columns) + " |")
+        lines.append("|" + "|".join(" --- " if c.unit in ("str", "tree") else " ---: " for c in t.columns) + "|")
+        for row in t.rows:
+            vals = [cell(c, row) for c in t.columns]
+            vals = [v.replace("  ", "&nbsp;&nbsp;") if c.unit == "tree" else v for c, v in zip(t.columns, vals)]
+            lines.append("| " + " | ".join(esc(v) for v in vals) + " |")
+    else:
+        lines.append("(nothing to show)")
+    for n in t.notes:
+        if n:
+            lines += ["", f"> {esc(n)}"]
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(t: ViewTable) -> str:
+    keys: list[str] = []
+    for row in t.rows:
+        for k in row:
+            if k not in keys:
+                keys.append(k)
+    if not keys:
+        keys = [c.key for c in t.columns]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(keys)
+    for row in t.rows:
+        w.writerow([json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v for v in (row.get(k, "") for k in keys)])
+    return buf.getvalue()
+
+
+def render_views(report: Report, tables: list[ViewTable], fmt: str, *, width: Optional[int] = None, color: bool = False) -> str:
+    """All requested views in one text (csv: exactly one view)."""
+    if fmt == "json":
+        doc = json.loads(render_json(report))
+        doc["views"] = {t.name: t.as_dict() for t in tables}
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        if len(tables) != 1:
+            raise NvtxsimError("csv holds one table: ask for one --view (or use json, markdown or html for several)")
+        t = tables[0]
+        return render_csv(report) if t.name == "summary" else csv_text(t)
+    parts = []
+    for t in tables:
+        if fmt == "table":
+            parts.append(render_table(report, width=width, color=color) if t.name == "summary" else table_text(t, width=width, color=color))
+        elif fmt == "markdown":
+            parts.append(render_markdown(report) if t.name == "summary" else markdown_text(t))
+        else:
+            raise NvtxsimError(f"format {fmt!r} does not render views")
+    return "\n".join(parts)

@@ -1,0 +1,211 @@
+"""Render stage: turn a :class:`~nvtxsim.analysis.projection.Report` into text.
+
+Renderers are plain functions ``Report -> str`` registered in ``RENDERERS``;
+machine formats (csv, json) carry every field in integer nanoseconds, human
+formats (table, markdown) pick units per value.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import fields
+from typing import Callable
+
+from nvtxsim.analysis.projection import PhaseStats, Report
+
+JSON_SCHEMA_VERSION = 1
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Names are data from the export: escape control characters so they cannot drive the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def fmt_ns(ns: float) -> str:
+    """Nanoseconds in the unit that keeps 3-4 significant digits."""
+    ns = float(ns)
+    a = abs(ns)
+    if a == 0:
+        return "0"
+    if a < 1e3:
+        return f"{ns:.0f} ns"
+    if a < 1e6:
+        return f"{ns / 1e3:.1f} µs"
+    if a < 1e9:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e9:.3f} s"
+
+
+def fmt_bytes(n: float) -> str:
+    n = float(n)
+    if n == 0:
+        return "0"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+# Columns of the human formats: (header, getter, justify).
+_HUMAN_COLUMNS: list[tuple[str, Callable[[PhaseStats], str]]] = [
+    ("Phase", lambda p: p.label),
+    ("N", lambda p: f"{p.instances:,}"),
+    ("CPU total", lambda p: fmt_ns(p.cpu_total_ns)),
+    ("mean", lambda p: fmt_ns(p.cpu_mean_ns)),
+    ("median", lambda p: fmt_ns(p.cpu_median_ns)),
+    ("p90", lambda p: fmt_ns(p.cpu_p90_ns)),
+    ("p99", lambda p: fmt_ns(p.cpu_p99_ns)),
+    ("max", lambda p: fmt_ns(p.cpu_max_ns)),
+    ("GPU proj", lambda p: fmt_ns(p.gpu_proj_total_ns)),
+    ("proj median", lambda p: fmt_ns(p.gpu_proj_median_ns)),
+    ("GPU busy", lambda p: fmt_ns(p.gpu_busy_total_ns)),
+    ("ops", lambda p: f"{p.gpu_ops:,}"),
+    ("kernels", lambda p: f"{p.gpu_kernels:,}"),
+    ("H→D", lambda p: fmt_bytes(p.memcpy_htod_bytes)),
+    ("D→H", lambda p: fmt_bytes(p.memcpy_dtoh_bytes)),
+]
+
+
+def heading_parts(source: dict, *, counts_sep: str = ", ") -> list[str]:
+    """The report's one-line heading (export, nsys version, capture, counts) as plain-text parts."""
+    parts = [str(source.get("path", ""))]
+    if source.get("nsys_version"):
+        parts.append(f"nsys {source['nsys_version']}")
+    if source.get("capture_ns"):
+        parts.append(f"capture {fmt_ns(source['capture_ns'])}")
+    parts.append(f"{source.get('ranges', 0):,} ranges")
+    if source.get("gpu_ops"):
+        counts = (f"{source.get(k, 0):,} {k}" for k in ("kernels", "memcpys", "memsets"))
+        parts.append(counts_sep.join(counts))
+    return parts
+
+
+def _heading(report: Report) -> str:
+    return " · ".join(heading_parts(report.source))
+
+
+def render_table(report: Report, *, width: int | None = None, color: bool | None = None) -> str:
+    """A rich table, rendered to a string (colour only when writing to a terminal)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(header_style="bold", box=None, pad_edge=False)
+    for i, (header, _) in enumerate(_HUMAN_COLUMNS):
+        table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
+    for p in report.phases:
+        table.add_row(*(Text(printable(get(p))) for _, get in _HUMAN_COLUMNS))  # names are data, never rich markup
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width or 200,
+        force_terminal=bool(color),
+        color_system="auto" if color else None,
+        highlight=False,
+        soft_wrap=False,
+    )
+    if not report.phases:
+        console.print(printable(_heading(report)), markup=False)
+        console.print("no NVTX ranges in the selected domain")
+    else:
+        console.print(printable(_heading(report)), markup=False, soft_wrap=True)  # unpadded: easy to grep and diff
+        console.print(table)
+    for w in report.warnings:
+        console.print(f"warning: {printable(w)}", markup=False)
+    return buf.getvalue()
+
+
+def markdown_cell(text: str) -> str:
+    """``text`` safe inside a markdown table cell or quote: printable, pipes escaped."""
+    return printable(text).replace("|", "\\|")
+
+
+def render_markdown(report: Report) -> str:
+    cell = markdown_cell
+    lines = [f"**{cell(_heading(report))}**", ""]
+    lines.append("| " + " | ".join(h for h, _ in _HUMAN_COLUMNS) + " |")
+    lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(_HUMAN_COLUMNS) - 1)) + "|")
+    for p in report.phases:
+        lines.append("| " + " | ".join(cell(get(p)) for _, get in _HUMAN_COLUMNS) + " |")
+    for w in report.warnings:
+        lines.append("")
+        lines.append(f"> warning: {cell(w)}")
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(report: Report) -> str:
+    names = [f.name for f in fields(PhaseStats)]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(names)
+    for p in report.phases:
+        d = p.as_dict()
+        w.writerow([d[n] for n in names])
+    return buf.getvalue()
+
+
+def render_json(report: Report) -> str:
+    from nvtxsim import __version__
+
+    doc = report.as_dict()
+    doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+RENDERERS: dict[str, Callable[[Report], str]] = {
+    "table": render_table,
+    "csv": render_csv,
+    "json": render_json,
+    "markdown": render_markdown,
+}
+
+
+# --------------------------------------------------------------------------- many ranks
+
+
+def render_ranks(reports: list[Report], merged: Report, spread: list[dict], fmt: str, *, color: bool = False, width: int | None = None) -> str:
+    """Per-rank reports, the merged report and the per-phase spread across ranks."""
+    names = [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
+    if fmt == "json":
+        from nvtxsim import __version__
+
+        doc = merged.as_dict()
+        doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}
+        doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]
+        doc["spread"] = spread
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        cols = [f.name for f in fields(PhaseStats)]
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["rank", "path", *cols])
+        for i, r in enumerate(reports):
+            for p in r.phases:
+                d = p.as_dict()
+                w.writerow([i, names[i], *(d[c] for c in cols)])
+        for p in merged.phases:
+            d = p.as_dict()
+            w.writerow(["all", "", *(d[c] for c in cols)])
+        return buf.getvalue()
+    one = (lambda r: render_table(r, color=color, width=width)) if fmt == "table" else render_markdown
+    parts = []
+    for i, r in enumerate(reports):
+        parts.append(("## " if fmt == "markdown" else "") + f"rank {i}: {names[i]}\n")
+        parts.append(one(r))
+    parts.append(("## " if fmt == "markdown" else "") + f"all {len(reports)} ranks merged\n")
+    parts.append(one(merged))
+    parts.append(("## " if fmt == "markdown" else "") + "spread across ranks (CPU total per rank)\n")
+    lines = []
+    for row in spread:
+        totals = " ".join(fmt_ns(t) for t in row["cpu_total_ns"])
+        ratio = f"{row['max_over_min']:.2f}x" if row["max_over_min"] else "-"
+        lines.append(f"{'- ' if fmt == 'markdown' else '  '}{row['phase']}: {totals} (slowest: rank {row['slowest_rank']}, max/min {ratio})")
+    parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)

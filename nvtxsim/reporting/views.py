@@ -1,0 +1,252 @@
+"""The report's views: each turns a :class:`~nvtxsim.analysis.selection.Detail` into one :class:`ViewTable`.
+
+``summary`` is the classic per-phase table; the others answer "why": ``tree``
+(nesting, self time), ``iterations`` and ``slowest`` (per-iteration statistics),
+``kernels``, ``copies``, ``syncs``, ``gpu`` (idle, queue delay, graphs), ``gpus``
+(per device), ``threads`` and ``processes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable, Optional
+
+from nvtxsim.analysis.projection import PhaseStats
+from nvtxsim.analysis.selection import Detail, pid_of, tid_of
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.viewtable import Column, ViewTable
+
+
+@dataclass
+class ViewOptions:
+    by: str = "iteration"  # key range of the per-iteration views
+    by_given: bool = False  # --by was given explicitly (a missing key is then an error)
+    skip_first: int = 0
+    top: int = 10  # kernels per phase, slowest iterations
+
+
+C = Column
+
+SUMMARY_COLUMNS = [
+    C("phase", "Phase"), C("instances", "N", "int"), C("cpu_total_ns", "CPU total", "ns"), C("cpu_mean_ns", "mean", "ns"),
+    C("cpu_median_ns", "median", "ns"), C("cpu_p90_ns", "p90", "ns"), C("cpu_p99_ns", "p99", "ns"), C("cpu_max_ns", "max", "ns"),
+    C("gpu_proj_total_ns", "GPU proj", "ns"), C("gpu_proj_median_ns", "proj median", "ns"), C("gpu_busy_total_ns", "GPU busy", "ns"),
+    C("gpu_ops", "ops", "int"), C("gpu_kernels", "kernels", "int"), C("memcpy_htod_bytes", "H→D", "bytes"), C("memcpy_dtoh_bytes", "D→H", "bytes"),
+]
+
+
+def _phase_row(p: PhaseStats) -> dict:
+    return {"phase": p.label, **p.as_dict()}
+
+
+def summary(d: Detail, o: ViewOptions) -> ViewTable:
+    return ViewTable("summary", "Phases (CPU range time, GPU work launched inside)", SUMMARY_COLUMNS, [_phase_row(p) for p in d.report.phases])
+
+
+def tree(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.tree import aggregate
+
+    nodes = aggregate(d.export, d.tree)
+    rows = []
+    for nd in nodes:
+        rows.append(
+            {
+                "thread": f"{d.process_name(nd.global_tid)} / {d.thread_name(nd.global_tid)}",
+                "pid": pid_of(nd.global_tid),
+                "tid": tid_of(nd.global_tid),
+                "depth": nd.depth,
+                "phase": nd.path[-1],
+                "path": list(nd.path),
+                "count": nd.count,
+                "cpu_incl_ns": nd.cpu_incl_ns,
+                "cpu_self_ns": nd.cpu_self_ns,
+                "self_share": nd.cpu_self_ns / nd.cpu_incl_ns if nd.cpu_incl_ns else 0.0,
+                "gpu_incl_ns": nd.gpu_incl_ns,
+                "gpu_self_ns": nd.gpu_self_ns,
+                "cross_thread": nd.cross_thread,
+            }
+        )
+    cols = [
+        C("thread", "Thread"), C("phase", "Phase", "tree"), C("count", "N", "int"), C("cpu_incl_ns", "CPU incl", "ns"),
+        C("cpu_self_ns", "CPU self", "ns"), C("self_share", "self %", "pct"), C("gpu_incl_ns", "GPU incl", "ns"),
+        C("gpu_self_ns", "GPU self", "ns"), C("cross_thread", "cross-thread", "int"),
+    ]
+    notes = ["CPU self = range time minus its child ranges; GPU = busy time of the work launched inside (self: not inside a child)"]
+    from nvtxsim.analysis.tree import MAX_DEPTH
+
+    if len(d.tree.nesting.depth) and int(d.tree.nesting.depth.max()) > MAX_DEPTH:
+        notes.append(f"nesting deeper than {MAX_DEPTH} levels is not listed (its time is in the inclusive time above it)")
+    if any(nd.cross_thread for nd in nodes):
+        notes.append("cross-thread start/end ranges are kept on the thread that started them")
+    return ViewTable("tree", "Nesting per thread: inclusive and self time (totals over instances)", cols, rows, notes)
+
+
+def _iterations(d: Detail, o: ViewOptions):
+    from nvtxsim.analysis.iterations import per_iteration
+
+    try:
+        return per_iteration(d, o.by, skip_first=o.skip_first), None
+    except NvtxsimError as exc:
+        if o.by_given:
+            raise
+        return None, f"{exc} (choose the range that marks one loop iteration with --by NAME)"
+
+
+def iterations(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.iterations import phase_stats
+
+    it, err = _iterations(d, o)
+    cols = [
+        C("phase", "Phase"), C("iterations", "iters", "int"), C("per_iteration_count", "per iter", "float"), C("mean_ns", "mean", "ns"),
+        C("p50_ns", "p50", "ns"), C("p90_ns", "p90", "ns"), C("p99_ns", "p99", "ns"), C("max_ns", "max", "ns"), C("share", "of iter", "pct"),
+        C("gpu_p50_ns", "GPU p50", "ns"), C("gpu_p99_ns", "GPU p99", "ns"), C("gpu_max_ns", "GPU max", "ns"),
+    ]
+    if it is None:
+        return ViewTable("iterations", "Per iteration", cols, [], [err or ""])
+    rows = [asdict(s) for k, s in enumerate(phase_stats(it)) if k == 0 or s.iterations > 0]
+    notes = [f"{len(it)} iterations keyed on '{it.key}'" + (f", first {it.skipped} skipped" if it.skipped else "") + "; a phase's time per iteration is the sum of its ranges in that iteration (0 when absent)"]
+    if it.unassigned:
+        outside = ", ".join(f"{k} ×{v}" for k, v in sorted(it.unassigned.items(), key=lambda kv: -kv[1])[:6])
+        notes.append(f"ranges outside every iteration (not counted): {outside}")
+    return ViewTable("iterations", f"Per-phase time per iteration ({it.key})", cols, rows, notes)
+
+
+def slowest(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.iterations import slowest as slow
+
+    it, err = _iterations(d, o)
+    cols = [
+        C("rank", "#", "int"), C("iteration", "iteration", "int"), C("start_ns", "at", "ns"), C("duration_ns", "duration", "ns"),
+        C("vs_median", "vs median", "ratio"), C("gpu_busy_ns", "GPU busy", "ns"), C("culprit", "largest excess"), C("culprit_excess_ns", "excess", "ns"),
+    ]
+    if it is None:
+        return ViewTable("slowest", "Slowest iterations", cols, [], [err or ""])
+    rows = [asdict(s) for s in slow(it, o.top)]
+    return ViewTable("slowest", f"Slowest iterations ({it.key})", cols, rows, ["excess: the phase's time in that iteration minus its median over all iterations"])
+
+
+def kernels(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.gpu import kernels as k
+
+    rows = [asdict(r) for r in k(d, o.top)]
+    # Short names collide across template instantiations: number the repeats within a phase.
+    seen: dict[tuple[str, str], int] = {}
+    for row in rows:
+        n = seen[(row["phase"], row["kernel_short"])] = seen.get((row["phase"], row["kernel_short"]), 0) + 1
+        name = row["kernel_short"] if len(row["kernel_short"]) <= 60 else row["kernel_short"][:59] + "…"
+        row["kernel_display"] = name if n == 1 else f"{name} #{n}"
+    cols = [
+        C("phase", "Phase"), C("kernel_display", "Kernel"), C("count", "count", "int"), C("total_ns", "GPU total", "ns"),
+        C("mean_ns", "mean", "ns"), C("max_ns", "max", "ns"), C("share", "of phase", "pct"),
+    ]
+    notes = [f"top {o.top} per phase by GPU time; a kernel counts for every phase around its launch, once per phase (as nsys nvtxkernsum)"]
+    if not d.has_cuda:
+        notes.append("export has no CUDA trace")
+    return ViewTable("kernels", "Top kernels per phase", cols, rows, notes)
+
+
+def copies(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.gpu import DIRECTION_LABELS, copies as cp
+
+    rows = []
+    for r in cp(d):
+        row = asdict(r)
+        row["direction_label"] = DIRECTION_LABELS.get(r.direction, r.direction)
+        rows.append(row)
+    cols = [
+        C("phase", "Phase"), C("direction_label", "Direction"), C("count", "count", "int"), C("bytes", "bytes", "bytes"),
+        C("total_ns", "GPU time", "ns"), C("mean_ns", "mean", "ns"), C("throughput_gbps", "GB/s", "float"),
+    ]
+    return ViewTable("copies", "Memory copies and sets per phase", cols, rows)
+
+
+def syncs(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.gpu import syncs as sy
+
+    cols = [
+        C("phase", "Phase"), C("api", "CUDA call"), C("calls", "calls", "int"), C("total_ns", "CPU wait", "ns"),
+        C("mean_ns", "mean", "ns"), C("max_ns", "max", "ns"), C("share_of_cpu", "of phase CPU", "pct"),
+    ]
+    return ViewTable("syncs", "CPU time in synchronizing CUDA calls per phase", cols, [asdict(r) for r in sy(d)])
+
+
+def gpu(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.gpu import graph_hints, overview
+
+    cols = [
+        C("phase", "Phase"), C("launches", "launches", "int"), C("gpu_busy_ns", "GPU busy", "ns"), C("gpu_idle_ns", "GPU idle", "ns"),
+        C("gpu_idle_share", "idle %", "pct"), C("span_gaps_ns", "span gaps", "ns"), C("queue_p50_ns", "queue p50", "ns"),
+        C("queue_p99_ns", "queue p99", "ns"), C("sync_wait_ns", "sync wait", "ns"), C("sync_share", "sync %", "pct"),
+        C("graph_launches", "graphs", "int"), C("graph_gpu_ns", "graph GPU", "ns"),
+    ]
+    notes = [
+        "GPU idle: range time with no GPU op of its process running; span gaps: idle inside the range's own GPU work; "
+        "queue: GPU start minus end of the launch call; sync wait: CPU time in synchronizing CUDA calls"
+    ]
+    notes += graph_hints(d)
+    if not d.has_cuda:
+        notes.append("export has no CUDA trace: GPU columns are 0")
+    return ViewTable("gpu", "GPU per phase: busy, idle, queue delay, sync waits, CUDA graphs", cols, [asdict(r) for r in overview(d)], notes)
+
+
+def gpus(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.gpu import by_device
+
+    cols = [
+        C("phase", "Phase"), C("gpu", "GPU"), C("ops", "ops", "int"), C("kernels", "kernels", "int"), C("kernel_ns", "kernel time", "ns"),
+        C("busy_ns", "busy", "ns"), C("copy_bytes", "copied", "bytes"),
+    ]
+    return ViewTable("gpus", "Per phase and GPU", cols, [asdict(r) for r in by_device(d)])
+
+
+def _grouped(d: Detail, by: str) -> ViewTable:
+    from nvtxsim.analysis.breakdown import breakdown
+
+    rows = []
+    for g in breakdown(d, by):
+        row = g.as_dict()
+        row["phase"] = g.stats.label
+        rows.append(row)
+    first = C("where", "Thread" if by == "thread" else "Process")
+    return ViewTable("threads" if by == "thread" else "processes", f"Phases per {by}", [first] + SUMMARY_COLUMNS, rows)
+
+
+def threads(d: Detail, o: ViewOptions) -> ViewTable:
+    return _grouped(d, "thread")
+
+
+def processes(d: Detail, o: ViewOptions) -> ViewTable:
+    return _grouped(d, "process")
+
+
+VIEWS: dict[str, Callable[[Detail, ViewOptions], ViewTable]] = {
+    "summary": summary,
+    "tree": tree,
+    "iterations": iterations,
+    "slowest": slowest,
+    "kernels": kernels,
+    "copies": copies,
+    "syncs": syncs,
+    "gpu": gpu,
+    "gpus": gpus,
+    "threads": threads,
+    "processes": processes,
+}
+
+
+def parse_views(text: Optional[str]) -> list[str]:
+    """``tree,kernels`` → ["tree", "kernels"]; ``all`` → every view."""
+    if not text:
+        return ["summary"]
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if names == ["all"]:
+        return list(VIEWS)
+    bad = [n for n in names if n not in VIEWS]
+    if bad:
+        raise NvtxsimError(f"unknown view {bad[0]!r}; choose from {', '.join(VIEWS)} or all")
+    return list(dict.fromkeys(names))
+
+
+def build(d: Detail, names: list[str], options: Optional[ViewOptions] = None) -> list[ViewTable]:
+    o = options or ViewOptions()
+    return [VIEWS[n](d, o) for n in names]
