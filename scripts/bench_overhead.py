@@ -85,7 +85,7 @@ def _namespace() -> dict:
         def step(self) -> None:
             pass
 
-    nvtxsim.emit.instrument(Instrumented, {"step": NAME})
+    nvtxsim.instrument(Instrumented, {"step": NAME})
     dom = nvtx.get_domain(P.DOMAIN)
     return dict(
         nvtx=nvtx, nvtxsim=nvtxsim, NAME=NAME, C=STYLE.color, CAT=STYLE.category, DOM=P.DOMAIN,

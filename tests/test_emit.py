@@ -118,7 +118,7 @@ def test_instrument_class_and_restore(profiler_attached):
     original = {k: Env.__dict__[k] for k in ("step", "helper", "make")}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        handle = nvtxsim.emit.instrument(Env, {"step": "iteration", "helper": "sim_step", "make": "reset"})
+        handle = nvtxsim.instrument(Env, {"step": "iteration", "helper": "sim_step", "make": "reset"})
     assert handle.patched == ["Env.step", "Env.helper", "Env.make"]
     assert isinstance(Env.__dict__["helper"], staticmethod) and isinstance(Env.__dict__["make"], classmethod)
     assert Env.helper(3) == 6 and isinstance(Env.make(), Env)
@@ -126,7 +126,7 @@ def test_instrument_class_and_restore(profiler_attached):
     assert e.step(1) == 2 and TaskEnv().step(1) == 20
     assert Env.step.__doc__ == "Env step."
     # Twice is a no-op.
-    again = nvtxsim.emit.instrument(Env, {"step": "iteration"})
+    again = nvtxsim.instrument(Env, {"step": "iteration"})
     assert again.patched == []
     handle.restore()
     assert {k: Env.__dict__[k] for k in ("step", "helper", "make")} == original
@@ -134,7 +134,7 @@ def test_instrument_class_and_restore(profiler_attached):
 
 
 def test_instrument_subclass_patches_only_the_target(profiler_attached):
-    with nvtxsim.emit.instrument(TaskEnv, ["step"]) as h:
+    with nvtxsim.instrument(TaskEnv, ["step"]) as h:
         assert "step" in TaskEnv.__dict__ and h.patched == ["TaskEnv.step"]
         assert TaskEnv().step(2) == 30
     assert TaskEnv.__dict__["step"].__qualname__ == "TaskEnv.step"
@@ -144,7 +144,7 @@ def test_instrument_inherited_method_is_removed_on_restore(profiler_attached):
     class Child(Env):
         pass
 
-    h = nvtxsim.emit.instrument(Child, {"step": "iteration"})
+    h = nvtxsim.instrument(Child, {"step": "iteration"})
     assert "step" in Child.__dict__
     h.restore()
     assert "step" not in Child.__dict__
@@ -153,7 +153,7 @@ def test_instrument_inherited_method_is_removed_on_restore(profiler_attached):
 def test_instrument_instance_and_skips(profiler_attached):
     e = Env()
     with pytest.warns(UserWarning, match="num_envs \\(property\\).*missing_method \\(missing\\)"):
-        h = nvtxsim.emit.instrument(e, {"step": "iteration", "num_envs": "x", "missing_method": "y"})
+        h = nvtxsim.instrument(e, {"step": "iteration", "num_envs": "x", "missing_method": "y"})
     assert h.patched == ["Env.step"]
     assert e.step(4) == 5 and e.calls == [4]
     assert e.num_envs == 4
@@ -276,8 +276,8 @@ def test_instrument_without_a_profiler_installs_nothing():
     """Like a @phase decorator (and nvtx's): nothing recorded at instrument time means no wrapper."""
     before = dict(Env.__dict__)
     e = Env()
-    h = nvtxsim.emit.instrument(Env, {"step": "iteration", "helper": "sim_step"})
-    hi = nvtxsim.emit.instrument(e, ["step"])
+    h = nvtxsim.instrument(Env, {"step": "iteration", "helper": "sim_step"})
+    hi = nvtxsim.instrument(e, ["step"])
     assert h.idle and hi.idle and not nvtxsim.is_recording()
     assert h.patched == ["Env.step", "Env.helper"] and hi.patched == ["Env.step"]
     assert dict(Env.__dict__) == before and "step" not in e.__dict__
@@ -288,7 +288,7 @@ def test_instrument_without_a_profiler_installs_nothing():
 
 
 def test_instrument_with_a_profiler_wraps(profiler_attached):
-    with nvtxsim.emit.instrument(Env, ["step"]) as h:
+    with nvtxsim.instrument(Env, ["step"]) as h:
         assert not h.idle and Env.__dict__["step"].__nvtxsim_phase__ == "step"
         assert Env().step(1) == 2
     assert not hasattr(Env.__dict__["step"], "__nvtxsim_phase__")

@@ -277,7 +277,7 @@ def test_instrument_hostile_targets_never_raise(profiler_attached):
             (RaisingDict(), ["f"], "no instance dict"),
             (Slots(), ["f"], "no instance dict"),
         ]:
-            h = nvtxsim.emit.instrument(target, methods)
+            h = nvtxsim.instrument(target, methods)
             assert h.patched == [] and len(h.skipped) == 1 and reason in h.skipped[0], h.skipped
             h.restore()
     assert [].append is not None and Frozen().f() == 1
