@@ -261,3 +261,95 @@ def make_export(
         synth.ranges.append({"row": rowid, "start": start, "end": end, "tid": tid, "end_tid": end_tid, "style": etype, "domain": "nvtxsim" if dom else "", "name": name})
     con.close()
     return synth
+
+
+# --------------------------------------------------------------------------- loops with GPU memory
+
+MEMORY_DDL = """
+CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER, deviceId INTEGER, contextId INTEGER, address INTEGER,
+    pc INTEGER, bytes INTEGER, memKind INTEGER, memoryOperationType INTEGER, name INTEGER, correlationId INTEGER, streamId INTEGER);
+"""
+
+
+@dataclass
+class LoopPhase:
+    """A phase of a synthetic loop: per-instance CPU time, GPU kernel time and transient GPU memory."""
+
+    name: str
+    cpu_ns: float
+    gpu_ns: float = 0.0
+    mem_bytes: int = 0
+    per_iteration: int = 1  # instances per iteration
+
+
+def make_loop_export(
+    path: Path,
+    phases: list[LoopPhase],
+    *,
+    iterations: int = 8,
+    seed: int = 0,
+    noise: float = 0.03,
+    memory: bool = True,
+    resident_bytes: int = 0,
+    key: str = "iteration",
+) -> None:
+    """A loop of ``iterations`` key ranges, each holding ``phases`` one after another (nvtxsim domain).
+
+    Each phase instance launches one kernel of ``gpu_ns`` (times jittered by ``noise``), allocates
+    ``mem_bytes`` at its start and frees them at its end. ``resident_bytes`` are allocated before
+    the loop and never freed; a pinned host allocation (not GPU memory) is added too. With
+    ``memory=False`` the memory table is left out (a capture without --cuda-memory-usage)."""
+    rng = random.Random(seed)
+    con = sqlite3.connect(path)
+    con.executescript(DDL)
+    if memory:
+        con.executescript(MEMORY_DDL)
+    pid = 4242
+    gpid, tid = global_tid(pid, 0), global_tid(pid, pid)
+    strings = {"nvtxsim": 1, "cudaLaunchKernel_v7000": 2, "kernel": 3, key: 4}
+    for ph in phases:
+        strings.setdefault(ph.name, len(strings) + 1)
+    nvtx = [(0, None, 75, None, "nvtxsim", tid, None, 1)]
+    calls, kernels, mem = [], [], []
+    t, corr, addr = 1000, 1, 1 << 32
+
+    def alloc(at: int, nbytes: int, kind: int = 2) -> int:
+        nonlocal addr
+        addr += 1 << 30
+        mem.append((at, gpid, 0, 1, addr, 0, nbytes, kind, 0))
+        return addr
+
+    if resident_bytes:
+        alloc(t, resident_bytes)
+    alloc(t + 1, 1 << 30, kind=1)  # pinned host memory: must not count
+    t += 10_000
+    jitter = lambda v: max(int(v * (1 + rng.uniform(-noise, noise))), 0)  # noqa: E731
+    for _ in range(iterations):
+        it_start = t
+        t += 500
+        for ph in phases:
+            for _ in range(ph.per_iteration):
+                start, dur = t, max(jitter(ph.cpu_ns), 2000)
+                end = start + dur
+                nvtx.append((start, end, 59, None, None, tid, strings[ph.name], 1))
+                if ph.mem_bytes:
+                    a = alloc(start + 50, ph.mem_bytes)
+                    mem.append((end - 50, gpid, 0, 1, a, 0, ph.mem_bytes, 2, 1))
+                if ph.gpu_ns:
+                    calls.append((start + 100, start + 600, 0, tid, corr, 2, 0))
+                    k0 = start + 700
+                    kernels.append((k0, k0 + max(jitter(ph.gpu_ns), 1), 0, 1, 7, corr, gpid, 3, 3, None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+                    corr += 1
+                t = end + 200
+        nvtx.append((it_start, t, 59, None, None, tid, strings[key], 1))
+        t += 1000
+    con.executemany("INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,text,globalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?)", nvtx)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", calls)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", kernels)
+    if memory:
+        con.executemany("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start,globalPid,deviceId,contextId,address,pc,bytes,memKind,memoryOperationType) VALUES (?,?,?,?,?,?,?,?,?)", mem)
+    con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in strings.items()])
+    con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
+    con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (t + 1000, t + 1000))
+    con.commit()
+    con.close()

@@ -290,13 +290,23 @@ class PhaseStats:
     unclosed: int
     cross_thread: int
     threads: int
+    # GPU memory (only when the export has memory events, nsys --cuda-memory-usage=true):
+    gpu_mem_peak_bytes: Optional[int] = None  # most the process held while an instance was open
+    gpu_mem_net_bytes: Optional[int] = None  # allocations minus frees per instance, on average
 
     @property
     def label(self) -> str:
         return f"{self.domain}:{self.name}" if self.domain else self.name
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        for key in MEMORY_FIELDS:
+            if d[key] is None:
+                del d[key]  # exports without memory events keep the original fields
+        return d
+
+
+MEMORY_FIELDS = ("gpu_mem_peak_bytes", "gpu_mem_net_bytes")
 
 
 @dataclass
@@ -430,6 +440,7 @@ def summarize(
                 threads=int(threads[i]),
             )
         )
+    _add_memory(export, idx, group, phases)
     phases.sort(key=lambda p: (-p.cpu_total_ns, p.domain, p.name))
     warnings = list(export.warnings)
     if len(export.ranges) and len(idx) == 0 and domain not in (None, "all"):
@@ -444,6 +455,20 @@ def summarize(
     if not export.has_cuda:
         warnings.append("export has no CUDA trace (no CUPTI runtime/kernel tables): GPU columns are 0")
     return Report(source=source_info(export), phases=phases, warnings=warnings)
+
+
+def _add_memory(export: Export, idx: np.ndarray, group: np.ndarray, phases: list[PhaseStats]) -> None:
+    """Peak and net GPU memory per phase (``phases`` in group order), when the export recorded it."""
+    from nvtxsim.analysis.memory import range_memory
+
+    m = range_memory(export, idx)
+    if m is None:
+        return
+    for i, p in enumerate(phases):
+        k = group == i
+        if k.any():
+            p.gpu_mem_peak_bytes = int(m.peak[k].max())
+            p.gpu_mem_net_bytes = int(round(float(m.net[k].mean())))
 
 
 def source_info(export: Export) -> dict:

@@ -188,6 +188,7 @@ class ProfileRequest:
     window_api: str = "nvtx"  # "nvtx": NVTX capture range; "cuda": cudaProfilerStart/Stop
     force: bool = False
     nsys_args: Sequence[str] = ()
+    memory: bool = False  # record GPU allocations and frees (--cuda-memory-usage=true)
 
 
 def has_gpu() -> bool:
@@ -277,6 +278,10 @@ def build_profile_command(nsys: Nsys, req: ProfileRequest) -> list[str]:
     ours += [("--sample", "none"), ("--cpuctxsw", "none")]
     if "cuda" in trace and nsys.supports("cuda-graph-trace"):
         ours.append(("--cuda-graph-trace", "node"))  # graph kernels get rows (graph mode has no table)
+    if req.memory:
+        if "cuda" not in trace:
+            raise NvtxsimError("--memory needs cuda in --trace (GPU allocations are traced with the CUDA calls)")
+        ours.append(("--cuda-memory-usage", "true"))
     if req.window is not None:
         if req.window_api == "cuda":
             if "cuda" not in trace:

@@ -3,7 +3,9 @@
 Read once by :func:`nvtxsim.export.reader.load` while the export is open, so views never
 reopen (or re-inflate) the file: OS thread names, process names, GPU names,
 graph-level CUDA graph executions (``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``, newer
-nsys) and whether kernels carry CUDA-graph node ids (``--cuda-graph-trace=node``).
+nsys), whether kernels carry CUDA-graph node ids (``--cuda-graph-trace=node``) and
+GPU memory allocations and frees (``CUDA_GPU_MEMORY_USAGE_EVENTS``, nsys
+``--cuda-memory-usage=true``).
 Every table is optional; absent ones leave empty fields.
 """
 
@@ -18,6 +20,10 @@ import numpy as np
 
 GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMORY_TABLE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
+#: ``memKind`` values that are GPU memory (ENUM_CUDA_MEM_KIND: 2 device, 3 array, 4 managed,
+#: 5 device static); pageable/pinned host memory (0, 1) is left out. NULL counts as device.
+DEVICE_MEMORY_KINDS = (2, 3, 4, 5)
 
 
 @dataclass
@@ -37,12 +43,26 @@ class GraphExecs:
 
 
 @dataclass
+class MemoryEvents:
+    """GPU allocations (+bytes) and frees (-bytes) in time order (``CUDA_GPU_MEMORY_USAGE_EVENTS``)."""
+
+    start: np.ndarray
+    global_pid: np.ndarray
+    device_id: np.ndarray
+    delta: np.ndarray  # signed bytes: + allocation, - free
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+
+@dataclass
 class Extras:
     thread_names: dict[int, str] = field(default_factory=dict)  # globalTid → OS thread name
     process_names: dict[int, str] = field(default_factory=dict)  # globalPid → process name
     gpu_names: dict[int, str] = field(default_factory=dict)  # deviceId → GPU name
     graph_execs: Optional[GraphExecs] = None  # graph-level executions, when traced that way
     graph_tables: tuple[str, ...] = ()  # CUDA graph tables present (CUDA_GRAPH_EVENTS, ...)
+    memory: Optional[MemoryEvents] = None  # GPU memory allocations/frees, when captured
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -68,6 +88,23 @@ def _names_by_id(conn: sqlite3.Connection, sql: str) -> dict[int, str]:
             continue
         out.setdefault(int(key), strings.get(int(v), "") if isinstance(v, int) else _text(v))
     return out
+
+
+def _read_memory(conn: sqlite3.Connection) -> Optional[MemoryEvents]:
+    """Allocations and frees of GPU memory; None when the table lacks the needed columns."""
+    cols = _columns(conn, MEMORY_TABLE)
+    if not {"start", "bytes", "memoryOperationType"} <= cols:
+        return None
+    kinds = ", ".join(str(k) for k in DEVICE_MEMORY_KINDS)
+    where = f" AND (memKind IS NULL OR memKind IN ({kinds}))" if "memKind" in cols else ""
+    pid = "ifnull(globalPid,0)" if "globalPid" in cols else "0"
+    dev = "ifnull(deviceId,-1)" if "deviceId" in cols else "-1"
+    cur = conn.execute(
+        f"SELECT start, {pid}, {dev}, CASE memoryOperationType WHEN 0 THEN bytes WHEN 1 THEN -bytes ELSE 0 END "
+        f"FROM {MEMORY_TABLE} WHERE start IS NOT NULL AND bytes IS NOT NULL{where} ORDER BY start"
+    )
+    a = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64).reshape(-1, 4)
+    return MemoryEvents(*(a[:, i].copy() for i in range(4)))
 
 
 def read_extras(conn: sqlite3.Connection, tables: frozenset[str], *, cuda: bool = True) -> Extras:
@@ -96,6 +133,8 @@ def read_extras(conn: sqlite3.Connection, tables: frozenset[str], *, cuda: bool 
                 )
                 a = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64).reshape(-1, 7)
                 ex.graph_execs = GraphExecs(*(a[:, i].copy() for i in range(7)))
+        if MEMORY_TABLE in tables:
+            ex.memory = _read_memory(conn)
     except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError):
         pass  # side tables are best effort: the core report must still work
     finally:

@@ -14,7 +14,7 @@ import re
 from dataclasses import fields
 from typing import Callable
 
-from nvtxsim.analysis.projection import PhaseStats, Report
+from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, Report
 
 JSON_SCHEMA_VERSION = 1
 
@@ -71,6 +71,24 @@ _HUMAN_COLUMNS: list[tuple[str, Callable[[PhaseStats], str]]] = [
     ("H→D", lambda p: fmt_bytes(p.memcpy_htod_bytes)),
     ("D→H", lambda p: fmt_bytes(p.memcpy_dtoh_bytes)),
 ]
+#: Shown only when the export recorded GPU memory (nsys --cuda-memory-usage=true).
+_MEMORY_COLUMNS: list[tuple[str, Callable[[PhaseStats], str]]] = [
+    ("GPU mem peak", lambda p: fmt_bytes(p.gpu_mem_peak_bytes or 0)),
+    ("mem net/inst", lambda p: fmt_bytes(p.gpu_mem_net_bytes or 0)),
+]
+
+
+def _has_memory(report: Report) -> bool:
+    return any(p.gpu_mem_peak_bytes is not None for p in report.phases)
+
+
+def _human_columns(report: Report) -> list[tuple[str, Callable[[PhaseStats], str]]]:
+    return _HUMAN_COLUMNS + (_MEMORY_COLUMNS if _has_memory(report) else [])
+
+
+def _csv_fields(report: Report) -> list[str]:
+    names = [f.name for f in fields(PhaseStats)]
+    return names if _has_memory(report) else [n for n in names if n not in MEMORY_FIELDS]
 
 
 def heading_parts(source: dict, *, counts_sep: str = ", ") -> list[str]:
@@ -98,10 +116,11 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
     from rich.text import Text
 
     table = Table(header_style="bold", box=None, pad_edge=False)
-    for i, (header, _) in enumerate(_HUMAN_COLUMNS):
+    columns = _human_columns(report)
+    for i, (header, _) in enumerate(columns):
         table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
     for p in report.phases:
-        table.add_row(*(Text(printable(get(p))) for _, get in _HUMAN_COLUMNS))  # names are data, never rich markup
+        table.add_row(*(Text(printable(get(p))) for _, get in columns))  # names are data, never rich markup
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -129,11 +148,12 @@ def markdown_cell(text: str) -> str:
 
 def render_markdown(report: Report) -> str:
     cell = markdown_cell
+    columns = _human_columns(report)
     lines = [f"**{cell(_heading(report))}**", ""]
-    lines.append("| " + " | ".join(h for h, _ in _HUMAN_COLUMNS) + " |")
-    lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(_HUMAN_COLUMNS) - 1)) + "|")
+    lines.append("| " + " | ".join(h for h, _ in columns) + " |")
+    lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(columns) - 1)) + "|")
     for p in report.phases:
-        lines.append("| " + " | ".join(cell(get(p)) for _, get in _HUMAN_COLUMNS) + " |")
+        lines.append("| " + " | ".join(cell(get(p)) for _, get in columns) + " |")
     for w in report.warnings:
         lines.append("")
         lines.append(f"> warning: {cell(w)}")
@@ -141,7 +161,7 @@ def render_markdown(report: Report) -> str:
 
 
 def render_csv(report: Report) -> str:
-    names = [f.name for f in fields(PhaseStats)]
+    names = _csv_fields(report)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(names)
@@ -182,7 +202,7 @@ def render_ranks(reports: list[Report], merged: Report, spread: list[dict], fmt:
         doc["spread"] = spread
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
-        cols = [f.name for f in fields(PhaseStats)]
+        cols = _csv_fields(merged)  # the merged report carries no memory columns
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["rank", "path", *cols])

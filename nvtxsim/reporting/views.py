@@ -3,7 +3,7 @@
 ``summary`` is the classic per-phase table; the others answer "why": ``tree``
 (nesting, self time), ``iterations`` and ``slowest`` (per-iteration statistics),
 ``kernels``, ``copies``, ``syncs``, ``gpu`` (idle, queue delay, graphs), ``gpus``
-(per device), ``threads`` and ``processes``.
+(per device), ``threads``, ``processes`` and ``memory`` (GPU memory per phase).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Callable, Optional
 from nvtxsim.analysis.projection import PhaseStats
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.summary import fmt_bytes
 from nvtxsim.reporting.viewtable import Column, ViewTable
 
 
@@ -39,8 +40,32 @@ def _phase_row(p: PhaseStats) -> dict:
     return {"phase": p.label, **p.as_dict()}
 
 
+MEMORY_SUMMARY_COLUMNS = [C("gpu_mem_peak_bytes", "GPU mem peak", "bytes"), C("gpu_mem_net_bytes", "mem net/inst", "bytes")]
+
+
 def summary(d: Detail, o: ViewOptions) -> ViewTable:
-    return ViewTable("summary", "Phases (CPU range time, GPU work launched inside)", SUMMARY_COLUMNS, [_phase_row(p) for p in d.report.phases])
+    rows = [_phase_row(p) for p in d.report.phases]
+    cols = SUMMARY_COLUMNS + (MEMORY_SUMMARY_COLUMNS if any("gpu_mem_peak_bytes" in r for r in rows) else [])
+    return ViewTable("summary", "Phases (CPU range time, GPU work launched inside)", cols, rows)
+
+
+def memory(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.memory import has_memory, phase_memory, process_peak
+
+    cols = [
+        C("phase", "Phase"), C("instances", "N", "int"), C("peak_bytes", "peak", "bytes"), C("peak_median_bytes", "peak p50", "bytes"),
+        C("rise_median_bytes", "rise p50", "bytes"), C("rise_max_bytes", "rise max", "bytes"), C("net_mean_bytes", "net/inst", "bytes"),
+        C("net_total_bytes", "net total", "bytes"),
+    ]
+    if not has_memory(d.export):
+        return ViewTable("memory", "GPU memory per phase", cols, [], ["export has no GPU memory events: profile with nvtxsim profile --memory (nsys --cuda-memory-usage=true)"])
+    notes = [
+        "peak: most GPU memory the process held while the phase was open; rise: peak minus the level at its start; "
+        "net: allocations minus frees inside the phase",
+        f"process peak during the capture: {fmt_bytes(process_peak(d.export))}",
+        "only driver allocations are seen: PyTorch's caching allocator hides tensor frees (PYTORCH_NO_CUDA_MEMORY_CACHING=1 shows them)",
+    ]
+    return ViewTable("memory", "GPU memory per phase", cols, [asdict(r) for r in phase_memory(d)], notes)
 
 
 def tree(d: Detail, o: ViewOptions) -> ViewTable:
@@ -231,6 +256,7 @@ VIEWS: dict[str, Callable[[Detail, ViewOptions], ViewTable]] = {
     "gpus": gpus,
     "threads": threads,
     "processes": processes,
+    "memory": memory,
 }
 
 

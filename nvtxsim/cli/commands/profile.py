@@ -40,6 +40,7 @@ def _request(args: argparse.Namespace) -> capture.ProfileRequest:
         window_api=args.window,
         force=args.force,
         nsys_args=tuple(args.nsys_arg or ()),
+        memory=args.memory,
     )
 
 
@@ -121,6 +122,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "--trace",
         metavar="LIST",
         help=f"nsys --trace list (default: {','.join(capture.DEFAULT_TRACE)}; must include nvtx)",
+    )
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="record GPU memory allocations and frees (nsys --cuda-memory-usage=true): the report gains GPU memory per phase",
     )
     p.add_argument("-o", "--output", metavar="NAME", help="report name: writes NAME.nsys-rep and NAME.sqlite (default: nvtxsim-N)")
     p.add_argument("--force", action="store_true", help="overwrite NAME.nsys-rep / NAME.sqlite if they exist")
