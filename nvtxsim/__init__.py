@@ -31,7 +31,7 @@ from nvtxsim.emit.ranges import (
 from nvtxsim.emit.instrument import Instrumentation, instrument
 from nvtxsim.emit.window import step
 
-__version__ = "0.1.0"
+from nvtxsim._version import __version__
 
 
 def load_frames(path, **kwargs):  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import nvtxsim
-from nvtxsim.emit.ranges import window
+from nvtxsim.emit import window
 from nvtxsim.errors import NvtxsimError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,7 +92,7 @@ def test_no_profiler_attached_opens_nothing():
 def test_bad_environment_variable_warns_and_is_ignored(tmp_path):
     env = {**os.environ, "NVTXSIM_ITERATIONS": "ten:twenty", "PYTHONPATH": str(REPO)}
     env.pop("NVTX_INJECTION64_PATH", None)
-    code = "import nvtxsim; from nvtxsim import window; print(window.current(), nvtxsim.step())"
+    code = "import nvtxsim; from nvtxsim.emit import window; print(window.current(), nvtxsim.step())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
     assert out.stdout.split() == ["None", "0"]
@@ -101,6 +101,6 @@ def test_bad_environment_variable_warns_and_is_ignored(tmp_path):
 
 def test_environment_variable_sets_the_window():
     env = {**os.environ, "NVTXSIM_ITERATIONS": "3:4", "NVTXSIM_WINDOW_API": "nvtx", "PYTHONPATH": str(REPO)}
-    code = "from nvtxsim import window; print(window.current())"
+    code = "from nvtxsim.emit import window; print(window.current())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "3:4", out.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nvtxsim.cli.main import main as cli
+from nvtxsim.cli import main as cli
 
 DATA = Path(__file__).parent / "data" / "gpu" / "demo_h200.sqlite.gz"
 ENV = {k: v for k, v in os.environ.items() if k not in cli._THREAD_VARIABLES}
@@ -32,7 +32,7 @@ def _child(code: str, *args: str) -> subprocess.CompletedProcess:
 def test_report_caps_blas_threads_and_imports_only_its_command():
     code = (
         "import io, json, os, sys, contextlib\n"
-        "from nvtxsim import cli\n"
+        "from nvtxsim.cli import main as cli\n"
         "buf = io.StringIO()\n"
         "with contextlib.redirect_stdout(buf):\n"
         "    rc = cli.main(['report', sys.argv[1], '-f', 'json'])\n"

@@ -129,7 +129,7 @@ with nvtxsim.phase("sorting"):
 class Env:
     def step(self, n):
         return n if n == 0 else self.step(n - 1)
-with nvtxsim.emit.instrument(Env, {"step": "env_step"}):
+with nvtxsim.instrument(Env, {"step": "env_step"}):
     Env().step(9)
 
 # --- asyncio: decorated coroutines, `with phase` across an await, to_thread, cancellation

@@ -26,7 +26,7 @@ from typing import IO, Any, Mapping, Optional, Sequence
 
 from nvtxsim import phases
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.emit.window import ENV_API, ENV_ITERATIONS, WINDOW_DOMAIN, WINDOW_RANGE, Window
+from nvtxsim.phases import ENV_API, ENV_ITERATIONS, WINDOW_DOMAIN, WINDOW_RANGE, Window
 
 #: Install folders searched after ``$NSYS`` and ``PATH`` (newest version first within each pattern).
 INSTALL_GLOBS: tuple[str, ...] = (

@@ -46,7 +46,7 @@ def _command_in(argv: Sequence[str]) -> Optional[str]:
 
 def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     """The parser of every command, or of command ``only`` (what ``main`` needs to run it)."""
-    from nvtxsim import __version__
+    from nvtxsim._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="nvtxsim",

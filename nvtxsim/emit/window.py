@@ -20,52 +20,10 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from nvtxsim.errors import NvtxsimError
-
-#: Name and domain of the NVTX range that spans the window (a registered string). Its own domain
-#: keeps it out of the phase tables, which report the ``nvtxsim`` domain.
-WINDOW_RANGE = "capture_window"
-WINDOW_DOMAIN = "nvtxsim_window"
-#: Environment variables read at import: the window and how it is signalled.
-ENV_ITERATIONS = "NVTXSIM_ITERATIONS"
-ENV_API = "NVTXSIM_WINDOW_API"
-APIS = ("nvtx", "cuda")
-
-
-@dataclass(frozen=True)
-class Window:
-    """Iterations ``start`` .. ``stop - 1`` (``stop`` None: to the end of the program)."""
-
-    start: int
-    stop: Optional[int] = None
-
-    def __str__(self) -> str:
-        return f"{self.start}:{'' if self.stop is None else self.stop}"
-
-    def describe(self) -> str:
-        if self.stop is None:
-            return f"iterations {self.start} to the end"
-        return f"iterations {self.start}..{self.stop - 1} ({self.stop - self.start} iterations)"
-
-
-def parse_iterations(text: str) -> Window:
-    """Parse ``A:B`` (iterations A..B-1), ``A:`` (from A on) or ``:B`` (0..B-1)."""
-    raw = str(text).strip()
-    head, sep, tail = raw.partition(":")
-    try:
-        if not sep:
-            raise ValueError
-        start = int(head) if head.strip() else 0
-        stop = int(tail) if tail.strip() else None
-    except ValueError:
-        raise NvtxsimError(f"--iterations: expected A:B (e.g. 10:20 records iterations 10..19), got {raw!r}") from None
-    if start < 0 or (stop is not None and stop <= start):
-        raise NvtxsimError(f"--iterations {raw}: need 0 <= A < B (A:B records iterations A..B-1)")
-    return Window(start, stop)
-
+from nvtxsim.phases import APIS, ENV_API, ENV_ITERATIONS, WINDOW_DOMAIN, WINDOW_RANGE, Window, parse_iterations
 
 # --------------------------------------------------------------------------- state
 

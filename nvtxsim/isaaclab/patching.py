@@ -1,6 +1,6 @@
-"""Patch one method on the class that defines it, through :func:`nvtxsim.emit.instrument`.
+"""Patch one method on the class that defines it, through :func:`nvtxsim.instrument`.
 
-:func:`nvtxsim.emit.instrument` wraps a method on the class it is given (an inherited
+:func:`nvtxsim.instrument` wraps a method on the class it is given (an inherited
 method is then set on that subclass). Isaac Lab needs the *defining* class instead:
 tasks override hooks, and 3.0 compares methods by identity
 (``type(self)._update_buffers_impl is Camera._update_buffers_impl`` in

@@ -1,6 +1,6 @@
-"""Phases with the wrappers Isaac Lab needs, usable with :func:`nvtxsim.emit.instrument`.
+"""Phases with the wrappers Isaac Lab needs, usable with :func:`nvtxsim.instrument`.
 
-:func:`nvtxsim.emit.instrument` calls ``phase.wrap(fn)``; these subclasses of
+:func:`nvtxsim.instrument` calls ``phase.wrap(fn)``; these subclasses of
 :class:`nvtxsim.phase` change only that wrapper:
 
 * :class:`GuardedPhase`: no range when a range of the same name is already open on

@@ -172,7 +172,7 @@ def render_csv(report: Report) -> str:
 
 
 def render_json(report: Report) -> str:
-    from nvtxsim import __version__
+    from nvtxsim._version import __version__
 
     doc = report.as_dict()
     doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}
@@ -194,7 +194,7 @@ def render_ranks(reports: list[Report], merged: Report, spread: list[dict], fmt:
     """Per-rank reports, the merged report and the per-phase spread across ranks."""
     names = [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
     if fmt == "json":
-        from nvtxsim import __version__
+        from nvtxsim._version import __version__
 
         doc = merged.as_dict()
         doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}

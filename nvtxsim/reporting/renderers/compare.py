@@ -55,7 +55,7 @@ def comparison_table(c: Comparison) -> ViewTable:
 
 def render_comparison(c: Comparison, fmt: str, *, width: Optional[int] = None, color: bool = False) -> str:
     if fmt == "json":
-        from nvtxsim import __version__
+        from nvtxsim._version import __version__
 
         doc = c.as_dict()
         doc["nvtxsim_version"] = __version__
@@ -104,7 +104,7 @@ def _forest(c: Comparison) -> str:
 
 
 def _html(c: Comparison, t: ViewTable) -> str:
-    from nvtxsim import __version__
+    from nvtxsim._version import __version__
     from nvtxsim.reporting.renderers.html import _CSS, _table_html
 
     verdict = (

@@ -211,7 +211,7 @@ def build_page_data(detail: Detail, options: Any) -> tuple[dict, Any]:
 
 
 def render_html(detail: Detail, options: Any) -> str:
-    from nvtxsim import __version__
+    from nvtxsim._version import __version__
     from nvtxsim.reporting.views import VIEWS, build
 
     data, _ = build_page_data(detail, options)
