@@ -353,3 +353,116 @@ def make_loop_export(
     con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (t + 1000, t + 1000))
     con.commit()
     con.close()
+
+
+# --------------------------------------------------------------------------- planted bottlenecks (findings)
+
+PLANTED = {  # phase → the finding kind make_planted plants there (unattributed_gpu: outside every phase)
+    "sim_step": "launch_bound",
+    "render": "gpu_bound",
+    "camera_readout": "pageable_copy",
+    "reward": "sync",
+    "reset": "cpu_bound",
+    "observation": "outlier_iterations",
+    "policy_update": "other_thread_gpu",
+}
+OUTLIER_ITERATIONS = (7, 19, 23)
+
+
+def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, update_every: int = 10) -> None:
+    """An Isaac-Lab-shaped loop with one known problem per phase (``clean``: none of them).
+
+    Per iteration: sim_step (300 tiny kernels: launch-bound), render (one 3 ms kernel:
+    GPU-bound), camera_readout (8 MiB D→H into pageable memory), policy, reward (a 4-byte
+    .item() copy and a 1.5 ms cudaStreamSynchronize), reset (3 ms of Python, no GPU work),
+    observation (40 ms more in OUTLIER_ITERATIONS). Every ``update_every`` iterations a
+    policy_update whose backward kernels come from the autograd thread; 200 warm-up kernels
+    before the first iteration, outside every range. Times are ns on one timeline."""
+    con = sqlite3.connect(path)
+    con.executescript(DDL + EXTRA_DDL)
+    strings: dict[str, int] = {}
+
+    def sid(s: str) -> int:
+        return strings.setdefault(s, len(strings) + 1)
+
+    pid = 2000
+    gpid, main, autograd = global_tid(pid, 0), global_tid(pid, pid), global_tid(pid, pid + 1)
+    nvtx, runtime, kernels, memcpys = [], [], [], []
+    state = {"t": 1_000_000, "gpu": 0, "corr": 1}
+
+    def call(name: str, dur: int, tid: int = main, at: int | None = None) -> tuple[int, int, int]:
+        s = state["t"] if at is None else at
+        c = state["corr"]
+        state["corr"] += 1
+        runtime.append((s, s + dur, 0, tid, c, sid(name), 0))
+        if at is None:
+            state["t"] = s + dur + 500
+        return s, s + dur, c
+
+    def kernel(name: str, gpu_ns: int, cpu_ns: int = 4_000, tid: int = main, at: int | None = None) -> None:
+        s, e, c = call("cudaLaunchKernel_v7000", cpu_ns, tid, at)
+        g0 = max(e + 1_000, state["gpu"])
+        state["gpu"] = g0 + gpu_ns
+        kernels.append((g0, g0 + gpu_ns, 0, 1, 7, c, gpid, sid(name), sid(name), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+
+    def copy(nbytes: int, kind: int, pageable: bool, cpu_ns: int, gpu_ns: int) -> None:
+        s, e, c = call("cudaMemcpyAsync_v3020", cpu_ns)
+        g0 = max(s + 2_000, state["gpu"])
+        state["gpu"] = g0 + gpu_ns
+        host = 0 if pageable else 1
+        src, dst = (host, 2) if kind == 1 else (2, host)
+        memcpys.append((g0, g0 + gpu_ns, 0, 1, 7, c, gpid, nbytes, kind, None, src, dst))
+
+    def phase(name: str, body) -> None:
+        s = state["t"]
+        state["t"] += 2_000
+        body()
+        state["t"] += 2_000
+        nvtx.append((s, state["t"], 59, None, None, None, None, main, None, sid(name), 1))
+
+    def cpu(ns: int) -> None:
+        state["t"] += ns
+
+    if not clean:
+        for _ in range(200):  # warm-up outside every range
+            kernel("warmup_kernel", 100_000)
+    for i in range(iterations):
+        it_start = state["t"]
+        phase("sim_step", lambda: [kernel("physics_kernel", 2_000, 5_000) for _ in range(300 if not clean else 10)])
+        phase("render", lambda: kernel("render_gemm", 3_000_000 if not clean else 300_000, 10_000))
+        phase("camera_readout", lambda: copy(8 << 20, 2, not clean, 2_000_000 if not clean else 10_000, 1_500_000 if not clean else 400_000))
+
+        def reward() -> None:
+            kernel("reward_kernel", 5_000)
+            if not clean:
+                copy(4, 2, True, 20_000, 2_000)
+                call("cudaStreamSynchronize_v3020", 1_500_000)
+
+        phase("policy", lambda: [kernel("mlp_gemm", 20_000, 8_000) for _ in range(10)])
+        phase("reward", reward)
+        phase("reset", lambda: (cpu(3_000_000 if not clean else 50_000), kernel("reset_kernel", 5_000)))
+        phase("observation", lambda: (cpu(40_000_000 if (i in OUTLIER_ITERATIONS and not clean) else 50_000), kernel("obs_kernel", 10_000)))
+        nvtx.append((it_start, state["t"] + 1_000, 59, None, None, None, None, main, None, sid("iteration"), 1))
+        state["t"] += 3_000
+        if (i + 1) % update_every == 0:
+            def update() -> None:
+                for _ in range(20):
+                    kernel("forward_gemm", 30_000, 6_000)
+                t0 = state["t"]
+                for k in range(100):  # backward() on autograd's thread, while policy_update is open
+                    kernel("backward_gemm", 50_000, 5_000, autograd if not clean else main, at=t0 + k * 6_000 if not clean else None)
+                cpu(700_000 if not clean else 0)
+            phase("policy_update", update)
+            state["t"] += 3_000
+    nvtx.append((0, None, 75, None, None, None, "nvtxsim", main, None, None, 1))
+    con.executemany("INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)", nvtx)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", runtime)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", kernels)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind,deprecatedSrcId,srcKind,dstKind) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", memcpys)
+    con.executemany("INSERT INTO ThreadNames VALUES (?,?,?)", [(sid("python3"), 10, main), (sid("pt_autograd_0"), 10, autograd)])
+    con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in strings.items()])
+    con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
+    end = max(state["t"], state["gpu"]) + 1_000
+    con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (end, end))
+    con.commit()
+    con.close()

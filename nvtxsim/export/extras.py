@@ -3,9 +3,10 @@
 Read once by :func:`nvtxsim.export.reader.load` while the export is open, so views never
 reopen (or re-inflate) the file: OS thread names, process names, GPU names,
 graph-level CUDA graph executions (``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``, newer
-nsys), whether kernels carry CUDA-graph node ids (``--cuda-graph-trace=node``) and
+nsys), whether kernels carry CUDA-graph node ids (``--cuda-graph-trace=node``),
 GPU memory allocations and frees (``CUDA_GPU_MEMORY_USAGE_EVENTS``, nsys
-``--cuda-memory-usage=true``).
+``--cuda-memory-usage=true``) and the memory kinds of host↔device copies (pageable or
+pinned, for the findings).
 Every table is optional; absent ones leave empty fields.
 """
 
@@ -21,6 +22,9 @@ import numpy as np
 GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMORY_TABLE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
+MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
+#: CUPTI memory kinds of a copy's source/destination (srcKind, dstKind).
+PAGEABLE, PINNED = 0, 1
 #: ``memKind`` values that are GPU memory (ENUM_CUDA_MEM_KIND: 2 device, 3 array, 4 managed,
 #: 5 device static); pageable/pinned host memory (0, 1) is left out. NULL counts as device.
 DEVICE_MEMORY_KINDS = (2, 3, 4, 5)
@@ -40,6 +44,34 @@ class GraphExecs:
 
     def __len__(self) -> int:
         return len(self.start)
+
+
+@dataclass(eq=False)  # numpy fields: compared by identity (an element-wise == has no truth value)
+class HostCopies:
+    """H→D and D→H memcpys with the memory kind of each side (0 pageable, 1 pinned, 2 device; -1 unknown).
+
+    The loader's GPU columns leave the kinds out; only the findings need them, and host copies
+    are few next to kernels, so they are read here once."""
+
+    start: np.ndarray
+    end: np.ndarray
+    global_pid: np.ndarray
+    correlation_id: np.ndarray
+    bytes: np.ndarray
+    copy_kind: np.ndarray  # 1 H→D, 2 D→H
+    src_kind: np.ndarray
+    dst_kind: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @property
+    def pageable(self) -> np.ndarray:
+        return (self.src_kind == PAGEABLE) | (self.dst_kind == PAGEABLE)
+
+    @property
+    def pinned(self) -> np.ndarray:
+        return ((self.src_kind == PINNED) | (self.dst_kind == PINNED)) & ~self.pageable
 
 
 @dataclass
@@ -63,6 +95,7 @@ class Extras:
     graph_execs: Optional[GraphExecs] = None  # graph-level executions, when traced that way
     graph_tables: tuple[str, ...] = ()  # CUDA graph tables present (CUDA_GRAPH_EVENTS, ...)
     memory: Optional[MemoryEvents] = None  # GPU memory allocations/frees, when captured
+    host_copies: Optional[HostCopies] = None  # H→D / D→H memcpys with memory kinds, when the export has them
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -107,6 +140,20 @@ def _read_memory(conn: sqlite3.Connection) -> Optional[MemoryEvents]:
     return MemoryEvents(*(a[:, i].copy() for i in range(4)))
 
 
+def _host_copies(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[HostCopies]:
+    if MEMCPY_TABLE not in tables:
+        return None
+    cols = _columns(conn, MEMCPY_TABLE)
+    if not {"start", "end", "globalPid", "correlationId", "bytes", "copyKind", "srcKind", "dstKind"} <= cols:
+        return None
+    cur = conn.execute(
+        f"SELECT start, end, globalPid, correlationId, ifnull(bytes,0), copyKind, ifnull(srcKind,-1), ifnull(dstKind,-1) FROM {MEMCPY_TABLE} "
+        "WHERE copyKind IN (1, 2) AND start IS NOT NULL AND end IS NOT NULL AND globalPid IS NOT NULL AND correlationId IS NOT NULL"
+    )
+    a = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64).reshape(-1, 8)
+    return HostCopies(*(a[:, i].copy() for i in range(8)))
+
+
 def read_extras(conn: sqlite3.Connection, tables: frozenset[str], *, cuda: bool = True) -> Extras:
     """Everything optional the detail views use; never fails on a missing or odd table."""
     ex = Extras()
@@ -135,6 +182,7 @@ def read_extras(conn: sqlite3.Connection, tables: frozenset[str], *, cuda: bool 
                 ex.graph_execs = GraphExecs(*(a[:, i].copy() for i in range(7)))
         if MEMORY_TABLE in tables:
             ex.memory = _read_memory(conn)
+        ex.host_copies = _host_copies(conn, tables)
     except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError):
         pass  # side tables are best effort: the core report must still work
     finally:

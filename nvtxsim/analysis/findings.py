@@ -1,0 +1,482 @@
+"""Findings: which phase is slow, why, and what to do about it.
+
+The report's numbers (CPU and GPU time, syncs, copies, launches) are turned into a short
+list of diagnoses, one per (phase, kind), each with its cost, the numbers behind it and one
+concrete piece of advice. Thresholds and their reasoning: docs/findings.md.
+
+Where time goes is decided per *innermost* phase, so a problem is reported once, at the
+phase that contains it, not again at every enclosing phase (``iteration``):
+
+* a synchronizing CUDA call or a host copy belongs to the innermost selected range around
+  its API call on the calling thread;
+* a phase's *self* numbers are its ranges' numbers minus their child ranges' (CPU self
+  time, launches, GPU busy time of the work launched inside);
+* GPU work launched from a thread outside any range of that thread (autograd's backward
+  thread, a Python worker) is nsys-unattributed: it belongs, by time overlap only, to the
+  innermost phase open on another thread of the process when it was launched
+  (``other_thread_gpu``), or to nothing (``unattributed_gpu``).
+
+Costs are ns over the capture (after ``skip_first``), and per iteration when the loop's
+iterations are known (the ``by`` range).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from typing import Optional
+
+import numpy as np
+
+from nvtxsim.analysis.gpu import _calls_matching, is_sync_api
+from nvtxsim.analysis.iterations import Iterations, per_iteration
+from nvtxsim.analysis.launches import api_name
+from nvtxsim.analysis.projection import _union_length
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.tree import RangeTree, build, innermost
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.export.reader import PID_MASK
+
+KINDS = (
+    "sync", "pageable_copy", "launch_bound", "cpu_bound", "other_thread_gpu", "gpu_bound", "outlier_iterations", "unattributed_gpu",
+)
+SEVERITIES = ("high", "medium", "low")
+OUTSIDE = "(outside phases)"  # phase of unattributed_gpu
+
+# Thresholds (reasoning in docs/findings.md). Shares are of the reference time: the summed
+# iteration durations when iterations are known, else the span of the selected ranges.
+MIN_SHARE = 0.01  # findings costing less than 1 % are left out ...
+SYNC_MIN_SHARE = 0.001  # ... except syncs and pageable copies: they also cost CPU/GPU overlap
+HIGH_SHARE, MEDIUM_SHARE = 0.10, 0.03
+PAGEABLE_MIN_BYTES = 1 << 20  # pageable bytes over the capture below this are scalars (.item())
+BIG_COPY_BYTES = 1 << 16  # copies this large reach bandwidth: used for the pinned reference rate
+LAUNCH_MIN_PER_RANGE = 20  # launch-bound: at least this many launches per range instance ...
+LAUNCH_MAX_CPU_PER_LAUNCH_NS = 50_000  # ... each costing under 50 µs of CPU time ...
+LAUNCH_MAX_OP_NS = 20_000  # ... running under 20 µs on the GPU on average ...
+LAUNCH_MAX_GPU_SHARE = 0.5  # ... so that the GPU is busy under half of the phase's own time
+CPU_BOUND_MAX_GPU_SHARE = 0.10  # cpu-bound: GPU busy under 10 % of the phase's own CPU time ...
+CPU_BOUND_GPU_SATURATED = 0.80  # ... unless the GPU is busy 80 % of the iteration anyway (hidden)
+GPU_BOUND_MIN_RATIO = 0.8  # gpu-bound: GPU busy at least 0.8× the phase's own CPU time
+OUTLIER_FACTOR = 2.0  # iterations longer than 2× the median
+
+ADVICE = {
+    "sync": "replace .item()/.cpu()/nonzero() and explicit synchronize calls by tensor ops, or move them out of the step",
+    "pageable_copy": "copy through pinned memory (tensor.pin_memory(), pin_memory=True) with non_blocking=True",
+    "launch_bound": "fuse these kernels: capture them in a CUDA graph or torch.compile the function",
+    "cpu_bound": "vectorise this Python loop into tensor ops on the GPU",
+    "other_thread_gpu": "profile these threads too: their GPU work is not in this phase's nsys columns (see the overlap view)",
+    "gpu_bound": "the GPU is the limit here: shrink or fuse the largest kernels (see --view kernels), or use lower precision",
+    "outlier_iterations": "skip warm-up with --skip-first, and look for compilation, GC or I/O in these iterations",
+    "unattributed_gpu": "wrap this work in a phase (warm-up, logging, evaluation) so it is attributed",
+}
+
+
+@dataclass
+class Finding:
+    phase: str  # "<domain>:<name>", or OUTSIDE for unattributed_gpu
+    kind: str
+    severity: str  # high | medium | low
+    cost_ns: int  # over the capture (after skip_first)
+    cost_per_iteration_ns: Optional[int]  # None when the iterations are not known
+    evidence: dict = field(default_factory=dict)
+    advice: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def severity(share: float) -> str:
+    return "high" if share >= HIGH_SHARE else "medium" if share >= MEDIUM_SHARE else "low"
+
+
+class _Context:
+    """Shared per-report data: nesting, per-label self numbers, iterations, the reference time."""
+
+    def __init__(self, detail: Detail, by: str, skip_first: int) -> None:
+        self.d = detail
+        self.ex = detail.export
+        self.r = detail.export.ranges
+        try:
+            self.it: Optional[Iterations] = per_iteration(detail, by, skip_first=skip_first) if len(detail.selected) else None
+        except NvtxsimError:
+            self.it = None
+        if self.it is not None and len(self.it) == 0:
+            self.it = None
+        sel = detail.selected
+        # Ranges of skipped (warm-up) iterations are left out; ranges between iterations stay.
+        self.ranges = sel if self.it is None or not self.it.skipped else sel[~self._in_skipped(sel)]
+
+    def _in_skipped(self, idx: np.ndarray) -> np.ndarray:
+        """Per range: it starts inside a skipped instance of the key range of its process."""
+        it, r = self.it, self.r
+        assert it is not None
+        keys = np.flatnonzero(r.label == r.label[it.key_range[0]])
+        keys = keys[~np.isin(keys, it.key_range)]
+        out = np.zeros(len(idx), dtype=bool)
+        for k in keys.tolist():
+            out |= ((r.global_tid[idx] & PID_MASK) == (r.global_tid[k] & PID_MASK)) & (r.start[idx] >= r.start[k]) & (r.start[idx] <= r.end[k])
+        return out
+
+    @cached_property
+    def tree(self) -> RangeTree:
+        return build(self.ex, self.d.selected)
+
+    @cached_property
+    def reference_ns(self) -> int:
+        """Wall time inside the kept ranges (union over threads): what the shares are of."""
+        if len(self.ranges) == 0:
+            return 0
+        r = self.r
+        return int(_union_length(np.zeros(len(self.ranges), dtype=np.int64), r.start[self.ranges], r.end[self.ranges], 1)[0])
+
+    @property
+    def iterations(self) -> Optional[int]:
+        return len(self.it) if self.it is not None else None
+
+    def share(self, cost: float) -> float:
+        return float(cost) / self.reference_ns if self.reference_ns else 0.0
+
+    def per_iter(self, cost: float) -> Optional[int]:
+        return int(round(cost / len(self.it))) if self.it is not None else None
+
+    @cached_property
+    def kept(self) -> np.ndarray:
+        """Per tree position: the range is selected and inside the kept iterations."""
+        mask = np.zeros(len(self.r), dtype=bool)
+        mask[self.ranges] = True
+        return mask[self.tree.nesting.ranges]
+
+    def owner(self, start: np.ndarray, end: np.ndarray, tid: np.ndarray) -> np.ndarray:
+        """Per call: the innermost kept range (index into Export.ranges) around it on its thread, -1 if none."""
+        pos = innermost(self.ex, self.tree.nesting, start, end, tid)
+        ok = pos >= 0
+        ok[ok] = self.kept[pos[ok]]
+        return np.where(ok, self.tree.nesting.ranges[np.maximum(pos, 0)], -1)
+
+    def label(self, range_index: int) -> str:
+        return str(self.d.label_names[self.r.label[range_index]])
+
+    def finding(self, phase: str, kind: str, cost: float, evidence: dict, *, min_share: float = MIN_SHARE, sev: Optional[str] = None) -> Optional[Finding]:
+        share = self.share(cost)
+        if share < min_share:
+            return None
+        evidence = {"share_of_time": round(share, 4), **evidence}
+        return Finding(phase, kind, sev or severity(share), int(round(cost)), self.per_iter(cost), evidence, ADVICE[kind])
+
+
+def _by_label(ctx: _Context, owners: np.ndarray) -> dict[str, np.ndarray]:
+    """Group call positions by the label of their owning range (owners -1 dropped)."""
+    out: dict[str, list] = {}
+    for i in np.flatnonzero(owners >= 0):
+        out.setdefault(ctx.label(int(owners[i])), []).append(i)
+    return {k: np.array(v, dtype=np.int64) for k, v in out.items()}
+
+
+def _blocked(owner: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
+    """Time inside the owning ranges covered by the calls (union per range: nested driver calls once)."""
+    if len(owner) == 0:
+        return 0
+    codes, inv = np.unique(owner, return_inverse=True)
+    return int(_union_length(inv.reshape(-1), start, end, len(codes)).sum())
+
+
+# --------------------------------------------------------------------------- sync, pageable copies
+
+
+def sync_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
+    """Synchronizing CUDA calls per innermost phase; also returns the blocked time per phase."""
+    api = ctx.ex.api
+    calls = _calls_matching(ctx.d, is_sync_api)
+    if api is None or len(calls) == 0:
+        return [], {}
+    owner = ctx.owner(api.start[calls], api.end[calls], api.global_tid[calls])
+    out, blocked = [], {}
+    for phase, pos in _by_label(ctx, owner).items():
+        c = calls[pos]
+        wait = _blocked(owner[pos], api.start[c], api.end[c])
+        blocked[phase] = wait
+        names: dict[str, int] = {}
+        for nid in api.name_id[c].tolist():
+            n = api_name(ctx.ex.string(nid))
+            names[n] = names.get(n, 0) + 1
+        ev = {"calls": int(len(c)), "blocked_ns": wait, "apis": dict(sorted(names.items(), key=lambda kv: -kv[1]))}
+        if ctx.iterations:
+            ev["calls_per_iteration"] = round(len(c) / ctx.iterations, 2)
+        f = ctx.finding(phase, "sync", wait, ev, min_share=SYNC_MIN_SHARE)
+        if f is not None:
+            out.append(f)
+    return out, blocked
+
+
+def _copy_calls(ctx: _Context, hc) -> np.ndarray:
+    """Per host copy: the index of its launching CUDA call (same process and correlation id), -1 if none."""
+    api = ctx.ex.api
+    out = np.full(len(hc), -1, dtype=np.int64)
+    calls = _calls_matching(ctx.d, lambda n: "Memcpy" in n)
+    if api is None or len(calls) == 0 or len(hc) == 0:
+        return out
+    pids = np.unique(np.concatenate([api.global_tid[calls] & PID_MASK, hc.global_pid]))
+    key = lambda p, c: (np.searchsorted(pids, p).astype(np.int64) << 32) | (c & 0xFFFFFFFF)  # noqa: E731
+    k_calls = key(api.global_tid[calls] & PID_MASK, api.correlation_id[calls])
+    order = np.argsort(k_calls, kind="stable")
+    k_sorted = k_calls[order]
+    k_hc = key(hc.global_pid, hc.correlation_id)
+    j = np.minimum(np.searchsorted(k_sorted, k_hc), len(k_sorted) - 1)
+    hit = k_sorted[j] == k_hc
+    out[hit] = calls[order[j[hit]]]
+    return out
+
+
+def _pinned_rate(hc, direction: int) -> Optional[float]:
+    """GB/s of the large pinned copies of this direction in the capture (the rate pinned memory gets)."""
+    m = hc.pinned & (hc.copy_kind == direction) & (hc.bytes >= BIG_COPY_BYTES)
+    t = int((hc.end - hc.start)[m].sum())
+    return float(hc.bytes[m].sum()) / t if t else None
+
+
+def pageable_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
+    """Host↔device copies through pageable memory, per innermost phase of the launching call."""
+    hc = getattr(ctx.ex.extras, "host_copies", None)
+    api = ctx.ex.api
+    if hc is None or api is None or not hc.pageable.any():
+        return [], {}
+    call = _copy_calls(ctx, hc)
+    idx = np.flatnonzero(hc.pageable & (call >= 0))
+    c = call[idx]
+    owner = ctx.owner(api.start[c], api.end[c], api.global_tid[c])
+    out, blocked = [], {}
+    for phase, pos in _by_label(ctx, owner).items():
+        ops, cs = idx[pos], c[pos]
+        nbytes = int(hc.bytes[ops].sum())
+        cost = _blocked(owner[pos], api.start[cs], api.end[cs])
+        blocked[phase] = cost
+        if nbytes < PAGEABLE_MIN_BYTES:
+            continue
+        gpu_ns = int((hc.end - hc.start)[ops].sum())
+        ev: dict = {"copies": int(len(ops)), "bytes": nbytes, "gpu_ns": gpu_ns, "cpu_in_calls_ns": cost,
+                    "gbps": round(nbytes / gpu_ns, 2) if gpu_ns else None, "directions": {}}
+        for d, name in ((1, "H→D"), (2, "D→H")):
+            m = hc.copy_kind[ops] == d
+            if m.any():
+                rate = _pinned_rate(hc, d)
+                ev["directions"][name] = {"copies": int(m.sum()), "bytes": int(hc.bytes[ops][m].sum()), "pinned_gbps": round(rate, 2) if rate else None}
+        ev["apis"] = sorted({api_name(ctx.ex.string(n)) for n in api.name_id[cs].tolist()})
+        f = ctx.finding(phase, "pageable_copy", cost, ev, min_share=SYNC_MIN_SHARE)
+        if f is not None:
+            out.append(f)
+    return out, blocked
+
+
+# --------------------------------------------------------------------------- launch-, CPU-, GPU-bound
+
+
+@dataclass
+class PhaseSelf:
+    """A phase's own numbers, its child phases' subtracted (sums over its kept ranges)."""
+
+    phase: str
+    instances: int
+    cpu_self_ns: int
+    launches: int
+    gpu_busy_ns: int  # busy time of the work launched in the phase itself (nsys rule, children subtracted)
+
+
+def phase_self(ctx: _Context) -> list[PhaseSelf]:
+    tree, g = ctx.tree, ctx.d.gpu
+    idx, parent = tree.nesting.ranges, tree.nesting.parent
+    ops, busy = g.ops[idx].astype(np.int64), g.busy[idx].astype(np.int64)
+    kids = np.flatnonzero(parent >= 0)
+    child_ops = np.bincount(parent[kids], weights=ops[kids], minlength=len(idx)).astype(np.int64)
+    child_busy = np.bincount(parent[kids], weights=busy[kids], minlength=len(idx)).astype(np.int64)
+    keep = ctx.kept
+    lab = ctx.r.label[idx][keep].astype(np.int64)
+    n = len(ctx.ex.labels)
+
+    def per_label(v: np.ndarray) -> np.ndarray:
+        return np.bincount(lab, weights=v[keep], minlength=n).astype(np.int64)
+
+    cnt = np.bincount(lab, minlength=n)
+    cpu = per_label(tree.cpu_self)
+    launches = per_label(np.maximum(ops - child_ops, 0))
+    own_busy = per_label(np.maximum(busy - child_busy, 0))
+    names = ctx.d.label_names
+    return [PhaseSelf(str(names[k]), int(cnt[k]), int(cpu[k]), int(launches[k]), int(own_busy[k])) for k in np.flatnonzero(cnt)]
+
+
+def _gpu_saturation(ctx: _Context) -> Optional[float]:
+    """GPU busy share of the iterations (work launched inside them on the key thread), None if unknown."""
+    it = ctx.it
+    if it is None or not it.duration.sum():
+        return None
+    return float(it.gpu_busy.sum()) / float(it.duration.sum())
+
+
+def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str]) -> list[Finding]:
+    """launch_bound, cpu_bound and gpu_bound from each phase's own CPU time, launches and GPU busy time.
+
+    ``blocked``: CPU time per phase already explained (waits in syncs and pageable copies, excess of
+    outlier iterations); ``explained``: phases with a sync or copy finding, whose GPU time is the
+    copy waited for (no gpu_bound there)."""
+    out = []
+    saturation = _gpu_saturation(ctx)
+    key = ctx.it.key if ctx.it is not None else None
+    for p in phase_self(ctx):
+        if p.phase == key:
+            continue  # the iteration's own time is the gaps between its phases
+        work = max(p.cpu_self_ns - blocked.get(p.phase, 0), 0)  # CPU time not spent waiting on the GPU
+        ev = {"instances": p.instances, "cpu_self_ns": p.cpu_self_ns, "cpu_work_ns": work, "launches": p.launches, "gpu_busy_ns": p.gpu_busy_ns}
+        gpu_share = p.gpu_busy_ns / work if work else 0.0
+        per_launch = work / p.launches if p.launches else None
+        mean_op = p.gpu_busy_ns / p.launches if p.launches else None
+        ev.update({"gpu_busy_share": round(gpu_share, 3), "cpu_per_launch_ns": _r(per_launch), "gpu_per_launch_ns": _r(mean_op)})
+        if (
+            p.launches >= LAUNCH_MIN_PER_RANGE * p.instances
+            and per_launch is not None and per_launch < LAUNCH_MAX_CPU_PER_LAUNCH_NS
+            and mean_op is not None and mean_op < LAUNCH_MAX_OP_NS
+            and gpu_share < LAUNCH_MAX_GPU_SHARE
+        ):
+            ev["launches_per_range"] = round(p.launches / p.instances, 1)
+            f = ctx.finding(p.phase, "launch_bound", work - p.gpu_busy_ns, ev)
+        elif (per_launch is None or per_launch >= LAUNCH_MAX_CPU_PER_LAUNCH_NS) and gpu_share < CPU_BOUND_MAX_GPU_SHARE:
+            if saturation is not None:
+                ev["iteration_gpu_busy_share"] = round(saturation, 3)
+            if saturation is not None and saturation >= CPU_BOUND_GPU_SATURATED:
+                continue  # the GPU is busy anyway: this CPU time is hidden behind GPU work
+            f = ctx.finding(p.phase, "cpu_bound", work - p.gpu_busy_ns, ev)
+        elif p.gpu_busy_ns >= GPU_BOUND_MIN_RATIO * max(work, 1) and p.launches and p.phase not in explained:
+            f = ctx.finding(p.phase, "gpu_bound", p.gpu_busy_ns, ev, sev="low")
+        else:
+            f = None
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def _r(x: Optional[float]) -> Optional[int]:
+    return int(round(x)) if x is not None else None
+
+
+# --------------------------------------------------------------------------- other threads, unattributed
+
+
+@dataclass
+class OtherThreadGpu:
+    """GPU work launched outside every range of the launching thread, by the phase open elsewhere at launch.
+
+    A time-overlap attribution, not nsys's rule (nsys attributes none of this work): ``phase`` is the
+    innermost phase open on another thread of the process when the work was launched, or OUTSIDE."""
+
+    phase: str
+    launches: int
+    ops: int
+    gpu_busy_ns: int  # union of the ops' GPU intervals
+    threads: dict[str, int]  # launching thread → launches
+
+
+def _open_elsewhere(ctx: _Context, start: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """Per call: the innermost range (tree position) open at ``start`` on another thread of its process, -1 if none."""
+    nesting = ctx.tree.nesting
+    r_tid = ctx.r.global_tid[nesting.ranges]
+    best = np.full(len(start), -1, dtype=np.int64)
+    for t in np.unique(r_tid):
+        other = ((tid & PID_MASK) == (t & PID_MASK)) & (tid != t)
+        if not other.any():
+            continue
+        pos = np.full(len(start), -1, dtype=np.int64)
+        pos[other] = innermost(ctx.ex, nesting, start[other], start[other], np.full(int(other.sum()), t, dtype=np.int64))
+        deeper = (pos >= 0) & ((best < 0) | (nesting.depth[np.maximum(pos, 0)] > nesting.depth[np.maximum(best, 0)]))
+        best[deeper] = pos[deeper]
+    return best
+
+
+def other_thread_gpu(detail: Detail, ctx: Optional[_Context] = None) -> list[OtherThreadGpu]:
+    """GPU work nsys attributes to no range, split by the phase open on another thread at launch time."""
+    ctx = ctx or _Context(detail, "iteration", 0)
+    api, ops, link = ctx.ex.api, detail.ops, detail.link
+    if api is None or len(ops) == 0 or len(ctx.tree.nesting.ranges) == 0:
+        return []
+    calls = np.flatnonzero(link.count > 0)
+    own = innermost(ctx.ex, ctx.tree.nesting, api.start[calls], api.end[calls], api.global_tid[calls])
+    calls = calls[own < 0]
+    pos = _open_elsewhere(ctx, api.start[calls], api.global_tid[calls])
+    in_skipped = (pos >= 0) & ~ctx.kept[np.maximum(pos, 0)]
+    calls, pos = calls[~in_skipped], pos[~in_skipped]
+    labels = np.where(pos >= 0, ctx.r.label[ctx.tree.nesting.ranges[np.maximum(pos, 0)]].astype(np.int64), -1)
+    cnt = link.count[calls]
+    op = link.op_order[np.repeat(link.lo[calls], cnt) + (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+    op_label = np.repeat(labels, cnt)
+    out = []
+    for lab in np.unique(labels):
+        m, om = labels == lab, op_label == lab
+        busy = int(_union_length(np.zeros(int(om.sum()), dtype=np.int64), ops.start[op[om]], ops.end[op[om]], 1)[0])
+        threads: dict[str, int] = {}
+        for t, n in zip(*np.unique(api.global_tid[calls[m]], return_counts=True)):
+            threads[detail.thread_name(int(t))] = int(n)
+        phase = str(detail.label_names[lab]) if lab >= 0 else OUTSIDE
+        out.append(OtherThreadGpu(phase, int(m.sum()), int(om.sum()), busy, dict(sorted(threads.items(), key=lambda kv: -kv[1]))))
+    return out
+
+
+def thread_findings(ctx: _Context) -> list[Finding]:
+    out = []
+    for row in other_thread_gpu(ctx.d, ctx):
+        kind = "unattributed_gpu" if row.phase == OUTSIDE else "other_thread_gpu"
+        ev = {"launches": row.launches, "ops": row.ops, "gpu_busy_ns": row.gpu_busy_ns, "threads": row.threads}
+        f = ctx.finding(row.phase, kind, row.gpu_busy_ns, ev)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+# --------------------------------------------------------------------------- outlier iterations
+
+
+def outlier_findings(ctx: _Context) -> list[Finding]:
+    """Iterations over OUTLIER_FACTOR × the median, grouped by the phase that overran its median the most."""
+    it = ctx.it
+    if it is None or len(it) < 5:
+        return []
+    med = float(np.median(it.duration))
+    slow = np.flatnonzero(it.duration > OUTLIER_FACTOR * med)
+    if len(slow) == 0:
+        return []
+    med_ph = np.median(it.cpu, axis=0)
+    excess = it.cpu[slow] - med_ph
+    excess[:, 0] = -np.inf  # the key range itself explains nothing
+    culprit = np.argmax(excess, axis=1) if it.cpu.shape[1] > 1 else np.zeros(len(slow), dtype=np.int64)
+    out = []
+    for j in np.unique(culprit):
+        k = slow[culprit == j]
+        cost = float((it.duration[k] - med).sum())
+        phase = it.phases[int(j)] if excess[culprit == j, j].max() > 0 else it.key
+        ev = {
+            "iterations": it.index[k].tolist()[:20], "count": int(len(k)), "median_ns": int(med),
+            "max_ns": int(it.duration[k].max()), "phase_excess_ns": int(np.maximum(excess[culprit == j, j], 0).sum()),
+        }
+        f = ctx.finding(phase, "outlier_iterations", cost, ev)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def find(detail: Detail, *, by: str = "iteration", skip_first: int = 0) -> list[Finding]:
+    """All findings of the report's selection, most costly first."""
+    if not len(detail.selected):
+        return []
+    ctx = _Context(detail, by, skip_first)
+    syncs, sync_blocked = sync_findings(ctx)
+    copies, copy_blocked = pageable_findings(ctx)
+    blocked = dict(sync_blocked)
+    for k, v in copy_blocked.items():
+        blocked[k] = blocked.get(k, 0) + v
+    outliers = outlier_findings(ctx)
+    for f in outliers:
+        blocked[f.phase] = blocked.get(f.phase, 0) + f.evidence["phase_excess_ns"]
+    found = syncs + copies + bound_findings(ctx, blocked, {f.phase for f in syncs + copies}) + outliers
+    if detail.has_cuda:
+        found += thread_findings(ctx)
+    found.sort(key=lambda f: (-f.cost_ns, f.phase, f.kind))
+    return found
