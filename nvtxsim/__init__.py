@@ -30,6 +30,7 @@ from nvtxsim.emit.ranges import (
 )
 from nvtxsim.emit.instrument import Instrumentation, instrument
 from nvtxsim.emit.window import step
+from nvtxsim.emit import live
 
 from nvtxsim._version import __version__
 
@@ -60,5 +61,8 @@ __all__ = [
     "phases",
     "step",
     "load_frames",
+    "live",
     "__version__",
 ]
+
+live.start_from_env()

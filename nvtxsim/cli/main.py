@@ -62,6 +62,10 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
+    if command != "run":  # NVTXSIM_LIVE in the environment is for the program, not for nvtxsim's own commands
+        from nvtxsim.emit import live
+
+        live.stop()
     if command in _ANALYSIS_COMMANDS and "numpy" not in sys.modules:
         for var in _THREAD_VARIABLES:
             os.environ.setdefault(var, "1")

@@ -130,7 +130,7 @@ def instrument(
     """
     if not isinstance(methods, Mapping):
         methods = {m: m for m in methods}
-    result = Instrumentation(idle=not _emit.is_recording())
+    result = Instrumentation(idle=not _emit.is_measuring())
     is_class = isinstance(target, type)
     owner_label = target.__qualname__ if is_class else type(target).__qualname__
     for name, spec in methods.items():

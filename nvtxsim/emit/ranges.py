@@ -297,6 +297,25 @@ def is_recording() -> bool:
     return _active
 
 
+# Live timing (emit.live) hooks in here: while it measures, its own __enter__/__exit__ (which
+# also record the range) replace the class's; while it is off nothing below costs anything.
+_timing: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None  # (enter, exit) of emit.live
+_live_on = False  # emit.live is started (it may still skip unsampled iterations)
+
+
+def set_live(on: bool, timing: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None) -> None:
+    """emit.live's switch: ``timing`` = its (enter, exit) while an iteration is measured, else None."""
+    global _timing, _live_on
+    _live_on = on
+    _timing = timing if on else None
+    _install_with_methods()
+
+
+def is_measuring() -> bool:
+    """True when phases do work: ranges reach a profiler or live timing is on (wrappers are then worth installing)."""
+    return _active or _live_on
+
+
 def backend_info() -> dict[str, Any]:
     """Facts for ``nvtxsim doctor`` and for tests."""
     try:
@@ -428,7 +447,7 @@ class phase(metaclass=_PhaseType):
     def __call__(self, fn: F) -> F:
         if getattr(fn, "__nvtxsim_phase__", None) is not None:
             return fn  # already a phase: never range twice
-        if not _active:
+        if not (_active or _live_on):
             return fn  # like nvtx: no tool or disabled at decoration time costs nothing per call
         return self.wrap(fn)
 
@@ -445,6 +464,9 @@ class phase(metaclass=_PhaseType):
 
             @functools.wraps(fn)
             def wrapper(*args: Any, **kwargs: Any) -> Any:
+                if _timing is not None:  # live timing: the phase's own __enter__/__exit__ time it
+                    with self:
+                        return fn(*args, **kwargs)
                 if not _active:
                     return fn(*args, **kwargs)
                 try:
@@ -501,7 +523,9 @@ def _install_with_methods() -> None:
     ``_active`` check in the recording methods already treated the same way (a phase
     open across a switch is not popped/pushed on the other side).
     """
-    if _active:
+    if _timing is not None:
+        phase.__enter__, phase.__exit__ = _timing  # type: ignore[method-assign]
+    elif _active:
         phase.__enter__ = phase._recording_enter  # type: ignore[method-assign]
         phase.__exit__ = phase._recording_exit  # type: ignore[method-assign]
     else:

@@ -32,6 +32,8 @@ _window: Optional[Window] = None
 _api = "nvtx"
 _open: Optional[Callable[[], Any]] = None  # closes the window when called
 _atexit_registered = False
+#: Called with the new iteration's index on every step() while live timing is on (emit.live).
+on_step: Optional[Callable[[int], Any]] = None
 
 
 def configure(iterations: "str | Window | None", api: str = "nvtx") -> None:
@@ -43,6 +45,20 @@ def configure(iterations: "str | Window | None", api: str = "nvtx") -> None:
     _window = parse_iterations(iterations) if isinstance(iterations, str) else iterations
     _api = api
     _count = -1
+
+
+def arm(start: int, stop: Optional[int]) -> bool:
+    """Open a window at iteration ``start`` without restarting the count (live triggers).
+
+    Refused (False) while a window is set that has not ended yet: nsys records one per run.
+    """
+    global _window
+    w = _window
+    if w is not None and (w.stop is None or _count < w.stop):
+        return False
+    _close()
+    _window = Window(start, stop)
+    return True
 
 
 def _configure_from_env() -> None:
@@ -76,6 +92,8 @@ def step() -> int:
     w = _window
     if w is not None and (_count == w.start or _count == w.stop):
         _edge(w)
+    if on_step is not None:
+        on_step(_count)
     return _count
 
 

@@ -24,7 +24,7 @@ import inspect
 import threading
 from typing import Any, Callable
 
-from nvtxsim.emit.ranges import is_recording, phase
+from nvtxsim.emit.ranges import is_measuring, phase
 from nvtxsim.isaaclab import phasemap
 
 _tls = threading.local()
@@ -85,7 +85,7 @@ class GuardedPhase(phase):
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if not is_recording():
+            if not is_measuring():
                 return fn(*args, **kwargs)
             return run_in(names_for(args, kwargs), fn, args, kwargs)
 

@@ -1,0 +1,528 @@
+"""Emit stage: live phase timing during training, without a profiler (issue 16).
+
+Long runs need always-on per-phase timing that neither syncs the GPU (Isaac Lab's Timer)
+nor costs what torch.profiler costs. While live timing is on, every ``nvtxsim.phase``
+also measures its CPU time (``perf_counter_ns``) and, once CUDA is initialised, its GPU
+time: two pooled CUDA events recorded on the current stream at enter and exit. A
+background thread resolves the events only once they completed (``event.query()``, never
+a sync on the training thread) and writes one JSON line per ``every`` iterations
+(:func:`nvtxsim.step` marks them)::
+
+    {"iterations": [first, last], "measured": n, "sample": k, "pid": ..., "time": ...,
+     "phases": {"nvtxsim:sim_step": {"count", "cpu_ns", "cpu_mean_ns", "cpu_p90_ns", "gpu_ns"}}}
+
+``gpu_ns`` is the total over the phase's ranges, null without CUDA. With ``sample=K`` only
+every K-th iteration is measured; the others run on the plain (idle or recording) methods,
+so they cost what phases cost with live timing off. Turn it on with ``NVTXSIM_LIVE=FILE``
+(``NVTXSIM_LIVE_EVERY``, ``NVTXSIM_LIVE_SAMPLE``, ``NVTXSIM_LIVE_TRIGGER``) or
+:func:`start`. Nothing here ever raises into, or blocks, the training loop: a failing
+file, writer or callback is reported once on stderr and live timing turns off (or that
+sink alone, for a logger).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Optional
+
+from nvtxsim import phases as _phases
+from nvtxsim.emit import ranges as _r
+from nvtxsim.emit import window as _window
+
+ENV_FILE = "NVTXSIM_LIVE"
+ENV_EVERY = "NVTXSIM_LIVE_EVERY"
+ENV_SAMPLE = "NVTXSIM_LIVE_SAMPLE"
+ENV_TRIGGER = "NVTXSIM_LIVE_TRIGGER"
+ENV_TRIGGER_ITERATIONS = "NVTXSIM_LIVE_TRIGGER_ITERATIONS"
+#: Set by the process that started live timing from the environment: its children (exec'd
+#: workers inheriting ``NVTXSIM_LIVE``) append to the file instead of truncating it.
+ENV_OWNER = "NVTXSIM_LIVE_OWNER"
+DEFAULT_EVERY = 100
+DEFAULT_TRIGGER_ITERATIONS = 10
+_QUEUE_SIZE = 64  # windows waiting for the writer; past that a window is dropped (never blocks)
+_GPU_WAIT_S = 10.0  # how long the writer waits for a window's events to complete before giving up on them
+_PENDING_MAX = 200_000  # GPU event pairs per window; past that GPU time is skipped for the window
+
+_now = time.perf_counter_ns
+_tls = threading.local()  # .stack: [(phase, event or None, t0)] of the ranges open on this thread
+_session: Optional["_Session"] = None
+_rec_enter = _r.phase._recording_enter
+_rec_exit = _r.phase._recording_exit
+
+
+# --------------------------------------------------------------------------- trigger
+
+
+class Trigger:
+    """``NAME>FACTORx``: when the rolling median of the phase's per-iteration CPU time exceeds
+    FACTOR x its baseline (the median of the iterations before), open a capture window."""
+
+    RECENT = 5
+    BASELINE = 100
+    MIN_BASELINE = 20
+
+    def __init__(self, rule: str, iterations: int = DEFAULT_TRIGGER_ITERATIONS) -> None:
+        m = re.fullmatch(r"\s*([^<>]+?)\s*>\s*([0-9]*\.?[0-9]+)\s*x?\s*", rule or "")
+        if not m or float(m.group(2)) <= 0 or iterations < 1:
+            raise ValueError(f"trigger: expected PHASE>FACTORx (e.g. 'sim_step>1.5x') and iterations >= 1, got {rule!r}")
+        self.rule = rule.strip()
+        self.name, self.factor, self.iterations = m.group(1), float(m.group(2)), iterations
+        self.recent: deque = deque(maxlen=self.RECENT)
+        self.baseline: deque = deque(maxlen=self.BASELINE)
+        self.fired: Optional[dict] = None
+
+    def observe(self, ns: int, iteration: int) -> Optional[dict]:
+        """Feed one measured iteration's time of the phase; the firing (once) as a dict, else None."""
+        if self.fired is not None:
+            return None
+        if len(self.recent) == self.RECENT:
+            self.baseline.append(self.recent[0])
+        self.recent.append(ns)
+        if len(self.baseline) < self.MIN_BASELINE or len(self.recent) < self.RECENT:
+            return None
+        recent, base = _median(self.recent), _median(self.baseline)
+        if recent <= self.factor * base:
+            return None
+        start = iteration + 1
+        if not _window.arm(start, start + self.iterations):
+            return None
+        self.fired = {"rule": self.rule, "at": iteration, "recent_ns": int(recent), "baseline_ns": int(base),
+                      "window": [start, start + self.iterations - 1]}
+        _report(f"live trigger {self.rule}: {recent / max(base, 1):.2f}x the baseline at iteration {iteration}; "
+                f"capture window: iterations {start}..{start + self.iterations - 1}")
+        return self.fired
+
+
+def _median(values: Any) -> float:
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+# --------------------------------------------------------------------------- the session
+
+
+class _Session:
+    """What one start() measures and where it goes."""
+
+    def __init__(self, path: Optional[str], every: int, sample: int, writer: Any, callback: Optional[Callable[[dict], Any]],
+                 trigger: Optional[Trigger], append: bool) -> None:
+        self.path, self.every, self.sample, self.append = path, every, sample, append
+        self.writer, self.callback, self.trigger = writer, callback, trigger
+        self.pid = os.getpid()
+        self.first = 0  # first iteration of the current window
+        self.iteration = -1  # last step() seen
+        self.stepped = False
+        self.measured = 0  # measured iterations in the current window
+        self.cpu: dict[str, list[int]] = {}  # phase name -> CPU ns of each range (current window)
+        self.pending: list = []  # (name, ev0, ev1) of the current window
+        self.trigger_mark = 0  # len of the trigger phase's list at the last step()
+        self.fired: Optional[dict] = None
+        self.dropped = 0
+        self.gpu = False  # CUDA in use: record events
+        self.torch: Any = None
+        self.pool: deque = deque()  # idle CUDA events
+        import queue  # here, not at import: ``import nvtxsim`` stays light when live timing is off
+
+        self.full = queue.Full
+        self.queue: "queue.Queue" = queue.Queue(_QUEUE_SIZE)
+        self.file: Any = None
+        self.thread = threading.Thread(target=self._write_loop, name="nvtxsim-live", daemon=True)
+        self.thread.start()
+
+    # ---- training thread
+
+    def measuring(self, iteration: int) -> bool:
+        return self.sample <= 1 or (iteration >= 0 and iteration % self.sample == 0)
+
+    def on_step(self, iteration: int) -> None:
+        """At the top of iteration ``iteration``: trigger, window flush, sampling switch."""
+        if iteration <= self.iteration:  # the count restarted (window.configure)
+            self.first = max(iteration, 0)
+        if self.stepped and self.measuring(self.iteration):  # the iteration that just ended
+            self.measured += 1
+            if self.trigger is not None:
+                self._observe_trigger(max(self.iteration, 0))
+        self.iteration, self.stepped = iteration, True
+        if iteration - self.first >= self.every:
+            self.flush(iteration - 1)
+            self.first = iteration
+        self._check_gpu()
+        _r.set_live(True, _METHODS if self.measuring(iteration) else None)
+
+    def _observe_trigger(self, iteration: int) -> None:
+        times = self.cpu.get(self.trigger.name)
+        n = len(times) if times else 0
+        if n > self.trigger_mark:
+            fired = self.trigger.observe(sum(times[self.trigger_mark:n]), iteration)
+            if fired is not None:
+                self.fired = fired
+        self.trigger_mark = n
+
+    def _check_gpu(self) -> None:
+        if self.gpu:
+            return
+        torch = sys.modules.get("torch")
+        try:
+            if torch is not None and torch.cuda.is_initialized():
+                self.torch, self.gpu = torch, True
+        except Exception:
+            pass
+
+    def flush(self, last: int, *, final: bool = False) -> None:
+        """Hand the current window to the writer thread (dropped, and counted, when its queue is full)."""
+        cpu, pending, measured = self.cpu, self.pending, self.measured
+        self.cpu, self.pending, self.measured, self.trigger_mark = {}, [], 0, 0
+        if not cpu and not final:
+            return
+        item = {"iterations": [self.first, last] if self.stepped else None, "measured": measured, "cpu": cpu,
+                "pending": pending, "fired": self.fired, "dropped": self.dropped}
+        self.fired = None
+        try:
+            self.queue.put_nowait(item)
+            self.dropped = 0
+        except self.full:
+            self.dropped += 1
+            self._recycle(pending)
+
+    def event(self) -> Any:
+        try:
+            return self.pool.pop()
+        except IndexError:
+            return self.torch.cuda.Event(enable_timing=True)
+
+    def _recycle(self, pending: list) -> None:
+        for _name, ev0, ev1 in pending:
+            self.pool.append(ev0)
+            self.pool.append(ev1)
+
+    # ---- writer thread
+
+    def _write_loop(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            try:
+                record = self._record(item)
+            except Exception as exc:
+                _fail(self, f"live timing could not summarise a window ({type(exc).__name__}: {exc})")
+                return
+            if not self._emit(record):
+                return
+
+    def _record(self, item: dict) -> dict:
+        gpu = self._resolve(item["pending"])
+        phases = {}
+        for name, times in sorted(item["cpu"].items()):
+            times = sorted(times)
+            n = len(times)
+            if not n:
+                continue
+            total = sum(times)
+            phases[f"{_phases.DOMAIN}:{name}"] = {
+                "count": n, "cpu_ns": total, "cpu_mean_ns": total // n,
+                "cpu_p90_ns": times[min(n - 1, max(0, -(-9 * n // 10) - 1))], "gpu_ns": gpu.get(name),
+            }
+        record = {"iterations": item["iterations"], "measured": item["measured"], "sample": self.sample,
+                  "pid": self.pid, "time": round(time.time(), 3), "phases": phases}
+        if item["fired"]:
+            record["trigger"] = item["fired"]
+        if item["dropped"]:
+            record["dropped_windows"] = item["dropped"]
+        return record
+
+    def _resolve(self, pending: list) -> dict[str, int]:
+        """Total GPU ns per phase of the window's completed event pairs (waits, off the training thread)."""
+        totals: dict[str, int] = {}
+        if not pending:
+            return totals
+        deadline = time.monotonic() + _GPU_WAIT_S
+        for name, ev0, ev1 in pending:
+            try:
+                while not ev1.query():
+                    if time.monotonic() > deadline:
+                        return totals  # never completed: these events stay out of the pool
+                    time.sleep(0.0005)
+                totals[name] = totals.get(name, 0) + int(ev0.elapsed_time(ev1) * 1e6)
+            except Exception as exc:
+                _r._report_once("live-gpu", f"live timing: a CUDA event could not be read ({type(exc).__name__}: {exc}); GPU times skipped")
+                continue
+            self.pool.append(ev0)
+            self.pool.append(ev1)
+        return totals
+
+    def _emit(self, record: dict) -> bool:
+        import json
+
+        if self.path is not None:
+            try:
+                if self.file is None:
+                    self.file = open(self.path, "a" if self.append else "w", encoding="utf-8")
+                self.file.write(json.dumps(record, separators=(",", ":")) + "\n")
+                self.file.flush()
+            except Exception as exc:
+                _fail(self, f"live timing: cannot write {self.path} ({type(exc).__name__}: {exc}); live timing turned off")
+                return False
+        if self.writer is not None:
+            try:
+                _scalars(self.writer, record)
+            except Exception as exc:
+                self.writer = None
+                _report(f"live timing: the SummaryWriter failed ({type(exc).__name__}: {exc}); no more scalars")
+        if self.callback is not None:
+            try:
+                self.callback(record)
+            except Exception as exc:
+                self.callback = None
+                _report(f"live timing: the callback failed ({type(exc).__name__}: {exc}); it is not called again")
+        return True
+
+    def close(self, timeout: float) -> None:
+        try:
+            self.queue.put(None, timeout=timeout)
+        except self.full:
+            pass
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout)
+        if self.file is not None and not self.thread.is_alive():
+            try:
+                self.file.close()
+            except Exception:
+                pass
+
+
+def _scalars(writer: Any, record: dict) -> None:
+    """``nvtxsim/<phase>/cpu_ms`` and ``gpu_ms``: the phase's time per measured iteration."""
+    per = max(record.get("measured") or 1, 1)
+    step = (record.get("iterations") or [0, 0])[1]
+    for key, p in record["phases"].items():
+        name = key.split(":", 1)[1]
+        writer.add_scalar(f"nvtxsim/{name}/cpu_ms", p["cpu_ns"] / per / 1e6, step)
+        if p.get("gpu_ns") is not None:
+            writer.add_scalar(f"nvtxsim/{name}/gpu_ms", p["gpu_ns"] / per / 1e6, step)
+
+
+# --------------------------------------------------------------------------- the measuring methods
+
+
+def _live_enter(self: Any) -> Any:
+    """phase.__enter__ while an iteration is measured: start time, the range, a CUDA event."""
+    t0 = _now()
+    _rec_enter(self)
+    s = _session
+    try:
+        st = _tls.stack
+    except AttributeError:
+        st = _tls.stack = []
+    ev = None
+    if s is not None and s.gpu:
+        try:
+            ev = s.event()
+            ev.record()
+        except Exception as exc:
+            ev = None
+            s.gpu = False
+            _report(f"live timing: cannot record CUDA events ({type(exc).__name__}: {exc}); CPU times only")
+    st.append((self, ev, t0))
+    return self
+
+
+def _live_exit(self: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
+    """phase.__exit__ while measured: the closing event, the range's end, then the CPU time."""
+    try:
+        st = _tls.stack
+        top = st.pop() if st else None
+        if top is not None and top[0] is not self:
+            top = _unwind(st, top, self)
+    except Exception:
+        top = None
+    s = _session
+    ev1 = None
+    if top is not None and top[1] is not None and s is not None:
+        try:
+            ev1 = s.event()
+            ev1.record()
+        except Exception:
+            ev1 = None
+    _rec_exit(self, exc_type, exc, tb)
+    t1 = _now()
+    if top is not None and s is not None:
+        name = self.name
+        times = s.cpu.get(name)
+        if times is None:
+            times = s.cpu.setdefault(name, [])
+        times.append(t1 - top[2])
+        if ev1 is not None and len(s.pending) < _PENDING_MAX:
+            s.pending.append((name, top[1], ev1))
+    return False
+
+
+def _unwind(st: list, top: tuple, ph: Any) -> Optional[tuple]:
+    """The entry of ``ph`` below mismatched ones (a phase opened before sampling switched); None if absent."""
+    for i in range(len(st) - 1, -1, -1):
+        if st[i][0] is ph:
+            entry = st[i]
+            del st[i:]
+            return entry
+    st.append(top)  # not ours: leave the stack as it was
+    if len(st) > 256:
+        st.clear()
+    return None
+
+
+_METHODS = (_live_enter, _live_exit)
+
+
+# --------------------------------------------------------------------------- public API
+
+_lock = threading.Lock()
+_owner_set = False
+
+
+def _report(message: str) -> None:
+    try:
+        sys.stderr.write(f"nvtxsim: {message}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _fail(session: "_Session", message: str) -> None:
+    """Turn live timing off from the writer thread (one stderr line)."""
+    global _session
+    if _session is session:
+        _session = None
+        _window.on_step = None
+        _r.set_live(False)
+    _report(message)
+
+
+def start(
+    path: Optional[str] = None,
+    *,
+    every: int = DEFAULT_EVERY,
+    sample: int = 1,
+    writer: Any = None,
+    callback: Optional[Callable[[dict], Any]] = None,
+    trigger: Optional[str] = None,
+    trigger_iterations: int = DEFAULT_TRIGGER_ITERATIONS,
+    append: bool = False,
+) -> None:
+    """Start live phase timing (restarts it when on): one JSON line to ``path`` per ``every`` iterations.
+
+    ``sample=K`` measures every K-th iteration (the others cost nothing extra). ``writer``: any object
+    with TensorBoard's ``add_scalar(tag, value, step)``; ``callback(record)``: any other logger. Both run
+    on the writer thread. ``trigger``: a rule like ``'sim_step>1.5x'`` opening a capture window of
+    ``trigger_iterations`` iterations (see :class:`Trigger`).
+    """
+    global _session
+    if every < 1 or sample < 1:
+        raise ValueError("live timing: every and sample must be >= 1")
+    trig = Trigger(trigger, trigger_iterations) if trigger else None
+    stop()
+    with _lock:
+        _session = _Session(None if path is None else os.fspath(path), every, sample, writer, callback, trig, append)
+        _session.iteration = _window.iteration()
+        _session.stepped = _session.iteration >= 0
+        _session.first = max(_session.iteration, 0)
+        _session._check_gpu()
+        _window.on_step = _session.on_step
+        _r.set_live(True, _METHODS if _session.measuring(_session.iteration) else None)
+    _register_atexit()
+
+
+def stop(timeout: float = 5.0) -> None:
+    """Stop live timing: the last (partial) window is written, the writer thread ends (waits up to ``timeout``)."""
+    global _session, _owner_set
+    with _lock:
+        s, _session = _session, None
+        if s is None:
+            return
+        _window.on_step = None
+        _r.set_live(False)
+    if s.pid == os.getpid():
+        if s.stepped and s.measuring(s.iteration):
+            s.measured += 1  # the iteration running now
+        s.flush(s.iteration, final=bool(s.cpu))
+        s.close(timeout)
+    if _owner_set and os.environ.get(ENV_OWNER) == str(os.getpid()):
+        os.environ.pop(ENV_OWNER, None)
+        _owner_set = False
+
+
+def is_on() -> bool:
+    """True while live timing is started."""
+    return _session is not None
+
+
+_atexit_done = False
+
+
+def _register_atexit() -> None:
+    global _atexit_done
+    if not _atexit_done:
+        atexit.register(stop)
+        _atexit_done = True
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child live timing is off: fresh locks, the parent's writer thread does not exist here."""
+    global _session, _lock
+    _lock = threading.Lock()
+    if _session is not None:
+        _session = None
+        try:
+            _window.on_step = None
+            _r.set_live(False)
+            _tls.__dict__.clear()
+        except Exception:
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+        if value >= 1:
+            return value
+    except ValueError:
+        pass
+    _report(f"{name}={raw!r} ignored (expected an integer >= 1); using {default}")
+    return default
+
+
+def start_from_env() -> bool:
+    """Start live timing when ``NVTXSIM_LIVE`` names a file; never raises (bad settings: one stderr line)."""
+    global _owner_set
+    path = os.environ.get(ENV_FILE, "").strip()
+    if not path or path.lower() in ("0", "false", "no", "off"):
+        return False
+    owner = os.environ.get(ENV_OWNER)
+    append = bool(owner) and owner != str(os.getpid())
+    trigger = os.environ.get(ENV_TRIGGER, "").strip() or None
+    try:
+        start(path, every=_int_env(ENV_EVERY, DEFAULT_EVERY), sample=_int_env(ENV_SAMPLE, 1), trigger=trigger,
+              trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS), append=append)
+    except Exception as exc:
+        _report(f"{ENV_FILE}={path!r}: live timing not started ({exc})")
+        return False
+    if not append:
+        os.environ[ENV_OWNER] = str(os.getpid())
+        _owner_set = True
+    return True
+
+
+__all__ = ["start", "stop", "is_on", "start_from_env", "Trigger", "ENV_FILE", "ENV_EVERY", "ENV_SAMPLE", "ENV_TRIGGER"]

@@ -1,0 +1,245 @@
+"""Live phase timing (issue 16): JSONL lines during the run, without a profiler; never breaks the program."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import nvtxsim
+from nvtxsim.emit import live, ranges, window
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LOOP = textwrap.dedent(
+    """
+    import sys, threading, nvtxsim
+    ph = nvtxsim.phase("sim_step")
+
+    @nvtxsim.phase("policy")
+    def policy():
+        return sum(range(100))
+
+    def side():
+        for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 0):
+            with nvtxsim.phase("side_work"):
+                sum(range(50))
+
+    t = threading.Thread(target=side)
+    t.start()
+    for i in range(int(sys.argv[1])):
+        nvtxsim.step()
+        with nvtxsim.phase("iteration"):
+            policy()
+            for _ in range(2):
+                with ph:
+                    sum(range(200))
+    t.join()
+    print("done")
+    """
+)
+
+
+def _script(tmp_path: Path, body: str = LOOP) -> Path:
+    p = tmp_path / "loop.py"
+    p.write_text(body)
+    return p
+
+
+def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("NVTXSIM_")}
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    e.update(env)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, env=e, cwd=tmp_path)
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _check_schema(rec: dict) -> None:
+    assert set(rec) >= {"iterations", "phases", "measured", "sample", "pid"}
+    for key, p in rec["phases"].items():
+        domain, _, name = key.partition(":")
+        assert domain == "nvtxsim" and name
+        assert set(p) == {"count", "cpu_ns", "cpu_mean_ns", "cpu_p90_ns", "gpu_ns"}
+        assert p["count"] >= 1 and p["cpu_ns"] >= p["cpu_mean_ns"] >= 0
+        assert p["cpu_mean_ns"] == p["cpu_ns"] // p["count"]
+        assert p["gpu_ns"] is None  # CPU-only program
+
+
+@pytest.mark.parametrize("via_run", [False, True])
+def test_env_var_cpu_program(tmp_path, via_run):
+    script = _script(tmp_path)
+    out = tmp_path / "live.jsonl"
+    args = ["-m", "nvtxsim", "run", str(script), "25"] if via_run else [str(script), "25"]
+    r = _run(args, tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="10")
+    assert r.returncode == 0, r.stderr
+    assert "done" in r.stdout and r.stderr == ""
+    recs = _lines(out)
+    assert [rec["iterations"] for rec in recs] == [[0, 9], [10, 19], [20, 24]]
+    assert [rec["measured"] for rec in recs] == [10, 10, 5]
+    for rec in recs:
+        _check_schema(rec)
+    phases = recs[1]["phases"]
+    assert phases["nvtxsim:iteration"]["count"] == 10
+    assert phases["nvtxsim:sim_step"]["count"] == 20
+    assert phases["nvtxsim:policy"]["count"] == 10  # the decorated function, decorated while no profiler is attached
+
+
+def test_threads_are_measured(tmp_path):
+    out = tmp_path / "live.jsonl"
+    r = _run([str(_script(tmp_path)), "5", "30"], tmp_path, NVTXSIM_LIVE=str(out))
+    assert r.returncode == 0, r.stderr
+    recs = _lines(out)
+    assert sum(rec["phases"].get("nvtxsim:side_work", {}).get("count", 0) for rec in recs) == 30
+    assert sum(rec["phases"]["nvtxsim:sim_step"]["count"] for rec in recs) == 10
+
+
+def test_sampling_measures_every_kth_iteration(tmp_path):
+    out = tmp_path / "live.jsonl"
+    r = _run([str(_script(tmp_path)), "20"], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="10", NVTXSIM_LIVE_SAMPLE="4")
+    assert r.returncode == 0, r.stderr
+    recs = _lines(out)
+    assert [rec["iterations"] for rec in recs] == [[0, 9], [10, 19]]
+    assert [rec["measured"] for rec in recs] == [3, 2]  # 0, 4, 8 | 12, 16
+    assert [rec["phases"]["nvtxsim:iteration"]["count"] for rec in recs] == [3, 2]
+    assert all(rec["sample"] == 4 for rec in recs)
+
+
+def test_unwritable_path_one_line_then_off(tmp_path):
+    out = tmp_path / "missing" / "live.jsonl"
+    r = _run([str(_script(tmp_path)), "30"], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="5")
+    assert r.returncode == 0 and "done" in r.stdout
+    lines = [line for line in r.stderr.splitlines() if line]
+    assert len(lines) == 1 and "cannot write" in lines[0] and "turned off" in lines[0]
+
+
+def test_full_disk_one_line_then_off(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    r = _run([str(_script(tmp_path)), "30"], tmp_path, NVTXSIM_LIVE="/dev/full", NVTXSIM_LIVE_EVERY="5")
+    assert r.returncode == 0 and "done" in r.stdout
+    lines = [line for line in r.stderr.splitlines() if line]
+    assert len(lines) == 1 and "No space left" in lines[0]
+
+
+def test_bad_settings_do_not_break(tmp_path):
+    out = tmp_path / "live.jsonl"
+    r = _run([str(_script(tmp_path)), "3"], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="zero",
+             NVTXSIM_LIVE_TRIGGER="nonsense")
+    assert r.returncode == 0 and "done" in r.stdout
+    assert "NVTXSIM_LIVE_EVERY" in r.stderr and "not started" in r.stderr
+    assert not out.exists()
+
+
+FORK = textwrap.dedent(
+    """
+    import os, sys, nvtxsim
+    for i in range(12):
+        nvtxsim.step()
+        with nvtxsim.phase("iteration"):
+            if i == 6:
+                pid = os.fork()
+                if pid == 0:
+                    for _ in range(5):
+                        nvtxsim.step()
+                        with nvtxsim.phase("child_work"):
+                            pass
+                    print("child live", nvtxsim.live.is_on(), flush=True)
+                    os._exit(0)
+                os.waitpid(pid, 0)
+    print("parent done", flush=True)
+    """
+)
+
+
+def test_fork_child_turns_live_off(tmp_path):
+    out = tmp_path / "live.jsonl"
+    r = _run([str(_script(tmp_path, FORK))], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="4")
+    assert r.returncode == 0, r.stderr
+    assert "child live False" in r.stdout and "parent done" in r.stdout
+    recs = _lines(out)
+    assert {rec["pid"] for rec in recs} == {recs[0]["pid"]}
+    assert sum(rec["phases"]["nvtxsim:iteration"]["count"] for rec in recs) == 12
+    assert all("nvtxsim:child_work" not in rec["phases"] for rec in recs)
+
+
+# --------------------------------------------------------------------------- in process
+
+
+@pytest.fixture
+def clean_live():
+    yield
+    live.stop()
+    assert not ranges.is_measuring() or ranges.is_recording()
+
+
+def test_start_stop_writer_and_callback(tmp_path, clean_live):
+    scalars: list[tuple] = []
+    records: list[dict] = []
+
+    class Writer:
+        def add_scalar(self, tag, value, step):
+            scalars.append((tag, value, step))
+
+    out = tmp_path / "api.jsonl"
+    window.configure(None)
+    live.start(out, every=3, writer=Writer(), callback=records.append)
+    ph = nvtxsim.phase("sim_step")
+    for _ in range(7):
+        nvtxsim.step()
+        with ph:
+            pass
+    live.stop()
+    recs = _lines(out)
+    assert recs == records
+    assert [rec["iterations"] for rec in recs] == [[0, 2], [3, 5], [6, 6]]
+    tags = {t for t, _, _ in scalars}
+    assert tags == {"nvtxsim/sim_step/cpu_ms"}  # no GPU: no gpu_ms
+    assert [s for _, _, s in scalars] == [2, 5, 6]
+    # off again: phases are back on the idle (or recording) methods
+    assert type(ph).__enter__ is not live._live_enter
+
+
+def test_failing_callback_is_dropped_once(tmp_path, clean_live, capsys):
+    def bad(record):
+        raise RuntimeError("logger down")
+
+    window.configure(None)
+    live.start(None, every=1, callback=bad)
+    for _ in range(4):
+        nvtxsim.step()
+        with nvtxsim.phase("sim_step"):
+            pass
+    live.stop()
+    err = capsys.readouterr().err
+    assert err.count("callback failed") == 1
+
+
+def test_trigger_rule_parsing():
+    t = live.Trigger("sim_step>1.5x", 7)
+    assert (t.name, t.factor, t.iterations) == ("sim_step", 1.5, 7)
+    assert live.Trigger("camera_readout > 2").factor == 2.0
+    for bad in ("sim_step", ">2x", "sim_step>x", "sim_step>0x"):
+        with pytest.raises(ValueError):
+            live.Trigger(bad)
+
+
+def test_trigger_arms_a_capture_window(tmp_path, clean_live, capsys):
+    window.configure(None)
+    live.start(None, every=1000, trigger="sim_step>1.5x", trigger_iterations=4)
+    for i in range(40):
+        nvtxsim.step()
+        with nvtxsim.phase("sim_step"):
+            sum(range(20000 if i >= 30 else 100))
+    w = window.current()
+    live.stop()
+    window.configure(None)
+    assert w is not None and w.stop - w.start == 4 and 30 < w.start <= 40
+    assert "live trigger sim_step>1.5x" in capsys.readouterr().err
