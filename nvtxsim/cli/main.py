@@ -15,6 +15,7 @@ import sys
 from typing import Optional, Sequence
 
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.escaping import printable
 
 _COMMANDS = (
     "nvtxsim.cli.commands.report",
@@ -77,7 +78,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return int(args.func(args) or 0)
     except NvtxsimError as exc:
-        print(f"nvtxsim: error: {exc}", file=sys.stderr)
+        print(f"nvtxsim: error: {printable(str(exc))}", file=sys.stderr)  # file names are data too
         return exc.exit_code
     except KeyboardInterrupt:
         print("nvtxsim: interrupted", file=sys.stderr)
@@ -87,7 +88,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as exc:  # a bug of ours: still one line, the traceback only on request
         if os.environ.get("NVTXSIM_DEBUG"):
             raise
-        print(f"nvtxsim: internal error: {type(exc).__name__}: {exc} (set NVTXSIM_DEBUG=1 for the traceback; please report it)", file=sys.stderr)
+        print(f"nvtxsim: internal error: {type(exc).__name__}: {printable(str(exc))} (set NVTXSIM_DEBUG=1 for the traceback; please report it)", file=sys.stderr)
         return 3
 
 

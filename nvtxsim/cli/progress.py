@@ -11,6 +11,8 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator, Optional, TextIO
 
+from nvtxsim.reporting.escaping import printable
+
 
 class Stages:
     """Handle given to the caller: ``stage("analysing")`` updates the description."""
@@ -23,7 +25,7 @@ class Stages:
 
     def stage(self, label: str) -> None:
         with self._lock:
-            self.label = label
+            self.label = printable(label)
             if self._progress is not None:
                 self._progress.update(self._task, description=label)
 
@@ -53,7 +55,7 @@ def progress_after(label: str, *, delay: float = 1.0, stream: Optional[TextIO] =
     if enabled is None:
         enabled = bool(getattr(stream, "isatty", lambda: False)())
     stages = Stages()
-    stages.label = label
+    stages.label = printable(label)
     if not enabled:
         yield stages
         return

@@ -7,24 +7,16 @@ formats (table, markdown) pick units per value.
 
 from __future__ import annotations
 
-import csv
 import io
-import json
-import re
 from dataclasses import fields
 from typing import Callable
 
 from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, Report
+from nvtxsim.reporting.escaping import csv_table, json_text, markdown_cell, printable
+
+__all__ = ["printable", "markdown_cell", "fmt_ns", "fmt_bytes", "heading_parts", "RENDERERS"]
 
 JSON_SCHEMA_VERSION = 1
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """Names are data from the export: escape control characters so they cannot drive the terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def fmt_ns(ns: float) -> str:
@@ -141,11 +133,6 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
     return buf.getvalue()
 
 
-def markdown_cell(text: str) -> str:
-    """``text`` safe inside a markdown table cell or quote: printable, pipes escaped."""
-    return printable(text).replace("|", "\\|")
-
-
 def render_markdown(report: Report) -> str:
     cell = markdown_cell
     columns = _human_columns(report)
@@ -162,13 +149,7 @@ def render_markdown(report: Report) -> str:
 
 def render_csv(report: Report) -> str:
     names = _csv_fields(report)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(names)
-    for p in report.phases:
-        d = p.as_dict()
-        w.writerow([d[n] for n in names])
-    return buf.getvalue()
+    return csv_table(names, ([p.as_dict()[n] for n in names] for p in report.phases))
 
 
 def render_json(report: Report) -> str:
@@ -176,7 +157,7 @@ def render_json(report: Report) -> str:
 
     doc = report.as_dict()
     doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return json_text(doc, indent=2) + "\n"
 
 
 RENDERERS: dict[str, Callable[[Report], str]] = {
@@ -200,32 +181,25 @@ def render_ranks(reports: list[Report], merged: Report, spread: list[dict], fmt:
         doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}
         doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]
         doc["spread"] = spread
-        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+        return json_text(doc, indent=2) + "\n"
     if fmt == "csv":
         cols = _csv_fields(merged)  # the merged report carries no memory columns
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["rank", "path", *cols])
-        for i, r in enumerate(reports):
-            for p in r.phases:
-                d = p.as_dict()
-                w.writerow([i, names[i], *(d[c] for c in cols)])
-        for p in merged.phases:
-            d = p.as_dict()
-            w.writerow(["all", "", *(d[c] for c in cols)])
-        return buf.getvalue()
+        rows = [[i, names[i], *(p.as_dict()[c] for c in cols)] for i, r in enumerate(reports) for p in r.phases]
+        rows += [["all", "", *(p.as_dict()[c] for c in cols)] for p in merged.phases]
+        return csv_table(["rank", "path", *cols], rows)
     one = (lambda r: render_table(r, color=color, width=width)) if fmt == "table" else render_markdown
+    text, h = (markdown_cell, "## ") if fmt == "markdown" else (printable, "")
     parts = []
     for i, r in enumerate(reports):
-        parts.append(("## " if fmt == "markdown" else "") + f"rank {i}: {names[i]}\n")
+        parts.append(f"{h}rank {i}: {text(names[i])}\n")
         parts.append(one(r))
-    parts.append(("## " if fmt == "markdown" else "") + f"all {len(reports)} ranks merged\n")
+    parts.append(f"{h}all {len(reports)} ranks merged\n")
     parts.append(one(merged))
-    parts.append(("## " if fmt == "markdown" else "") + "spread across ranks (CPU total per rank)\n")
+    parts.append(f"{h}spread across ranks (CPU total per rank)\n")
     lines = []
     for row in spread:
         totals = " ".join(fmt_ns(t) for t in row["cpu_total_ns"])
         ratio = f"{row['max_over_min']:.2f}x" if row["max_over_min"] else "-"
-        lines.append(f"{'- ' if fmt == 'markdown' else '  '}{row['phase']}: {totals} (slowest: rank {row['slowest_rank']}, max/min {ratio})")
+        lines.append(f"{'- ' if fmt == 'markdown' else '  '}{text(row['phase'])}: {totals} (slowest: rank {row['slowest_rank']}, max/min {ratio})")
     parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)

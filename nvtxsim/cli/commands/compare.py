@@ -13,6 +13,7 @@ from nvtxsim.analysis.compare import CompareSettings, compare
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.pipeline import load_with_progress
 
 FORMATS = ("table", "csv", "json", "markdown", "html")
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     text = render_comparison(result, args.format, width=terminal_width() if term else None, color=term)
     deliver(text, args.output, force=args.force, protect=[args.base, args.new])
     if result.regressions:
-        print(f"nvtxsim: regression in {len(result.regressions)} phase(s): {', '.join(p.phase for p in result.regressions)}", file=sys.stderr)
+        print(f"nvtxsim: regression in {len(result.regressions)} phase(s): {printable(', '.join(p.phase for p in result.regressions))}", file=sys.stderr)
         return 1
     return 0
 

@@ -11,6 +11,7 @@ import sys
 from nvtxsim.capture import nsys as capture
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.emit.window import ENV_ITERATIONS, parse_iterations
+from nvtxsim.reporting.escaping import printable
 
 try:  # the formats the report command renders (validated before a long run, not after)
     from nvtxsim.cli.commands.report import FORMATS
@@ -19,7 +20,7 @@ except ImportError:  # report pipeline not importable: accept the documented nam
 
 
 def _say(message: str) -> None:
-    sys.stderr.write(f"nvtxsim: {message}\n")
+    sys.stderr.write(f"nvtxsim: {printable(message)}\n")
     sys.stderr.flush()
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import asdict
 from typing import Optional
 
 from nvtxsim.analysis.compare import Comparison, PhaseDelta
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.escaping import json_text
 from nvtxsim.reporting.viewtable import Column, ViewTable
 from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
 
@@ -59,7 +59,7 @@ def render_comparison(c: Comparison, fmt: str, *, width: Optional[int] = None, c
 
         doc = c.as_dict()
         doc["nvtxsim_version"] = __version__
-        return json.dumps(doc, indent=2, ensure_ascii=False, default=lambda v: None) + "\n"
+        return json_text(doc, indent=2) + "\n"
     if fmt == "csv":
         return csv_text(ViewTable("compare", "", [], [asdict(p) for p in c.phases]))
     t = comparison_table(c)

@@ -10,7 +10,7 @@ references no network resource.
 from __future__ import annotations
 
 import html
-import json
+import re
 from typing import Any, Optional
 
 import numpy as np
@@ -18,6 +18,7 @@ import numpy as np
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.phases import style_for
+from nvtxsim.reporting.escaping import html_json
 from nvtxsim.reporting.summary import heading_parts
 from nvtxsim.reporting.viewtable import ViewTable
 from nvtxsim.reporting.renderers.tables import cell
@@ -228,21 +229,33 @@ def render_html(detail: Detail, options: Any) -> str:
         sections.append(
             f'<section id="v-{t.name}"><h2>{html.escape(titles.get(t.name, t.name))}</h2><p class="sub">{html.escape(t.title)}</p>{_table_html(t, 400)}</section>'
         )
-    heading = [html.escape(part) for part in heading_parts(s, counts_sep=" · ")]
+    heading = [f"<bdi>{html.escape(part)}</bdi>" for part in heading_parts(s, counts_sep=" · ")]  # a bidi override in a name stays inside its part
     warnings = "".join(f'<p class="warn">{html.escape(w)}</p>' for w in rep.warnings)
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "<\\!--")
     nav = " · ".join(f'<a href="#v-{t.name}">{html.escape(titles.get(t.name, t.name))}</a>' for t in tables)
-    return (
-        _TEMPLATE.replace("%TITLE%", html.escape(f"nvtxsim report · {s.get('path', '')}"))
-        .replace("%HEADING%", " · ".join(heading))
-        .replace("%VERSION%", html.escape(__version__))
-        .replace("%WARNINGS%", warnings)
-        .replace("%NAV%", nav)
-        .replace("%SECTIONS%", "\n".join(sections))
-        .replace("%CSS%", _CSS)
-        .replace("%JS%", _JS)
-        .replace("%DATA%", payload)
+    return fill_page(
+        _TEMPLATE,
+        TITLE=html.escape(f"nvtxsim report · {s.get('path', '')}"),
+        HEADING=" · ".join(heading),
+        VERSION=html.escape(__version__),
+        WARNINGS=warnings,
+        NAV=nav,
+        SECTIONS="\n".join(sections),
+        CSS=_CSS,
+        JS=_JS,
+        DATA=html_json(data),
     )
+
+
+_PLACEHOLDER = re.compile(r"%([A-Z]+)%")
+
+
+def fill_page(template: str, **parts: str) -> str:
+    """The template with each ``%NAME%`` replaced in one pass: inserted text is never scanned again,
+    so data that looks like a placeholder stays text."""
+    pieces = _PLACEHOLDER.split(template)  # literal, name, literal, name, ..., literal
+    for k in range(1, len(pieces), 2):
+        pieces[k] = parts[pieces[k]]
+    return "".join(pieces)
 
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -289,7 +302,7 @@ _JS = r"""
 "use strict";
 var D=JSON.parse(document.getElementById('data').textContent);
 var tip=document.getElementById('tip');
-function esc(s){return String(s).replace(/[&<>"]/g,function(c){return {'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c];});}
+function esc(s){return String(s).replace(/[&<>"']/g,function(c){return {'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c];});}
 function fmt(ns){var a=Math.abs(ns);if(a===0)return '0';if(a<1e3)return ns.toFixed(0)+' ns';if(a<1e6)return (ns/1e3).toFixed(1)+' µs';if(a<1e9)return (ns/1e6).toFixed(2)+' ms';return (ns/1e9).toFixed(3)+' s';}
 function show(e,text){tip.textContent=text;tip.style.display='block';var x=e.clientX+14,y=e.clientY+14;if(x+tip.offsetWidth>innerWidth-8)x=e.clientX-tip.offsetWidth-14;if(y+tip.offsetHeight>innerHeight-8)y=e.clientY-tip.offsetHeight-14;tip.style.left=x+'px';tip.style.top=y+'px';}
 function hide(){tip.style.display='none';}
@@ -377,7 +390,7 @@ function timeline(){
         if(a[1]<v0||a[0]>v1)return;
         var x0=Math.max(sx(a[0]),L),x1=Math.min(sx(a[1]),W-6),w=Math.max(x1-x0,0.6);
         var yy=y0+a[2]*rowH;
-        s+='<rect data-l="'+li+'" data-k="'+k+'" x="'+x0.toFixed(1)+'" y="'+yy+'" width="'+w.toFixed(1)+'" height="'+(rowH-2)+'" fill="'+N[a[4]]+'" fill-opacity="'+(ln.kind==='gpu'?0.85:0.75)+'"/>';
+        s+='<rect data-l="'+li+'" data-k="'+k+'" x="'+x0.toFixed(1)+'" y="'+yy+'" width="'+w.toFixed(1)+'" height="'+(rowH-2)+'" fill="'+esc(N[a[4]])+'" fill-opacity="'+(ln.kind==='gpu'?0.85:0.75)+'"/>';
         if(w>40){var label=N[a[3]];var maxc=Math.floor(w/6.2);if(label.length>maxc)label=label.slice(0,Math.max(maxc-1,1))+'…';s+='<text x="'+(x0+3)+'" y="'+(yy+10)+'" style="pointer-events:none">'+esc(label)+'</text>';}
       });
     });

@@ -10,7 +10,6 @@ Timestamps are microseconds from the first event, with nanosecond decimals.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ import numpy as np
 from nvtxsim.analysis.launches import copy_direction
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
 from nvtxsim.export.reader import KERNEL, MEMCPY, MEMSET
+from nvtxsim.reporting.escaping import json_text
 
 GPU_PID_BASE = 1 << 30  # keeps GPU "processes" apart from real pids (< 2^22 on Linux)
 
@@ -106,11 +106,11 @@ def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, 
                     text = "memset"
                 else:
                     text = f"CUDA graph {nids[j]}"
-                name = name_cache[key] = json.dumps(text, ensure_ascii=False)
+                name = name_cache[key] = json_text(text)
             lab = plabel[j]
             ph = phase_cache.get(lab)
             if ph is None:
-                ph = phase_cache[lab] = ',"launched_in":' + json.dumps(str(names[lab]), ensure_ascii=False)
+                ph = phase_cache[lab] = ',"launched_in":' + json_text(str(names[lab]))
             extra = f',"bytes":{nbytes[j]}' if kind in (MEMCPY, MEMSET) else ""
             gpu_text.append(
                 f'{{"ph":"X","name":{name},"cat":"{cats.get(kind, "graph")}","ts":{os_[j]},"dur":{round(oe[j] - os_[j], 3)},'
@@ -128,6 +128,6 @@ def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, 
 def render_perfetto(d: Detail) -> str:
     """The whole trace as JSON text (Chrome trace event format, object form)."""
     events, gpu_text, other = trace_events(d)
-    dumps = lambda o: json.dumps(o, ensure_ascii=False, separators=(",", ":"))  # noqa: E731
+    dumps = lambda o: json_text(o, separators=(",", ":"))  # noqa: E731
     body = ",".join([dumps(e) for e in events] + gpu_text)
     return f'{{"traceEvents":[{body}],"displayTimeUnit":"ns","otherData":{dumps(other)}}}\n'

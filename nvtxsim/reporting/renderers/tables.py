@@ -7,13 +7,13 @@ keep raw values (integer ns, bytes, fractions); human formats pick units.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import Any, Optional
 
 from nvtxsim.analysis.projection import Report
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.escaping import csv_table, json_text
 from nvtxsim.reporting.summary import fmt_bytes, fmt_ns, markdown_cell, printable, render_csv, render_json, render_markdown, render_table
 from nvtxsim.reporting.viewtable import Column, ViewTable
 
@@ -76,15 +76,19 @@ def markdown_text(t: ViewTable) -> str:
         lines.append("| " + " | ".join(esc(c.header) for c in t.columns) + " |")
         lines.append("|" + "|".join(" --- " if c.unit in ("str", "tree") else " ---: " for c in t.columns) + "|")
         for row in t.rows:
-            vals = [cell(c, row) for c in t.columns]
-            vals = [v.replace("  ", "&nbsp;&nbsp;") if c.unit == "tree" else v for c, v in zip(t.columns, vals)]
-            lines.append("| " + " | ".join(esc(v) for v in vals) + " |")
+            vals = [_markdown_tree(row, c) if c.unit == "tree" else esc(cell(c, row)) for c in t.columns]
+            lines.append("| " + " | ".join(vals) + " |")
     else:
         lines.append("(nothing to show)")
     for n in t.notes:
         if n:
             lines += ["", f"> {esc(n)}"]
     return "\n".join(lines) + "\n"
+
+
+def _markdown_tree(row: dict[str, Any], col: Column) -> str:
+    """A tree cell: the name escaped, then indented with non-breaking spaces (markdown collapses spaces)."""
+    return "&nbsp;&nbsp;" * int(row.get("depth", 0)) + markdown_cell(str(row.get(col.key, "")))
 
 
 def csv_text(t: ViewTable) -> str:
@@ -95,12 +99,8 @@ def csv_text(t: ViewTable) -> str:
                 keys.append(k)
     if not keys:
         keys = [c.key for c in t.columns]
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(keys)
-    for row in t.rows:
-        w.writerow([json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v for v in (row.get(k, "") for k in keys)])
-    return buf.getvalue()
+    as_cell = lambda v: json_text(v) if isinstance(v, (list, dict)) else v  # noqa: E731
+    return csv_table(keys, ([as_cell(row.get(k, "")) for k in keys] for row in t.rows))
 
 
 def render_views(report: Report, tables: list[ViewTable], fmt: str, *, width: Optional[int] = None, color: bool = False) -> str:
@@ -108,7 +108,7 @@ def render_views(report: Report, tables: list[ViewTable], fmt: str, *, width: Op
     if fmt == "json":
         doc = json.loads(render_json(report))
         doc["views"] = {t.name: t.as_dict() for t in tables}
-        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+        return json_text(doc, indent=2) + "\n"
     if fmt == "csv":
         if len(tables) != 1:
             raise NvtxsimError("csv holds one table: ask for one --view (or use json, markdown or html for several)")

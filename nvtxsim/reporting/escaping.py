@@ -1,0 +1,105 @@
+"""Text from an export is data: one escaper per output kind, used by every renderer.
+
+Range, domain, thread and process names and file names can hold anything (control
+characters, markup, formulas, placeholders). Each output kind has exactly one function
+here that makes such text inert for it; renderers never format names any other way.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from typing import Any, Iterable, Sequence
+
+# C0/C1 controls, DEL, and the characters that reorder or break lines on a terminal:
+# bidi embeddings/overrides/isolates (U+202A-U+202E, U+2066-U+2069), marks (U+200E/F, U+061C),
+# and the Unicode line/paragraph separators (U+2028/U+2029).
+_TERMINAL_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: controls, escape sequences and bidi overrides shown as ``\\xNN``/``\\uNNNN``."""
+    return _TERMINAL_UNSAFE.sub(_escape_char, str(text))
+
+
+def _escape_char(m: "re.Match[str]") -> str:
+    o = ord(m.group())
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+# The characters that open inline markup in CommonMark/GFM (emphasis, code, links, tables,
+# strikethrough, math, autolinks) are backslash-escaped; ``<``, ``>`` and ``&`` become entities so
+# no raw HTML or entity can form. Line-start markup (``#``, ``-``, ``>``...) cannot occur: every
+# escaped text follows ``| ``, ``### ``, ``> `` or ``**`` on its line, and newlines are escaped.
+_MARKDOWN_PUNCT = re.compile(r"([\\`*_\[\]|~$:])")
+_MARKDOWN_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def markdown_cell(text: str) -> str:
+    """``text`` as literal markdown (table cell, heading, quote): no markup, no raw HTML, one line."""
+    s = _MARKDOWN_PUNCT.sub(r"\\\1", printable(text))
+    return re.sub("[&<>]", lambda m: _MARKDOWN_ENTITIES[m.group()], s)
+
+
+# OWASP CSV injection: a cell a spreadsheet would read as a formula gets a leading quote.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """One CSV value: text that starts like a formula is prefixed with ``'``; numbers stay numbers."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """CSV text (``\\n`` line ends) whose every row reads back the same through ``csv.reader`` and pandas."""
+    buf = io.StringIO()
+    plain = csv.writer(buf, lineterminator="\n")
+    # Python 3.11's writer quotes only the line terminator's characters: a lone CR would split the row.
+    quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+    for row in [header, *rows]:
+        cells = [csv_cell(v) for v in row]
+        needs_quotes = any(isinstance(v, str) and "\r" in v for v in cells)
+        (quoted if needs_quotes else plain).writerow(cells)
+    return buf.getvalue()
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, ±inf: payloads can be infinite) as ``null``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def json_text(value: Any, **kwargs: Any) -> str:
+    """Strict JSON text (never ``NaN``/``Infinity``): what every JSON and Perfetto output goes through."""
+    kwargs.setdefault("ensure_ascii", False)
+    return json.dumps(json_safe(value), allow_nan=False, default=_json_default, **kwargs)
+
+
+def _json_default(value: Any) -> Any:
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover
+        np = None
+    if np is not None and isinstance(value, np.generic):
+        return json_safe(value.item())
+    if np is not None and isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    return None
+
+
+_SCRIPT_JSON = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def html_json(value: Any) -> str:
+    """JSON for a ``<script type="application/json">`` block: nothing in it can end or open a tag."""
+    return json_text(value, separators=(",", ":")).translate(_SCRIPT_JSON)
