@@ -287,6 +287,7 @@ class DemoEnv:
         self.sync()
         t0 = time.perf_counter()
         for _ in range(iterations):
+            nvtxsim.step()  # marks iterations: capture windows (--iterations A:B) and live timing (NVTXSIM_LIVE)
             self.step()
         if self.side is not None:
             self.side.jobs.join()  # its work belongs to these iterations

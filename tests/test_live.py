@@ -243,3 +243,22 @@ def test_trigger_arms_a_capture_window(tmp_path, clean_live, capsys):
     window.configure(None)
     assert w is not None and w.stop - w.start == 4 and 30 < w.start <= 40
     assert "live trigger sim_step>1.5x" in capsys.readouterr().err
+
+
+def test_disable_pauses_live_timing(tmp_path, clean_live):
+    records: list[dict] = []
+    window.configure(None)
+    live.start(None, every=100, callback=records.append)
+    nvtxsim.disable()
+    try:
+        for _ in range(3):
+            with nvtxsim.phase("warmup"):
+                pass
+    finally:
+        nvtxsim.enable()
+    for _ in range(2):
+        nvtxsim.step()
+        with nvtxsim.phase("sim_step"):
+            pass
+    live.stop()
+    assert set(records[0]["phases"]) == {"nvtxsim:sim_step"}

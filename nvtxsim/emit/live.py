@@ -181,7 +181,7 @@ class _Session:
         self.cpu, self.pending, self.measured, self.trigger_mark = {}, [], 0, 0
         if not cpu and not final:
             return
-        item = {"iterations": [self.first, last] if self.stepped else None, "measured": measured, "cpu": cpu,
+        item = {"iterations": [self.first, max(last, self.first)] if self.iteration >= 0 else None, "measured": measured, "cpu": cpu,
                 "pending": pending, "fired": self.fired, "dropped": self.dropped}
         self.fired = None
         try:
@@ -429,9 +429,8 @@ def start(
     stop()
     with _lock:
         _session = _Session(None if path is None else os.fspath(path), every, sample, writer, callback, trig, append)
-        _session.iteration = _window.iteration()
-        _session.stepped = _session.iteration >= 0
-        _session.first = max(_session.iteration, 0)
+        _session.iteration = _window.iteration()  # the iteration in progress is not counted as measured
+        _session.first = _session.iteration + 1
         _session._check_gpu()
         _window.on_step = _session.on_step
         _r.set_live(True, _METHODS if _session.measuring(_session.iteration) else None)

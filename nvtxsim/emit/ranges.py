@@ -299,15 +299,16 @@ def is_recording() -> bool:
 
 # Live timing (emit.live) hooks in here: while it measures, its own __enter__/__exit__ (which
 # also record the range) replace the class's; while it is off nothing below costs anything.
-_timing: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None  # (enter, exit) of emit.live
+_live_methods: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None  # (enter, exit) of emit.live
+_timing = _live_methods  # the same while nvtxsim is enabled, else None (kept by _install_with_methods)
 _live_on = False  # emit.live is started (it may still skip unsampled iterations)
 
 
 def set_live(on: bool, timing: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None) -> None:
     """emit.live's switch: ``timing`` = its (enter, exit) while an iteration is measured, else None."""
-    global _timing, _live_on
+    global _live_methods, _live_on
     _live_on = on
-    _timing = timing if on else None
+    _live_methods = timing if on else None
     _install_with_methods()
 
 
@@ -523,6 +524,8 @@ def _install_with_methods() -> None:
     ``_active`` check in the recording methods already treated the same way (a phase
     open across a switch is not popped/pushed on the other side).
     """
+    global _timing
+    _timing = _live_methods if _enabled else None  # disable() pauses live timing too
     if _timing is not None:
         phase.__enter__, phase.__exit__ = _timing  # type: ignore[method-assign]
     elif _active:
