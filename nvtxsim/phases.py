@@ -35,6 +35,11 @@ REWARD = "reward"
 TERMINATION = "termination"
 RESET = "reset"
 POLICY_UPDATE = "policy_update"
+#: RL loop levels: one env step as the runner performs it (action, env.step, processing of the
+#: transition), and one learning iteration (rollout of steps, returns, update) with its rollout.
+STEP = "step"
+LEARNING_ITERATION = "learning_iteration"
+ROLLOUT = "rollout"
 
 STANDARD: dict[str, PhaseStyle] = {
     s.name: s
@@ -50,6 +55,9 @@ STANDARD: dict[str, PhaseStyle] = {
         PhaseStyle(TERMINATION, 0xBCBD22, "env"),
         PhaseStyle(RESET, 0x17BECF, "env"),
         PhaseStyle(POLICY_UPDATE, 0x98DF8A, "learning"),
+        PhaseStyle(STEP, 0x5A5A5A, "loop"),
+        PhaseStyle(LEARNING_ITERATION, 0x3C3C3C, "loop"),
+        PhaseStyle(ROLLOUT, 0xAEC7E8, "loop"),
     )
 }
 
@@ -85,6 +93,9 @@ __all__ = [
     "TERMINATION",
     "RESET",
     "POLICY_UPDATE",
+    "STEP",
+    "LEARNING_ITERATION",
+    "ROLLOUT",
 ]
 
 

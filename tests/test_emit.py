@@ -17,7 +17,8 @@ from nvtxsim.export.reader import load
 
 
 def test_standard_phases_have_fixed_styles():
-    names = ["iteration", "sim_step", "render", "camera_readout", "policy", "action", "observation", "reward", "termination", "reset", "policy_update"]
+    names = ["iteration", "sim_step", "render", "camera_readout", "policy", "action", "observation", "reward", "termination", "reset", "policy_update",
+             "step", "learning_iteration", "rollout"]
     assert list(nvtxsim.phases.STANDARD) == names
     colors = {s.color for s in nvtxsim.phases.STANDARD.values()}
     assert len(colors) == len(names)

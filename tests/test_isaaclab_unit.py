@@ -36,7 +36,7 @@ def test_phase_map_entries_are_well_formed():
     env_classes = {f"{m}.{c}" for m, c in M.ENV_CLASSES}
     for t in entries:
         assert t.scope in ("task", "class", "function"), t
-        assert t.kind in ("phase", "sensor", "events", "policy_factory"), t
+        assert t.kind in ("phase", "sensor", "events", "policy_factory", "loop"), t
         assert set(t.versions) <= {2, 3} and t.versions, t
         assert (t.owner is None) == (t.scope == "function"), t
         if t.scope == "task":

@@ -57,6 +57,12 @@ class Instrumentation:
             except Exception as exc:  # a target that refuses the change back: keep going with the rest
                 warnings.warn(f"nvtxsim: could not restore {p.label} ({type(exc).__name__}: {exc})", stacklevel=2)
 
+    def add_idle(self, owner: Any, name: str) -> None:
+        """Name ``owner.name`` as what would have been wrapped, leaving it unchanged (idle instrumentation)."""
+        label = f"{getattr(owner, '__qualname__', None) or getattr(owner, '__name__', type(owner).__qualname__)}.{name}"
+        if all(p.label != label for p in self.patches):
+            self.patches.append(_Patch(owner, name, _UNCHANGED, label))
+
     def extend(self, other: "Instrumentation") -> "Instrumentation":
         self.patches.extend(other.patches)
         other.patches = []

@@ -6,7 +6,7 @@ import sys
 from typing import Any, Iterable, Optional
 
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.isaaclab import phasemap as M
+from nvtxsim.isaaclab import loop, phasemap as M
 from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, patch_defining, patch_function, warn_missing
 from nvtxsim.isaaclab.ranges import phase_for, phase_named
 from nvtxsim.isaaclab.resolve import defining_class, detect_version, package_in_use, resolve
@@ -159,6 +159,7 @@ def instrument(
     targets: Optional[Iterable[M.Target]] = None,
     count_steps: bool = False,
     warn: bool = True,
+    idle: bool = False,
 ) -> IsaacLabInstrumentation:
     """Put nvtxsim phases around an Isaac Lab env's step and everything it calls, without editing it.
 
@@ -169,6 +170,7 @@ def instrument(
     one warning; properties are never wrapped. ``count_steps`` makes every env step
     call :func:`nvtxsim.step` (capture windows: ``nvtxsim profile --iterations A:B``).
     Returns a handle: ``.patched``, ``.missing``, ``.restore()``; a context manager.
+    ``idle`` only names what would be wrapped (``instrument_runner`` while nothing records).
     """
     base = unwrap_env(env)
     if base is None:
@@ -179,7 +181,8 @@ def instrument(
     if version is None:
         version = detect_version()
     targets = tuple(M.ENV_TARGETS + M.CLASS_TARGETS) if targets is None else tuple(targets)
-    handle = IsaacLabInstrumentation(version=version)
+    handle = IsaacLabInstrumentation(version=version, idle=idle)
+    loop.note_num_envs(base)
     env_cls = type(base)
     for t in _env_targets(env_cls, version, targets):
         if not patch_defining(handle, env_cls, t.attr, phase_for(t, count_steps=count_steps)):

@@ -33,10 +33,16 @@ class IsaacLabInstrumentation(Instrumentation):
 
 
 def patch_defining(handle: IsaacLabInstrumentation, cls: Any, name: str, ph: phase) -> bool:
-    """Wrap ``name`` on the class of ``cls.__mro__`` that defines it; False when nothing defines it."""
+    """Wrap ``name`` on the class of ``cls.__mro__`` that defines it; False when nothing defines it.
+
+    An idle ``handle`` (nothing records) only names the method: nothing is replaced.
+    """
     owner = defining_class(cls, name) if isinstance(cls, type) else None
     if owner is None:
         return False
+    if handle.idle:
+        handle.add_idle(owner, name)
+        return True
     result = instrument(owner, {name: ph}, warn=False)
     for skipped in result.skipped:
         if skipped.endswith("(property)") and skipped not in handle.missing:
@@ -49,6 +55,9 @@ def patch_function(handle: IsaacLabInstrumentation, module: Any, name: str, ph: 
     """Wrap a module-level function in the module's namespace."""
     if not callable(getattr(module, name, None)):
         return False
+    if handle.idle:
+        handle.add_idle(module, name)
+        return True
     handle.extend(instrument(module, {name: ph}, warn=False))
     return True
 

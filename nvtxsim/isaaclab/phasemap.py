@@ -17,7 +17,11 @@ Scopes:
 
 Kinds (how the range is named): ``phase`` (fixed name), ``sensor`` (readout of a
 sensor, labelled with its class and prim path), ``events`` (``events.<mode>``),
-``policy_factory`` (the returned inference policy is wrapped in ``policy``).
+``policy_factory`` (the returned inference policy is wrapped in ``policy``), ``loop``
+(no range of its own: the call only begins/ends an RL loop level, ``phase`` names it).
+
+:data:`LOOP_EVENTS` says which RL-library calls begin and end the loop levels ``step``,
+``rollout`` and ``learning_iteration`` (:mod:`nvtxsim.isaaclab.loop`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from nvtxsim import phases as P
+from nvtxsim.isaaclab.loop import BEGIN, END, Event
 
 #: Range names that are not standard phases: named sub-ranges.
 SCENE_WRITE = "scene.write_data_to_sim"
@@ -53,7 +58,7 @@ class Target:
     phase: str
     versions: tuple[int, ...] = ALL_VERSIONS  # Isaac Lab major versions that define it
     scope: str = "class"  # "task" | "class" | "function"
-    kind: str = "phase"  # "phase" | "sensor" | "events" | "policy_factory"
+    kind: str = "phase"  # "phase" | "sensor" | "events" | "policy_factory" | "loop"
     optional: bool = False  # backend/library entry: used only where its package is in use; never warned about
     note: str = ""
     alternative: str = ""  # the attribute that replaces this one in other releases of the library ("update")
@@ -202,6 +207,10 @@ RUNNER_TARGETS: tuple[Target, ...] = (
     _t("rsl_rl.algorithms.distillation", "Distillation.update", P.POLICY_UPDATE, optional=True),
     _t("rsl_rl.runners.on_policy_runner", "OnPolicyRunner.get_inference_policy", P.POLICY, kind="policy_factory",
        optional=True, note="play: the returned policy callable gets a policy range"),
+    _t("skrl.agents.torch.base", "Agent.post_interaction", P.STEP, kind="loop", optional=True,
+       note="ends the step (skrl eval calls the base class directly)"),
+    _t("skrl.agents.torch.ppo.ppo", "PPO.post_interaction", P.STEP, kind="loop", optional=True,
+       note="ends the step; calls update at the end of each rollout"),
     # skrl 2.x (torch): Trainer.train -> agent.act / record_transition / post_interaction -> update
     _t("skrl.agents.torch.base", "Agent.act", P.POLICY, optional=True),
     _t("skrl.agents.torch.base", "Agent.record_transition", RECORD_TRANSITION, optional=True),
@@ -221,16 +230,46 @@ RUNNER_TARGETS: tuple[Target, ...] = (
     _t("rl_games.algos_torch.a2c_continuous", "A2CAgent.train_actor_critic", P.POLICY_UPDATE, optional=True),
     _t("rl_games.algos_torch.a2c_discrete", "DiscreteA2CAgent.train_actor_critic", P.POLICY_UPDATE,
        optional=True),
+    _t("rl_games.common.a2c_common", "ContinuousA2CBase.train_epoch", P.LEARNING_ITERATION, kind="loop",
+       optional=True),
+    _t("rl_games.common.a2c_common", "DiscreteA2CBase.train_epoch", P.LEARNING_ITERATION, kind="loop",
+       optional=True),
+    _t("rl_games.common.a2c_common", "A2CBase.play_steps", P.ROLLOUT, kind="loop", optional=True),
+    _t("rl_games.common.a2c_common", "A2CBase.play_steps_rnn", P.ROLLOUT, kind="loop", optional=True),
+    _t("rl_games.common.a2c_common", "A2CBase.get_values", P.STEP, kind="loop", optional=True,
+       note="bootstrap values after the last step: ends it"),
 )
 
-#: Method name -> range, patched on whatever class defines it for an RL algorithm/agent instance.
-RUNNER_METHODS: dict[str, dict[str, str]] = {
+#: Method name -> range (None: no range, loop events only), patched on whatever class defines it for an
+#: RL algorithm/agent instance.
+RUNNER_METHODS: dict[str, dict[str, Optional[str]]] = {
     "rsl_rl": {"act": P.POLICY, "process_env_step": PROCESS_ENV_STEP, "compute_returns": COMPUTE_RETURNS,
                "update": P.POLICY_UPDATE},
     "skrl": {"act": P.POLICY, "record_transition": RECORD_TRANSITION, "update": P.POLICY_UPDATE,
-             "_update": P.POLICY_UPDATE},
+             "_update": P.POLICY_UPDATE, "post_interaction": None},
     "rl_games": {"get_action_values": P.POLICY, "discount_values": COMPUTE_RETURNS,
-                 "train_actor_critic": P.POLICY_UPDATE},
+                 "train_actor_critic": P.POLICY_UPDATE, "train_epoch": None, "play_steps": None,
+                 "play_steps_rnn": None, "get_values": None},
+}
+
+_STEP_BEGINS: tuple[Optional[Event], Optional[Event]] = ((BEGIN, P.STEP), None)
+_UPDATE: tuple[Optional[Event], Optional[Event]] = ((END, P.ROLLOUT), (END, P.LEARNING_ITERATION))
+
+#: Library -> method -> (event before the call, event after it): where steps, rollouts and learning
+#: iterations begin and end. rsl_rl 5.x and skrl 2.x have no function per step or per learning
+#: iteration (their loops live in ``learn()`` / ``Trainer.train()``): a step runs from the policy's
+#: action to the processing of the transition, a learning iteration from the first action after an
+#: update to the end of that update. rl_games has both (``train_epoch``, ``play_steps``); its step
+#: runs from one action to the next (the loop body's bookkeeping included).
+LOOP_EVENTS: dict[str, dict[str, tuple[Optional[Event], Optional[Event]]]] = {
+    "rsl_rl": {"act": _STEP_BEGINS, "process_env_step": (None, (END, P.STEP)),
+               "compute_returns": ((END, P.ROLLOUT), None), "update": _UPDATE},
+    "skrl": {"act": _STEP_BEGINS, "post_interaction": (None, (END, P.STEP)), "update": _UPDATE, "_update": _UPDATE},
+    "rl_games": {"train_epoch": ((BEGIN, P.LEARNING_ITERATION), (END, P.LEARNING_ITERATION)),
+                 "play_steps": ((BEGIN, P.ROLLOUT), (END, P.ROLLOUT)),
+                 "play_steps_rnn": ((BEGIN, P.ROLLOUT), (END, P.ROLLOUT)),
+                 "get_action_values": _STEP_BEGINS, "get_values": ((END, P.STEP), None),
+                 "discount_values": ((END, P.STEP), None)},
 }
 
 #: Env base classes: (module, class name).

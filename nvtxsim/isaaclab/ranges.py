@@ -12,6 +12,8 @@
   ``sensor_readout`` (others), with a sub-range ``sensor.<Class>(<prim_path>)``.
 * :class:`EventsPhase`: ``events.<mode>`` from ``EventManager.apply(mode, ...)``.
 * :class:`PolicyFactoryPhase`: wraps the callable that ``get_inference_policy`` returns.
+* :class:`LoopPhase`: an RL-library method that also begins/ends the loop levels
+  ``step``, ``rollout``, ``learning_iteration`` (:mod:`nvtxsim.isaaclab.loop`).
 
 All ranges go through ``phase.__enter__``/``__exit__`` so they cost what a ``with
 nvtxsim.phase(...)`` costs, plus one thread-local lookup.
@@ -22,10 +24,10 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from nvtxsim.emit.ranges import is_measuring, phase
-from nvtxsim.isaaclab import phasemap
+from nvtxsim.isaaclab import loop, phasemap
 
 _tls = threading.local()
 
@@ -178,6 +180,70 @@ class PolicyFactoryPhase(phase):
         return wrapper
 
 
+def _active_hooks() -> set:
+    hooks = getattr(_tls, "hooks", None)
+    if hooks is None:
+        hooks = _tls.hooks = set()
+    return hooks
+
+
+class LoopPhase(GuardedPhase):
+    """A method that sends loop events (:mod:`nvtxsim.isaaclab.loop`) before and/or after its own range.
+
+    With ``ranged=False`` the method gets no range of its own (skrl ``post_interaction`` only
+    ends a step; rl_games ``play_steps`` only delimits a rollout). A call nested in a call with
+    the same events (``PPO.post_interaction`` -> ``Agent.post_interaction``) sends none.
+    """
+
+    __slots__ = ("before", "after", "ranged")
+
+    def __init__(self, name: str, *, before: "Optional[loop.Event]" = None, after: "Optional[loop.Event]" = None,
+                 ranged: bool = True) -> None:
+        super().__init__(name)
+        self.before = before
+        self.after = after
+        self.ranged = ranged
+
+    def range_names(self, args: tuple, kwargs: dict) -> "list[str]":
+        return [self.name] if self.ranged else []
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            return GuardedPhase.wrap(self, fn)
+        before, after, names_for = self.before, self.after, self.range_names
+        key = (before, after)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not is_measuring():
+                return fn(*args, **kwargs)
+            hooks = _active_hooks()
+            if key in hooks:  # nested in a call with the same events
+                return run_in(names_for(args, kwargs), fn, args, kwargs)
+            owner = args[0] if args else None
+            hooks.add(key)
+            try:
+                if before is not None:
+                    loop.event(before, owner)
+                result = run_in(names_for(args, kwargs), fn, args, kwargs)
+            finally:
+                hooks.discard(key)
+            if after is not None:
+                loop.event(after, owner)
+            return result
+
+        wrapper.__nvtxsim_phase__ = self.name  # type: ignore[attr-defined]
+        return wrapper
+
+
+def runner_phase(library: str, method: str, name: Optional[str]) -> phase:
+    """The phase of an RL-library method: its range ``name`` (None: none) and its loop events, if any."""
+    events = phasemap.LOOP_EVENTS.get(library, {}).get(method)
+    if events is None:
+        return GuardedPhase(name or method)
+    return LoopPhase(name or method, before=events[0], after=events[1], ranged=name is not None)
+
+
 def phase_for(target: "phasemap.Target", *, count_steps: bool = False) -> phase:
     """The phase object a map entry is wrapped with."""
     if target.kind == "sensor":
@@ -186,6 +252,8 @@ def phase_for(target: "phasemap.Target", *, count_steps: bool = False) -> phase:
         return EventsPhase(target.phase)
     if target.kind == "policy_factory":
         return PolicyFactoryPhase(target.phase)
+    if target.owner is not None and target.package in phasemap.LOOP_EVENTS:
+        return runner_phase(target.package, target.attr, None if target.kind == "loop" else target.phase)
     if target.phase == phasemap.P.ITERATION:
         return IterationPhase(target.phase, count_steps=count_steps)
     return GuardedPhase(target.phase)
@@ -202,6 +270,8 @@ __all__ = [
     "SensorReadoutPhase",
     "EventsPhase",
     "PolicyFactoryPhase",
+    "LoopPhase",
+    "runner_phase",
     "phase_for",
     "phase_named",
     "cached_phase",

@@ -81,7 +81,7 @@ def _run_env(kind: str, steps: int, record: bool) -> dict:
     }
 
 
-def _run_runner(steps: int, record: bool, task: str = "direct") -> dict:
+def _run_runner(steps: int, record: bool, task: str = "direct", iterations: int = 1) -> dict:
     import light
     import light_rl
     from recorder import RangeRecorder
@@ -90,12 +90,12 @@ def _run_runner(steps: int, record: bool, task: str = "direct") -> dict:
 
     env = light.make_cartpole_camera_env() if task == "cartpole" else light.make_direct_env()
     runner = light_rl.make_runner(env, num_steps_per_env=steps)
-    handle = nil.instrument_runner(runner)
     rec = RangeRecorder() if record else None
     if rec is not None:
-        rec.__enter__()
+        rec.__enter__()  # instrument_runner installs nothing while nothing records
+    handle = nil.instrument_runner(runner)
     try:
-        runner.learn(1)
+        runner.learn(iterations)
         policy = runner.get_inference_policy()
         with torch.inference_mode():
             policy(runner.env.get_observations())
@@ -104,7 +104,8 @@ def _run_runner(steps: int, record: bool, task: str = "direct") -> dict:
             rec.__exit__(None, None, None)
     patched = list(handle.patched)
     handle.restore()
-    return {"patched": patched, "missing": handle.missing, "spans": _spans(rec), "steps": steps}
+    return {"patched": patched, "missing": handle.missing, "spans": _spans(rec), "steps": steps,
+            "iterations": iterations}
 
 
 def _run_libraries(record: bool) -> dict:
@@ -128,10 +129,10 @@ def _run_libraries(record: bool) -> dict:
 
     a2c = object.__new__(A2CAgent)
     a2c.__dict__.update(horizon_length=3, gamma=0.99, tau=0.95)
-    h = nil.instrument_runner(a2c)
     rec = RangeRecorder() if record else None
     if rec is not None:
         rec.__enter__()
+    h = nil.instrument_runner(a2c)
     try:
         n = 2
         advs = a2c.discount_values(torch.zeros(n), torch.zeros(n, 1), torch.zeros(3, n), torch.zeros(3, n, 1),
@@ -199,13 +200,14 @@ def main() -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--record", action="store_true")
     p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--iterations", type=int, default=1, help="learning iterations of the runner scenario")
     args = p.parse_args()
     if args.name == "check":
         result = _run_check()
     elif args.name in ("direct", "manager", "cartpole"):
         result = _run_env(args.name, args.steps, args.record)
     elif args.name == "runner":
-        result = _run_runner(args.steps, args.record, args.task)
+        result = _run_runner(args.steps, args.record, args.task, args.iterations)
     elif args.name == "warnings":
         result = _run_warnings()
     else:  # one process for the in-process checks: imports dominate the cost
