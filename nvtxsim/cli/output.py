@@ -38,11 +38,11 @@ def check_writable(path: PathLike, *, force: bool = False, protect: Iterable[Pat
     return p
 
 
-def terminal_width() -> int:
-    """Columns for human output on a terminal (at least 80)."""
+def terminal_width(*, wide: bool = False) -> Optional[int]:
+    """Columns a terminal table must fit in (``COLUMNS``, else the terminal's); None with ``wide``: no limit."""
     import shutil
 
-    return max(shutil.get_terminal_size((200, 24)).columns, 80)
+    return None if wide else max(shutil.get_terminal_size((200, 24)).columns, 20)
 
 
 def deliver(text: str, out: Optional[PathLike], *, force: bool = False, protect: Iterable[PathLike] = (), stream: Optional[IO[str]] = None) -> None:

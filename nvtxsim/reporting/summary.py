@@ -7,12 +7,13 @@ formats (table, markdown) pick units per value.
 
 from __future__ import annotations
 
-import io
 from dataclasses import fields
 from typing import Callable
 
 from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, Report
 from nvtxsim.reporting.escaping import csv_table, json_text, markdown_cell, printable
+from nvtxsim.reporting.renderers import terminal
+from nvtxsim.reporting.viewtable import Column
 
 __all__ = ["printable", "markdown_cell", "fmt_ns", "fmt_bytes", "heading_parts", "RENDERERS"]
 
@@ -63,6 +64,15 @@ _HUMAN_COLUMNS: list[tuple[str, Callable[[PhaseStats], str]]] = [
     ("H→D", lambda p: fmt_bytes(p.memcpy_htod_bytes)),
     ("D→H", lambda p: fmt_bytes(p.memcpy_dtoh_bytes)),
 ]
+# The same columns with keys and units (the views, csv/json keys, the terminal fitter's priorities).
+C = Column
+SUMMARY_COLUMNS = [
+    C("phase", "Phase"), C("instances", "N", "int"), C("cpu_total_ns", "CPU total", "ns"), C("cpu_mean_ns", "mean", "ns"),
+    C("cpu_median_ns", "median", "ns"), C("cpu_p90_ns", "p90", "ns"), C("cpu_p99_ns", "p99", "ns"), C("cpu_max_ns", "max", "ns"),
+    C("gpu_proj_total_ns", "GPU proj", "ns"), C("gpu_proj_median_ns", "proj median", "ns"), C("gpu_busy_total_ns", "GPU busy", "ns"),
+    C("gpu_ops", "ops", "int"), C("gpu_kernels", "kernels", "int"), C("memcpy_htod_bytes", "H→D", "bytes"), C("memcpy_dtoh_bytes", "D→H", "bytes"),
+]
+MEMORY_SUMMARY_COLUMNS = [C("gpu_mem_peak_bytes", "GPU mem peak", "bytes"), C("gpu_mem_net_bytes", "mem net/inst", "bytes")]
 #: Shown only when the export recorded GPU memory (nsys --cuda-memory-usage=true).
 _MEMORY_COLUMNS: list[tuple[str, Callable[[PhaseStats], str]]] = [
     ("GPU mem peak", lambda p: fmt_bytes(p.gpu_mem_peak_bytes or 0)),
@@ -102,35 +112,14 @@ def _heading(report: Report) -> str:
 
 
 def render_table(report: Report, *, width: int | None = None, color: bool | None = None) -> str:
-    """A rich table, rendered to a string (colour only when writing to a terminal)."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(header_style="bold", box=None, pad_edge=False)
+    """The summary for a terminal ``width`` columns wide (None: whole, as wide as it needs); bold header when ``color``."""
     columns = _human_columns(report)
-    for i, (header, _) in enumerate(columns):
-        table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
-    for p in report.phases:
-        table.add_row(*(Text(printable(get(p))) for _, get in columns))  # names are data, never rich markup
-    buf = io.StringIO()
-    console = Console(
-        file=buf,
-        width=width or 200,
-        force_terminal=bool(color),
-        color_system="auto" if color else None,
-        highlight=False,
-        soft_wrap=False,
+    rows = [[get(p) for _, get in columns] for p in report.phases]
+    heading = terminal.fit_parts(heading_parts(report.source), width)
+    text = terminal.render(
+        (SUMMARY_COLUMNS + MEMORY_SUMMARY_COLUMNS)[: len(columns)], rows, heading=heading, width=width, color=bool(color), empty="no NVTX ranges in the selected domain"
     )
-    if not report.phases:
-        console.print(printable(_heading(report)), markup=False)
-        console.print("no NVTX ranges in the selected domain")
-    else:
-        console.print(printable(_heading(report)), markup=False, soft_wrap=True)  # unpadded: easy to grep and diff
-        console.print(table)
-    for w in report.warnings:
-        console.print(f"warning: {printable(w)}", markup=False)
-    return buf.getvalue()
+    return text + "".join(f"{ln}\n" for ln in terminal.notes_lines(report.warnings, width, prefix="warning: "))
 
 
 def render_markdown(report: Report) -> str:

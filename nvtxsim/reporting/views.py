@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from nvtxsim.analysis.projection import PhaseStats
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.reporting.summary import fmt_bytes
+from nvtxsim.reporting.summary import MEMORY_SUMMARY_COLUMNS, SUMMARY_COLUMNS, fmt_bytes
 from nvtxsim.reporting.viewtable import Column, ViewTable
 
 
@@ -28,19 +28,8 @@ class ViewOptions:
 
 C = Column
 
-SUMMARY_COLUMNS = [
-    C("phase", "Phase"), C("instances", "N", "int"), C("cpu_total_ns", "CPU total", "ns"), C("cpu_mean_ns", "mean", "ns"),
-    C("cpu_median_ns", "median", "ns"), C("cpu_p90_ns", "p90", "ns"), C("cpu_p99_ns", "p99", "ns"), C("cpu_max_ns", "max", "ns"),
-    C("gpu_proj_total_ns", "GPU proj", "ns"), C("gpu_proj_median_ns", "proj median", "ns"), C("gpu_busy_total_ns", "GPU busy", "ns"),
-    C("gpu_ops", "ops", "int"), C("gpu_kernels", "kernels", "int"), C("memcpy_htod_bytes", "H→D", "bytes"), C("memcpy_dtoh_bytes", "D→H", "bytes"),
-]
-
-
 def _phase_row(p: PhaseStats) -> dict:
     return {"phase": p.label, **p.as_dict()}
-
-
-MEMORY_SUMMARY_COLUMNS = [C("gpu_mem_peak_bytes", "GPU mem peak", "bytes"), C("gpu_mem_net_bytes", "mem net/inst", "bytes")]
 
 
 def summary(d: Detail, o: ViewOptions) -> ViewTable:

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     new = Detail(load_with_progress(args.new), domain=domain, match=args.match)
     result = compare(base, new, settings)
     term = args.output is None and sys.stdout.isatty()
-    text = render_comparison(result, args.format, width=terminal_width() if term else None, color=term)
+    text = render_comparison(result, args.format, width=terminal_width(wide=args.wide) if term else None, color=term)
     deliver(text, args.output, force=args.force, protect=[args.base, args.new])
     if result.regressions:
         print(f"nvtxsim: regression in {len(result.regressions)} phase(s): {printable(', '.join(p.phase for p in result.regressions))}", file=sys.stderr)
@@ -62,6 +62,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")
     p.add_argument("--domain", default="nvtxsim", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim)")
     p.add_argument("--match", metavar="REGEX", help="only phases whose name matches REGEX")
     p.add_argument("--metric", choices=("cpu", "gpu"), default="cpu", help="cpu: range time; gpu: GPU busy time of the range (default: cpu)")

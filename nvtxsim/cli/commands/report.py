@@ -28,9 +28,9 @@ def make_report(path: "str | Path", *, domain: Optional[str] = "nvtxsim", progre
     return report
 
 
-def render(report: Report, fmt: str, *, to_terminal: bool = False) -> str:
+def render(report: Report, fmt: str, *, to_terminal: bool = False, wide: bool = False) -> str:
     if fmt == "table":
-        return render_table(report, color=to_terminal, width=terminal_width() if to_terminal else None)
+        return render_table(report, color=to_terminal, width=terminal_width(wide=wide) if to_terminal else None)
     return RENDERERS[fmt](report)
 
 
@@ -43,10 +43,12 @@ def run_report(
     force: bool = False,
     stream: Optional[TextIO] = None,
     request: Optional[DetailRequest] = None,
+    wide: bool = False,
 ) -> int:
     """Report on ``path`` to ``out`` (a file, written atomically) or ``stream`` (default stdout).
 
-    ``request`` asks for views, filters and the html/perfetto formats (see :mod:`nvtxsim.reporting.pipeline`).
+    ``request`` asks for views, filters and the html/perfetto formats (see :mod:`nvtxsim.reporting.pipeline`);
+    ``wide``: on a terminal too, every column and whole names (lines may be wider than the terminal).
     """
     if out is not None:
         check_writable(out, force=force, protect=[path])
@@ -58,11 +60,11 @@ def run_report(
         if request.is_classic and fmt in RENDERERS:
             report = make_report(path, domain=domain, progress=False)
             progress.stage("rendering")
-            text = render(report, fmt, to_terminal=term)
+            text = render(report, fmt, to_terminal=term, wide=wide)
         else:
             export = load_with_progress(path, progress=False)
             progress.stage("analysing")
-            text = render_detail(export, fmt, request, domain=domain, to_terminal=term, width=terminal_width() if term else None, progress=False)
+            text = render_detail(export, fmt, request, domain=domain, to_terminal=term, width=terminal_width(wide=wide) if term else None, progress=False)
     deliver(text, out, force=force, protect=[path], stream=stream)
     return 0
 
@@ -72,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.cache is not None:  # read by load(), also in rank worker processes
         os.environ["NVTXSIM_CACHE"] = "1" if args.cache else "0"
     if len(args.paths) > 1 or args.dask:
-        return run_ranks(args.paths, fmt=args.format, domain=domain, out=args.output, force=args.force, jobs=args.jobs, dask=args.dask, request=request_from_args(args))
-    return run_report(args.paths[0], fmt=args.format, domain=domain, out=args.output, force=args.force, request=request_from_args(args))
+        return run_ranks(args.paths, fmt=args.format, domain=domain, out=args.output, force=args.force, jobs=args.jobs, dask=args.dask, request=request_from_args(args), wide=args.wide)
+    return run_report(args.paths[0], fmt=args.format, domain=domain, out=args.output, force=args.force, request=request_from_args(args), wide=args.wide)
 
 
 def run_ranks(
@@ -86,6 +88,7 @@ def run_ranks(
     jobs: Optional[int] = None,
     dask: Optional[str] = None,
     request: Optional[DetailRequest] = None,
+    wide: bool = False,
 ) -> int:
     """Several exports (one per rank): per-rank tables, the merged table and the spread across ranks."""
     from nvtxsim.errors import NvtxsimError
@@ -98,7 +101,7 @@ def run_ranks(
         check_writable(out, force=force, protect=paths)
     reports, merged = report_many(paths, domain=domain, workers=jobs, dask=dask)
     tty = out is None and sys.stdout.isatty()
-    text = render_ranks(reports, merged, rank_spread(reports), fmt, color=tty, width=terminal_width() if tty else None)
+    text = render_ranks(reports, merged, rank_spread(reports), fmt, color=tty, width=terminal_width(wide=wide) if tty else None)
     deliver(text, out, force=force, protect=paths)
     return 0
 
@@ -113,6 +116,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")
     p.add_argument(
         "--cache",
         action=argparse.BooleanOptionalAction,

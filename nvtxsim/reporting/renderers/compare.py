@@ -42,8 +42,8 @@ def _row(p: PhaseDelta) -> dict:
 def comparison_table(c: Comparison) -> ViewTable:
     cols = [
         C("phase", "Phase"), C("base_n", "N base", "int"), C("new_n", "N new", "int"), C("base_median_ns", "median base", "ns"),
-        C("new_median_ns", "median new", "ns"), C("median_delta", "Δ median", "num"), C("median_ci", "CI"),
-        C("base_p99_ns", "p99 base", "ns"), C("new_p99_ns", "p99 new", "ns"), C("p99_delta", "Δ p99", "num"), C("p99_ci", "CI"),
+        C("new_median_ns", "median new", "ns"), C("median_delta", "Δ median", "num"), C("median_ci", "CI", "num"),
+        C("base_p99_ns", "p99 base", "ns"), C("new_p99_ns", "p99 new", "ns"), C("p99_delta", "Δ p99", "num"), C("p99_ci", "CI", "num"),
         C("flag", "verdict"),
     ]
     title = f"{c.base.get('path', '')} → {c.new.get('path', '')}"

@@ -7,14 +7,13 @@ keep raw values (integer ns, bytes, fractions); human formats pick units.
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any, Optional
 
 from nvtxsim.analysis.projection import Report
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.escaping import csv_table, json_text
-from nvtxsim.reporting.summary import fmt_bytes, fmt_ns, markdown_cell, printable, render_csv, render_json, render_markdown, render_table
+from nvtxsim.reporting.summary import fmt_bytes, fmt_ns, markdown_cell, render_csv, render_json, render_markdown, render_table
 from nvtxsim.reporting.viewtable import Column, ViewTable
 
 
@@ -46,27 +45,10 @@ def _plain_rows(t: ViewTable) -> list[list[str]]:
 
 
 def table_text(t: ViewTable, *, width: Optional[int] = None, color: bool = False) -> str:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
+    """``t`` for a terminal ``width`` columns wide (None: whole, as wide as it needs)."""
+    from nvtxsim.reporting.renderers import terminal
 
-    table = Table(title=Text(printable(t.title)), title_justify="left", header_style="bold", box=None, pad_edge=False)
-    for c in t.columns:
-        left = c.unit in ("str", "tree")
-        table.add_column(c.header, justify="left" if left else "right", no_wrap=not left, overflow="fold")
-    for row in _plain_rows(t):
-        table.add_row(*(Text(printable(v)) for v in row))  # names are data, never rich markup
-    buf = io.StringIO()
-    console = Console(file=buf, width=width or 200, force_terminal=bool(color), color_system="auto" if color else None, highlight=False, soft_wrap=False)
-    if t.rows:
-        console.print(table)
-    else:
-        console.print(printable(t.title), markup=False)
-        console.print("(nothing to show)", markup=False)
-    for n in t.notes:
-        if n:
-            console.print(f"note: {printable(n)}", markup=False)
-    return buf.getvalue()
+    return terminal.render(t.columns, _plain_rows(t), heading=terminal.fit_text(t.title, width), width=width, color=color, notes=t.notes)
 
 
 def markdown_text(t: ViewTable) -> str:

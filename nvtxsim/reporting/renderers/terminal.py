@@ -1,0 +1,218 @@
+"""Terminal tables that fit the terminal's width (every terminal table goes through here).
+
+A table at 80 columns must not lie: numbers are never cut (a column that does not fit is
+left out, and one line says which and how to see them), long names are shortened in the
+middle with an ellipsis, names holding newlines (``emit_nvtx``'s dict-like names) are shown
+on one line, and no line, the heading included, is wider than the terminal. Columns are kept
+by priority (names, then :data:`PRIORITY`, then table order). With no width (a pipe, a file,
+``--wide``) everything is shown whole, as wide as it needs.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Optional, Sequence
+
+from nvtxsim.reporting.escaping import printable
+from nvtxsim.reporting.viewtable import Column
+
+ELLIPSIS = "…"
+GAP = 2  # spaces between columns
+NAME_SHARE = 0.5  # names may take up to this share of the width before numbers are added
+TEXT_UNITS = ("str", "tree")  # columns that may be shortened (names); the rest are shown whole or left out
+#: How to see left-out columns, longest first: the longest that keeps the line within the terminal is used.
+SEE_ALL = (
+    "--wide, -o FILE, --format csv|json|markdown|html or a pipe show them",
+    "--wide, --format csv|json|markdown|html or a pipe show them",
+    "--wide or a pipe shows them",
+    "--wide shows them",
+    "--wide",
+)
+
+#: Column keys kept first when the terminal is narrow; keys not listed follow in table order.
+PRIORITY = (
+    # summary, threads, processes
+    "instances", "cpu_total_ns", "cpu_mean_ns", "cpu_p99_ns", "gpu_busy_total_ns", "gpu_proj_total_ns", "gpu_ops", "gpu_mem_peak_bytes",
+    "cpu_median_ns", "cpu_p90_ns", "cpu_max_ns", "gpu_kernels", "gpu_proj_median_ns", "memcpy_htod_bytes", "memcpy_dtoh_bytes", "gpu_mem_net_bytes",
+    # compare
+    "median_delta", "base_median_ns", "new_median_ns", "median_ci", "p99_delta", "base_p99_ns", "new_p99_ns", "p99_ci",
+    "base_n", "new_n",
+)
+_RANK = {k: i for i, k in enumerate(PRIORITY)}
+_BREAKS = re.compile(r"\s*[\r\n\t\v\f]+\s*")
+
+
+def cell_width(text: str) -> int:
+    """Terminal cells ``text`` takes (wide East Asian characters 2, combining marks 0)."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(c) for c in text)
+
+
+def _char_width(c: str) -> int:
+    if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+
+
+def one_line(text: str) -> str:
+    """A name as one printable line: line breaks and tabs (with the spaces around them) become one space."""
+    return printable(_BREAKS.sub(" ", text).strip())
+
+
+def _head(text: str, cells: int) -> str:
+    out, used = [], 0
+    for c in text:
+        w = _char_width(c)
+        if used + w > cells:
+            break
+        out.append(c)
+        used += w
+    return "".join(out)
+
+
+def shorten_middle(text: str, cells: int) -> str:
+    """``text`` in at most ``cells`` cells, its middle replaced by an ellipsis when too long."""
+    if cell_width(text) <= cells:
+        return text
+    if cells <= 1:
+        return ELLIPSIS[:cells]
+    keep = cells - 1
+    head = _head(text, keep - keep // 2)
+    tail = _head(text[::-1], keep // 2)[::-1]
+    return head + ELLIPSIS + tail
+
+
+def _shorten_cell(text: str, cells: int, unit: str) -> str:
+    if unit == "tree":  # keep the indentation that shows the nesting
+        body = text.lstrip(" ")
+        indent = text[: len(text) - len(body)]
+        if len(indent) < cells:
+            return indent + shorten_middle(body, cells - len(indent))
+    return shorten_middle(text, cells)
+
+
+def fit_text(text: str, width: Optional[int], *, indent: str = "  ") -> list[str]:
+    """``text`` (one line of prose) wrapped at spaces to ``width`` cells; overlong words are shortened."""
+    if width is None:
+        return [printable(text)]
+    lines: list[str] = []
+    line = ""
+    for word in one_line(text).split(" "):
+        if line and cell_width(line) + 1 + cell_width(word) <= width:
+            line += " " + word
+            continue
+        if line:
+            lines.append(line)
+        prefix = indent if lines else ""
+        line = prefix + shorten_middle(word, max(width - len(prefix), 1))
+    lines.append(line)
+    return lines
+
+
+def fit_parts(parts: Sequence[str], width: Optional[int], *, sep: str = " · ") -> list[str]:
+    """A heading made of ``parts`` on as few lines as fit ``width``; a part too long alone is shortened."""
+    parts = [one_line(p) if width is not None else printable(p) for p in parts]
+    if width is None:
+        return [sep.join(parts)]
+    lines: list[str] = []
+    for part in parts:
+        part = shorten_middle(part, width)
+        if lines and cell_width(lines[-1] + sep + part) <= width:
+            lines[-1] += sep + part
+        else:
+            lines.append(part)
+    return lines
+
+
+def _choose(columns: Sequence[Column], need: list[int], width: int) -> tuple[list[int], list[int]]:
+    """Indices of the columns shown (table order) and their widths, for ``width`` cells."""
+    text = [i for i, c in enumerate(columns) if c.unit in TEXT_UNITS]
+    rest = sorted((i for i, c in enumerate(columns) if c.unit not in TEXT_UNITS), key=lambda i: (_RANK.get(columns[i].key, len(_RANK)), i))
+    floor = list(need)
+    for i in text:
+        floor[i] = min(need[i], max(cell_width(columns[i].header), 12))
+    _share(floor, need, text, min(sum(need[i] for i in text), int(width * NAME_SHARE)) - sum(floor[i] for i in text))
+    shown: list[int] = []
+    used = 0
+    for i in text + rest:
+        add = floor[i] + (GAP if shown else 0)
+        if shown and used + add > width:
+            if columns[i].unit in TEXT_UNITS:
+                continue
+            break  # strict priority: a column never shows while a more important one is left out
+        shown.append(i)
+        used += add
+    _share(floor, need, [i for i in shown if columns[i].unit in TEXT_UNITS], width - used)
+    return sorted(shown), floor
+
+
+def _share(widths: list[int], need: list[int], among: list[int], cells: int) -> None:
+    """Give up to ``cells`` more cells to the columns ``among``, evenly, none beyond what it needs."""
+    while cells > 0:
+        grow = [i for i in among if widths[i] < need[i]]
+        if not grow:
+            return
+        for i in grow[:cells]:
+            widths[i] += 1
+            cells -= 1
+
+
+def table_lines(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, width: Optional[int], color: bool = False) -> list[str]:
+    """The table's lines (header first), fitted to ``width``, plus a line naming the left-out columns."""
+    clean = one_line if width is not None else printable
+    cells = [[clean(str(v)) for v in row] for row in rows]
+    need = [max([cell_width(c.header)] + [cell_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    if width is None:
+        shown, widths = list(range(len(columns))), need
+    else:
+        shown, widths = _choose(columns, need, width)
+
+    def line(values: Sequence[str]) -> str:
+        out = []
+        for i in shown:
+            c, v = columns[i], values[i]
+            if cell_width(v) > widths[i]:
+                v = _shorten_cell(v, widths[i], c.unit)
+            pad = " " * (widths[i] - cell_width(v))
+            out.append(v + pad if c.unit in TEXT_UNITS else pad + v)
+        return (" " * GAP).join(out).rstrip()
+
+    header = line([c.header for c in columns])
+    lines = [f"\x1b[1m{header}\x1b[0m" if color else header] + [line(r) for r in cells]
+    left_out = [columns[i].header for i in range(len(columns)) if i not in shown]
+    if left_out:
+        lines += _left_out_line(left_out, width)
+    return lines
+
+
+def _left_out_line(headers: Sequence[str], width: Optional[int]) -> list[str]:
+    said = f"left out: {', '.join(headers)}"
+    for how in SEE_ALL:
+        if width is None or cell_width(f"{said} ({how})") <= width:
+            return [f"{said} ({how})"]
+    return fit_text(f"{said} ({SEE_ALL[-1]})", width)
+
+
+def notes_lines(notes: Sequence[str], width: Optional[int], *, prefix: str = "note: ") -> list[str]:
+    """Notes or warnings under a table, each wrapped to ``width``."""
+    return [ln for n in notes if n for ln in fit_text(f"{prefix}{n}", width)]
+
+
+def render(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    *,
+    heading: Sequence[str],
+    width: Optional[int],
+    color: bool = False,
+    notes: Sequence[str] = (),
+    note_prefix: str = "note: ",
+    empty: str = "(nothing to show)",
+) -> str:
+    """Heading lines, the fitted table (or ``empty``) and the notes, as one text."""
+    lines = list(heading)
+    lines += table_lines(columns, rows, width=width, color=color) if rows else [empty]
+    lines += notes_lines(notes, width, prefix=note_prefix)
+    return "\n".join(lines) + "\n"

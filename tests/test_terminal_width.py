@@ -1,0 +1,197 @@
+"""Terminal tables at 80/100/120 columns, rendered by the CLI in a real pty (``script``).
+
+Every line fits the terminal, every shown number is whole, names are whole or shortened
+in the middle with an ellipsis, and the left-out columns are named.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.export.reader import load
+from nvtxsim.reporting.renderers import terminal
+from nvtxsim.reporting.renderers.tables import _plain_rows
+from nvtxsim.reporting.views import ViewOptions, build, parse_views
+from nvtxsim.reporting.viewtable import Column, ViewTable
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "tests" / "data" / "gpu" / "demo_h200.sqlite.gz"
+WIDTHS = (80, 100, 120)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+needs_script = pytest.mark.skipif(shutil.which("script") is None or sys.platform != "linux", reason="needs util-linux script for a pty")
+
+
+def tty(args: list[str], width: int, tmp_path: Path) -> str:
+    """``nvtxsim ARGS`` on a pty ``width`` columns wide (stderr to a file: no progress display)."""
+    cmd = f"stty cols {width} rows 60; {shlex.join([sys.executable, '-m', 'nvtxsim', *args])} 2>{shlex.quote(str(tmp_path / 'err'))}"
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["PYTHONPATH"] = str(ROOT)
+    r = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode in (0, 1), (r.returncode, (tmp_path / "err").read_text())
+    return ANSI.sub("", r.stdout).replace("\r", "")
+
+
+def assert_fits(text: str, width: int) -> None:
+    wide = [ln for ln in text.splitlines() if terminal.cell_width(ln) > width]
+    assert not wide, f"lines wider than {width}:\n" + "\n".join(wide)
+
+
+def _token(line: str, pos: int) -> tuple[str, int]:
+    """The cell text starting at ``pos`` (leading spaces skipped, up to two spaces or the end)."""
+    while pos < len(line) and line[pos] == " ":
+        pos += 1
+    end = line.find("  ", pos)
+    end = len(line) if end < 0 else end
+    return line[pos:end], end
+
+
+def assert_table_whole(lines: list[str], start: int, t: ViewTable, rows: list[list[str]]) -> int:
+    """Find ``t``'s header at or after line ``start``; check its rows cell by cell; return the line after it."""
+    heads = [c.header for c in t.columns]
+    for k in range(start, len(lines)):
+        shown = re.split(r"\s{2,}", lines[k].strip())
+        if len(shown) >= 2 and shown[0] == heads[0] and all(h in heads for h in shown):
+            break
+    else:
+        raise AssertionError(f"no header line of {t.name!r} after line {start}")
+    shown_idx, j = [], 0
+    for h in shown:  # headers repeat (compare's two "CI"): match in order
+        j = heads.index(h, j)
+        shown_idx.append(j)
+        j += 1
+    left_out = [heads[i] for i in range(len(heads)) if i not in shown_idx]
+    after = k + 1 + len(rows)
+    if left_out:
+        said = lines[after] + "".join(" " + ln.strip() for ln in lines[after + 1 : after + 3] if ln.startswith("  "))
+        assert said.startswith("left out: ") and "--wide" in said, said
+        assert said[len("left out: "):].startswith(", ".join(left_out)), (said, left_out)
+    for line, row in zip(lines[k + 1 : after], rows):
+        pos = 0
+        for i in shown_idx:
+            col, want = t.columns[i], terminal.one_line(row[i])
+            if col.unit in terminal.TEXT_UNITS:
+                got, pos = _token(line, pos)
+                want = want.strip()
+                if got != want:
+                    head, _, tail = got.partition(terminal.ELLIPSIS)
+                    assert terminal.ELLIPSIS in got and want.startswith(head) and want.endswith(tail), (got, want, line)
+            elif want:
+                at = line.find(want, pos)
+                assert at >= 0 and (at == 0 or line[at - 1] == " ") and line[at + len(want) : at + len(want) + 1] in ("", " "), (want, line)
+                pos = at + len(want)
+    return after
+
+
+def _summary_table(detail: Detail) -> ViewTable:
+    return build(detail, ["summary"])[0]
+
+
+@pytest.fixture(scope="module")
+def demo_tables() -> list[ViewTable]:
+    detail = Detail(load(DEMO), domain="nvtxsim")
+    return build(detail, parse_views("all"), ViewOptions())
+
+
+@needs_script
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_view_fits_and_nothing_is_cut(width: int, demo_tables: list[ViewTable], tmp_path: Path) -> None:
+    text = tty(["report", str(DEMO), "--view", "all"], width, tmp_path)
+    assert_fits(text, width)
+    lines = text.splitlines()
+    at = 0
+    for t in demo_tables:
+        if t.rows:
+            at = assert_table_whole(lines, at, t, _plain_rows(t))
+    assert "sim_step" in text
+
+
+@needs_script
+@pytest.mark.parametrize("width", WIDTHS)
+def test_default_summary_fits_with_names(width: int, demo_tables: list[ViewTable], tmp_path: Path) -> None:
+    text = tty(["report", str(DEMO)], width, tmp_path)
+    assert_fits(text, width)
+    assert_table_whole(text.splitlines(), 0, demo_tables[0], _plain_rows(demo_tables[0]))
+    for name in ("nvtxsim:sim_step", "nvtxsim:policy_update", "nvtxsim:camera_readout"):
+        assert name in text
+
+
+@needs_script
+def test_wide_shows_every_column(tmp_path: Path) -> None:
+    text = tty(["report", str(DEMO), "--wide"], 80, tmp_path)
+    assert "left out" not in text and "D→H" in text and "proj median" in text
+
+
+@needs_script
+@pytest.mark.parametrize("width", WIDTHS)
+def test_compare_fits(width: int, tmp_path: Path) -> None:
+    from nvtxsim.analysis.compare import CompareSettings, compare
+    from nvtxsim.reporting.renderers.compare import comparison_table
+
+    other = ROOT / "tests" / "data" / "gpu" / "demo_h200_threads_graph.sqlite.gz"
+    text = tty(["compare", str(DEMO), str(other)], width, tmp_path)
+    assert_fits(text, width)
+    t = comparison_table(compare(Detail(load(DEMO), domain="nvtxsim"), Detail(load(other), domain="nvtxsim"), CompareSettings()))
+    assert_table_whole(text.splitlines(), 0, t, _plain_rows(t))
+
+
+EMIT_NVTX_NAME = "{'op': 'aten::addmm',\n 'sizes': [[4096, 512], [512, 1024]],\n\t'input_op_ids': [(12, 0), (13, 0), (14, 0)], 'seq': 1234567}" * 3
+
+
+@pytest.fixture()
+def long_names(tmp_path: Path) -> Path:
+    from tests.synth import make_export
+
+    path = tmp_path / "long.sqlite"
+    make_export(path, 3)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE StringIds SET value = ? WHERE value = 'render'", (EMIT_NVTX_NAME,))
+    con.execute("UPDATE NVTX_EVENTS SET text = ? WHERE text = 'render'", (EMIT_NVTX_NAME,))
+    con.commit()
+    con.close()
+    return path
+
+
+@needs_script
+@pytest.mark.parametrize("width", (80, 200))
+def test_multiline_names_on_one_line(width: int, long_names: Path, tmp_path: Path) -> None:
+    text = tty(["report", str(long_names), "--domain", "all", "--view", "summary,tree,kernels"], width, tmp_path)
+    assert_fits(text, width)
+    assert "{'op': 'aten::a" in text and terminal.ELLIPSIS in text and "\\x0a" not in text
+    detail = Detail(load(long_names), domain=None)
+    at = 0
+    for t in build(detail, ["summary", "tree", "kernels"]):
+        if t.rows:
+            at = assert_table_whole(text.splitlines(), at, t, _plain_rows(t))
+
+
+def test_pipe_output_is_whole(long_names: Path) -> None:
+    """Without a terminal nothing is fitted: the whole (escaped) name is in the table."""
+    from nvtxsim.cli.commands.report import make_report
+    from nvtxsim.reporting.summary import printable, render_table
+
+    text = render_table(make_report(long_names, domain=None))
+    assert printable(EMIT_NVTX_NAME) in text and "left out:" not in text
+
+
+def test_fit_helpers() -> None:
+    assert terminal.shorten_middle("abcdefghij", 5) == "ab…ij"
+    assert terminal.shorten_middle("abc", 5) == "abc"
+    assert terminal.cell_width("漢字") == 4 and terminal.cell_width(terminal.shorten_middle("漢字漢字漢字", 7)) <= 7
+    assert terminal.one_line("a\n  b\tc") == "a b c"
+    cols = [Column("phase", "Phase"), Column("n", "N", "int"), Column("t", "total", "ns")]
+    out = terminal.render(cols, [["x" * 50, "1,234", "5.00 ms"]], heading=["h"], width=30)
+    assert_fits(out, 30)
+    assert "1,234" in out and "…" in out
+    for width in range(20, 60):
+        out = terminal.render(cols, [["y" * 80, "123,456,789", "1.234 s"]], heading=terminal.fit_parts(["p" * 100, "q"], width), width=width)
+        assert_fits(out, width)
