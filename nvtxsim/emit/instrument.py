@@ -7,6 +7,8 @@ is recorded so :meth:`Instrumentation.restore` puts back exactly what was there.
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import warnings
 from dataclasses import dataclass, field
@@ -103,6 +105,46 @@ def _dict_of(obj: Any) -> Any:
         return None
 
 
+class _PhasedMethod(functools.partial):
+    """What :func:`instrument` puts in an instance's ``__dict__``: the instance's method in a phase.
+
+    A ``functools.partial`` (called in C, so the phase adds one frame, as a decorator does) that
+    remembers where it came from: ``copy.deepcopy``, ``pickle`` and ``torch.save`` of the instance
+    rebuild it around the copy, so a deep copy (a target network) runs its own methods, not the
+    original's. A shallow ``copy.copy`` shares the instance ``__dict__`` values, this one included.
+    """
+
+    @classmethod
+    def build(cls, target: Any, name: str, ph: phase, previous: Any = None) -> "_PhasedMethod":
+        """``ph`` around ``target.name``: ``previous`` (a callable in the instance dict) or, if None, the class's method."""
+        if previous is None:
+            raw = _lookup_static(type(target), name)
+            bound = raw.__get__(target, type(target)) if hasattr(type(raw), "__get__") else raw
+        else:
+            bound = previous
+        if not callable(bound):
+            raise TypeError(f"{name} is not callable")
+        obj = cls(ph.wrap(bound))
+        obj.origin = (target, name, ph, previous)
+        functools.update_wrapper(obj, bound, updated=())  # __name__, __doc__, __wrapped__ ... as a method has
+        obj.__self__ = target
+        return obj
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_phased_method, self.origin)
+
+    def __deepcopy__(self, memo: dict) -> "_PhasedMethod":
+        return _rebuild_phased_method(*copy.deepcopy(self.origin, memo))
+
+    def __repr__(self) -> str:
+        return f"<nvtxsim phase {self.origin[2].name!r} around {self.origin[1]} of {type(self.origin[0]).__qualname__}>"
+
+
+def _rebuild_phased_method(target: Any, name: str, ph: phase, previous: Any = None) -> _PhasedMethod:
+    """Unpickle/deep-copy a :class:`_PhasedMethod` around the new instance (its state may not be set yet)."""
+    return _PhasedMethod.build(target, name, ph, previous)
+
+
 def _as_phase(spec: PhaseSpec) -> phase:
     return spec if isinstance(spec, phase) else phase(str(spec))
 
@@ -129,12 +171,14 @@ def instrument(
     """Wrap methods of ``target`` (a class or an instance) in phases, by name.
 
     ``methods`` maps a method name to a phase name (or :class:`phase`); a plain
-    list of names uses each name as its phase. Wrapping an already wrapped
+    list of names uses each name as its phase, and one string names one method. Wrapping an already wrapped
     method is a no-op; properties and missing names are skipped (one warning).
     While nothing is recorded (no profiler, or disabled), plain phases install nothing
     (``Instrumentation.idle``), as a ``@phase`` decorator returns the function unchanged.
     """
-    if not isinstance(methods, Mapping):
+    if isinstance(methods, str):
+        methods = {methods: methods}
+    elif not isinstance(methods, Mapping):
         methods = {m: m for m in methods}
     result = Instrumentation(idle=not _emit.is_measuring())
     is_class = isinstance(target, type)
@@ -151,6 +195,9 @@ def instrument(
             continue
         if isinstance(raw, property) or (inspect.isdatadescriptor(raw) and not callable(raw)):
             result.skipped.append(f"{label} (property)")
+            continue
+        if isinstance(raw, type):
+            result.skipped.append(f"{label} (a class)")
             continue
         if is_instrumented(raw):
             continue
@@ -177,16 +224,15 @@ def instrument(
             result.patches.append(_Patch(target, name, previous, label))
         else:
             d = _dict_of(target)
+            if d is None:
+                result.skipped.append(f"{label} (no instance dict)")
+                continue
+            previous = d.get(name, _MISSING)
             try:
-                bound = getattr(target, name)
+                d[name] = _PhasedMethod.build(target, name, ph, None if previous is _MISSING else previous)
             except Exception as exc:
                 result.skipped.append(f"{label} (lookup failed: {type(exc).__name__})")
                 continue
-            if d is None or not callable(bound):
-                result.skipped.append(f"{label} (no instance dict)" if d is None else f"{label} (not callable)")
-                continue
-            previous = d.get(name, _MISSING)
-            d[name] = ph.wrap(bound)
             result.patches.append(_Patch(target, name, previous, label))
     if warn and result.skipped:
         warnings.warn("nvtxsim: not instrumented: " + ", ".join(result.skipped), stacklevel=2)

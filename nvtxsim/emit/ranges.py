@@ -21,9 +21,11 @@ import os
 import re
 import sys
 import threading
+import types
 import weakref
 from typing import Any, Callable, Optional, TypeVar, Union
 
+from nvtxsim import envflags as _envflags
 from nvtxsim import phases as _phases
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -237,7 +239,9 @@ def _lift_enabled_gate(name: str) -> Any:
 
 
 _backend = _Backend()
-_enabled = os.environ.get("NVTXSIM_DISABLE", "").strip().lower() in ("", "0", "false", "no")
+_enabled = not _envflags.env_flag(_envflags.DISABLE, default=False, on_unknown=True)
+if _envflags.parse_flag(os.environ.get(_envflags.DISABLE, "")) is None:
+    _report_once("env-disable", f"{_envflags.DISABLE}={os.environ[_envflags.DISABLE][:40]!r} is not one of 1/0, true/false, yes/no, on/off; ranges are off")
 #: True when ranges actually reach a tool: enabled, a tool attached, domain open.
 _active = _enabled and _backend.live
 _push = _backend.push
@@ -446,45 +450,118 @@ class phase(metaclass=_PhaseType):
     __exit__ = _recording_exit
 
     def __call__(self, fn: F) -> F:
+        """Decorate ``fn``; the result behaves the same whether or not a profiler records.
+
+        While nothing is recorded ``fn`` comes back unchanged (no cost per call); while recording
+        it comes back wrapped in the same shape (see :func:`wrap_in_shape`). What cannot be wrapped
+        that way (a class, a non-callable) is refused with a TypeError in both states.
+        """
         if getattr(fn, "__nvtxsim_phase__", None) is not None:
             return fn  # already a phase: never range twice
+        refuse_undecoratable(fn)
         if not (_active or _live_on):
             return fn  # like nvtx: no tool or disabled at decoration time costs nothing per call
-        return self.wrap(fn)
+        return wrap_in_shape(self, fn)
 
     def wrap(self, fn: F) -> F:
-        """Always wrap ``fn`` (the wrapper checks at call time whether ranges are recorded)."""
-        attrs = self._attrs
+        """Always wrap ``fn`` (the wrapper checks at call time whether ranges are recorded).
+
+        A wrapped call costs one extra Python frame of recursion depth, also for generators
+        and coroutines (one range per resumption). Callables that are not plain functions keep
+        their shape (:func:`wrap_in_shape`).
+        """
+        if not isinstance(fn, types.FunctionType):
+            return wrap_in_shape(self, fn)
         if inspect.isgeneratorfunction(fn):
-            wrapper = _wrap_generator(fn, attrs)
+            wrapper = _wrap_generator(fn, self._attrs)
         elif inspect.iscoroutinefunction(fn):
-            wrapper = _wrap_coroutine(fn, attrs)
+            wrapper = _wrap_coroutine(fn, self._attrs)
         elif inspect.isasyncgenfunction(fn):
             return fn  # async generators: left as they are (a range cannot span an await safely)
         else:
-
-            @functools.wraps(fn)
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
-                if _timing is not None:  # live timing: the phase's own __enter__/__exit__ time it
-                    with self:
-                        return fn(*args, **kwargs)
-                if not _active:
-                    return fn(*args, **kwargs)
-                try:
-                    _push(attrs, _handle)
-                except Exception as exc:
-                    _nvtx_failed(exc)
-                    return fn(*args, **kwargs)
-                try:
-                    return fn(*args, **kwargs)
-                finally:
-                    try:
-                        _pop(_handle)
-                    except Exception as exc:
-                        _nvtx_failed(exc)
-
+            wrapper = _wrap_call(fn, self)
         wrapper.__nvtxsim_phase__ = self.name  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
+
+
+def _wrap_call(fn: Callable[..., Any], ph: "phase") -> Callable[..., Any]:
+    """``fn`` in ``ph``'s range per call: one Python frame more than ``fn``."""
+    attrs = ph._attrs
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if _timing is not None:  # live timing: the phase's own __enter__/__exit__ time it
+            with ph:
+                return fn(*args, **kwargs)
+        if not _active:
+            return fn(*args, **kwargs)
+        try:
+            _push(attrs, _handle)
+        except Exception as exc:
+            _nvtx_failed(exc)
+            return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            try:
+                _pop(_handle)
+            except Exception as exc:
+                _nvtx_failed(exc)
+
+    return wrapper
+
+
+_DESCRIPTORS = (staticmethod, classmethod, property, functools.cached_property)
+
+
+def refuse_undecoratable(fn: Any) -> None:
+    """TypeError for what a phase cannot wrap without changing it: classes and non-callables.
+
+    Raised whether or not a profiler records, so a program never works only without one.
+    """
+    if isinstance(fn, type):
+        raise TypeError(
+            f"phase() cannot decorate a class ({fn.__qualname__}): decorate its methods, "
+            f"or use nvtxsim.instrument({fn.__qualname__}, [...]) to wrap methods by name"
+        )
+    if not callable(fn) and not isinstance(fn, _DESCRIPTORS):
+        raise TypeError(f"phase() decorates functions, methods and properties, not {type(fn).__name__} objects")
+
+
+def wrap_in_shape(ph: "phase", fn: Any) -> Any:
+    """``ph`` around ``fn``, keeping what ``fn`` is: descriptors stay descriptors of the same kind.
+
+    ``staticmethod``/``classmethod``/``property``/``cached_property`` are rebuilt around wrapped
+    functions; a bound method stays a bound method; another callable (``lru_cache``, ``partial``,
+    a builtin, a callable object) gets a function wrapper that carries its public attributes
+    (``cache_info()`` ...; a snapshot of the values, live for methods) and that binds as a method
+    only where the callable itself did.
+    """
+    refuse_undecoratable(fn)
+    if isinstance(fn, (staticmethod, classmethod)):
+        return type(fn)(ph.wrap(fn.__func__))
+    if isinstance(fn, property):
+        for part, rebuild in ((fn.fget, "getter"), (fn.fset, "setter"), (fn.fdel, "deleter")):
+            if part is not None and getattr(part, "__nvtxsim_phase__", None) is None:
+                fn = getattr(fn, rebuild)(ph.wrap(part))
+        return fn
+    if isinstance(fn, functools.cached_property):
+        new = functools.cached_property(ph.wrap(fn.func))
+        new.attrname, new.__doc__ = fn.attrname, fn.__doc__
+        return new
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        return types.MethodType(ph.wrap(fn.__func__), fn.__self__)
+    if isinstance(fn, types.FunctionType):
+        return ph.wrap(fn)
+    wrapper = _wrap_call(fn, ph)
+    wrapper.__nvtxsim_phase__ = ph.name  # type: ignore[attr-defined]
+    for name in dir(fn):
+        if not name.startswith("_") and not hasattr(wrapper, name):
+            try:
+                setattr(wrapper, name, getattr(fn, name))
+            except Exception:
+                pass
+    return wrapper if hasattr(type(fn), "__get__") else staticmethod(wrapper)
 
 
 _NOT_STATE = frozenset({"_attrs", "_self", "__weakref__", "__dict__"})
@@ -539,72 +616,94 @@ def _install_with_methods() -> None:
 _install_with_methods()
 
 
-def _step(attrs: Any, resume: Callable[[], Any]) -> Any:
-    """Run one resumption of a generator/coroutine inside a range."""
+def _open_resumption(attrs: Any) -> bool:
+    """Push the range of one generator/coroutine resumption; True when pushed (pass it to the close)."""
     if not _active:
-        return resume()
+        return False
     try:
         _push(attrs, _handle)
+        return True
     except Exception as exc:
         _nvtx_failed(exc)
-        return resume()
-    try:
-        return resume()
-    finally:
+        return False
+
+
+def _close_resumption(pushed: bool) -> None:
+    if pushed:
         try:
             _pop(_handle)
         except Exception as exc:
             _nvtx_failed(exc)
 
 
-def _drive(attrs: Any, it: Any) -> Any:
-    """A generator that forwards send/throw/close to ``it``, one range per resumption."""
-    send_value: Any = None
-    thrown: Optional[BaseException] = None
-    while True:
-        try:
-            if thrown is None:
-                value = send_value
-                item = _step(attrs, lambda: it.send(value))
-            else:
-                err = thrown
-                item = _step(attrs, lambda: it.throw(err))
-        except StopIteration as stop:
-            return stop.value
-        thrown = None
-        try:
-            send_value = yield item
-        except GeneratorExit:
-            it.close()
-            raise
-        except BaseException as exc:  # delivered into the wrapped generator
-            thrown = exc
-            send_value = None
-
-
 def _wrap_generator(fn: Callable[..., Any], attrs: Any) -> Callable[..., Any]:
+    """A generator forwarding send/throw/close to ``fn``'s, one range per resumption.
+
+    The loop is the wrapper itself (no helper generator between), so a wrapped generator costs
+    one frame of recursion depth, as a wrapped function does.
+    """
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return (yield from _drive(attrs, fn(*args, **kwargs)))
+        it = fn(*args, **kwargs)
+        sent: Any = None
+        thrown: Optional[BaseException] = None
+        while True:
+            pushed = _open_resumption(attrs)
+            try:
+                item = it.send(sent) if thrown is None else it.throw(thrown)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                _close_resumption(pushed)
+            thrown = None
+            try:
+                sent = yield item
+            except GeneratorExit:
+                it.close()
+                raise
+            except BaseException as exc:  # delivered into the wrapped generator
+                thrown, sent = exc, None
 
     return wrapper
 
 
-class _StepwiseAwaitable:
-    __slots__ = ("_coro", "_attrs")
+class _Suspend:
+    """Awaiting this passes ``item`` (what the wrapped coroutine yielded) up to the event loop."""
 
-    def __init__(self, coro: Any, attrs: Any) -> None:
-        self._coro = coro
-        self._attrs = attrs
+    __slots__ = ("item",)
+
+    def __init__(self, item: Any) -> None:
+        self.item = item
 
     def __await__(self) -> Any:
-        return (yield from _drive(self._attrs, self._coro))
+        return (yield self.item)
 
 
 def _wrap_coroutine(fn: Callable[..., Any], attrs: Any) -> Callable[..., Any]:
+    """A coroutine driving ``fn``'s, one range per resumption (one frame of recursion depth)."""
+
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return await _StepwiseAwaitable(fn(*args, **kwargs), attrs)
+        it = fn(*args, **kwargs)
+        sent: Any = None
+        thrown: Optional[BaseException] = None
+        while True:
+            pushed = _open_resumption(attrs)
+            try:
+                item = it.send(sent) if thrown is None else it.throw(thrown)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                _close_resumption(pushed)
+            thrown = None
+            try:
+                sent = await _Suspend(item)
+            except GeneratorExit:
+                it.close()
+                raise
+            except BaseException as exc:  # cancellation and the like, delivered into the wrapped coroutine
+                thrown, sent = exc, None
 
     return wrapper
 
@@ -679,6 +778,20 @@ def _unmatched_pop() -> None:
     mark(UNMATCHED_POP_MARK)
 
 
+class RangeToken:
+    """What :func:`start_range` returns and :func:`end_range` takes; ends its range once."""
+
+    __slots__ = ("_range_id", "_domain", "_ended")
+
+    def __init__(self, range_id: Any, domain: Any) -> None:
+        self._range_id = range_id
+        self._domain = domain
+        self._ended = False
+
+    def __repr__(self) -> str:
+        return f"<nvtxsim range token{' (ended)' if self._ended else ''}>"
+
+
 def start_range(
     name: str,
     *,
@@ -686,7 +799,7 @@ def start_range(
     payload: Payload = None,
     color: Optional[int] = None,
     category: Optional[str] = None,
-) -> Any:
+) -> Optional[RangeToken]:
     """Open a start/end range: it may end on another thread or out of order (async work, windows).
 
     Returns a token for :func:`end_range` (None when nothing is recorded).
@@ -694,23 +807,38 @@ def start_range(
     if not _active:
         return None
     try:
+        name = name if type(name) is str else _clean_text(name)
         style = _phases.style_for(name)
         dom = _backend.domain_for(domain)
         attrs = dom.get_event_attributes(name, color if color is not None else style.color, category or style.category, payload)
         from nvtx import _lib as nvtxlib
 
-        return (nvtxlib.start_range(attrs, dom.handle), nvtxlib.end_range)
+        return RangeToken(*nvtxlib.start_range(attrs, dom.handle))
     except Exception as exc:
         _nvtx_failed(exc)
         return None
 
 
-def end_range(token: Any) -> None:
-    """Close a range opened with :func:`start_range` (from any thread); None is ignored."""
+def end_range(token: Optional[RangeToken]) -> None:
+    """Close a range opened with :func:`start_range` (from any thread); None is ignored.
+
+    Anything else than a token of :func:`start_range`, or a token already ended, is ignored with
+    one stderr line, recording or not: a caller's mistake never turns ranges off.
+    """
     if token is None:
         return
+    if type(token) is not RangeToken:
+        _report_once("end-range-token", f"end_range() got a {type(token).__name__}, not a token of start_range(); ignored")
+        return
+    if token._ended:
+        _report_once("end-range-twice", "end_range() was called twice with one token; the second call was ignored")
+        return
+    token._ended = True
+    if not _live:
+        return
     try:
-        started, end = token
-        end(*started)
+        from nvtx import _lib as nvtxlib
+
+        nvtxlib.end_range(token._range_id, token._domain)
     except Exception as exc:
         _nvtx_failed(exc)

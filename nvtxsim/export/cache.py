@@ -32,6 +32,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from nvtxsim.envflags import env_flag
 from nvtxsim.cli.output import replace_via_temp
 
 FORMAT = 1
@@ -45,7 +46,7 @@ def enabled(flag: Optional[bool] = None) -> bool:
     """``flag`` if given (``--cache``/``--no-cache``), else the NVTXSIM_CACHE environment variable."""
     if flag is not None:
         return bool(flag)
-    return os.environ.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return env_flag(ENV)
 
 
 def _code_hash() -> str:

@@ -14,10 +14,12 @@ imported up front. The exit code is the script's. Under a profiler::
 from __future__ import annotations
 
 import argparse
+import builtins
 import os
 import runpy
 import sys
 import traceback
+import types
 from typing import Any
 
 from nvtxsim.errors import NvtxsimError
@@ -54,7 +56,7 @@ def execute(argv: list[str], *, module: bool = False) -> int:
                 sys.path[0] = folder
             else:
                 sys.path.insert(0, folder)
-            runner = lambda: runpy.run_path(path, run_name="__main__")  # noqa: E731
+            runner = lambda: _run_path(path, target)  # noqa: E731
         try:
             runner()
         except SystemExit as exc:
@@ -72,6 +74,38 @@ def execute(argv: list[str], *, module: bool = False) -> int:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
+
+
+def _run_path(path: str, argv0: str) -> None:
+    """``runpy.run_path(path)`` with ``sys.argv[0]`` left as typed, as ``python SCRIPT`` leaves it.
+
+    runpy sets ``sys.argv[0]`` to the path it was given; ``__file__`` must be absolute (as Python
+    makes it) but ``sys.argv[0]`` is what the user typed, so the script sees the same values under
+    ``nvtxsim run`` as without it. Directories and zip files go through runpy with the typed path.
+    """
+    if not os.path.isfile(path) or _is_zip(path):
+        runpy.run_path(argv0, run_name="__main__")
+        return
+    with open(path, "rb") as fh:  # like runpy: the source decides its encoding
+        code = compile(fh.read(), path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __loader__=None, __package__=None, __spec__=None, __builtins__=builtins)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
+def _is_zip(path: str) -> bool:
+    import zipfile
+
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
 
 
 def _is_ours(filename: str) -> bool:
