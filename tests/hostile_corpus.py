@@ -404,6 +404,13 @@ def build_corpus(root: Path) -> list[Case]:
     hard = root / "hardlink.sqlite"
     os.link(seed, hard)
     cases.append(Case("output_is_input_hardlink", seed, "error", "input file", args=("-o", str(hard), "--force")))
+    # Output paths that are not plain new files (issue 13): one line, exit 2, nothing replaced.
+    if Path("/dev/full").exists():
+        cases.append(Case("output_dev_full", seed, "error", "No space left", args=("-o", "/dev/full")))
+    link_out = root / "link_to_existing.csv"
+    link_out.symlink_to(out)
+    cases.append(Case("output_symlink_to_existing", seed, "error", "already exists", args=("-o", str(link_out)), output=out))
+    cases.append(Case("output_name_too_long", seed, "error", "too long", args=("-o", str(root / ("n" * 300)))))
     # Bad input with an output path: the error comes first and no (partial) output appears.
     cases.append(Case("bad_input_with_output", root / "random.sqlite", "error", "not an SQLite file", args=("-o", str(root / "never.csv")), output=root / "never.csv"))
     return cases

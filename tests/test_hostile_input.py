@@ -69,7 +69,7 @@ CASE_KINDS = [
     "gzip_corrupt_stream", "gzip_random_bytes",
     "gzip_truncated", "uri_characters_in_path", "directory", "missing_file", "dangling_symlink", "symlink_loop", "fifo",
     "fifo_gz", "dev_null", "existing_output", "output_in_missing_dir", "output_is_directory", "output_is_input_hardlink",
-    "bad_input_with_output",
+    "bad_input_with_output", "output_dev_full", "output_symlink_to_existing", "output_name_too_long",
 ]
 
 

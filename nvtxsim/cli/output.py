@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -16,26 +17,74 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def check_writable(path: PathLike, *, force: bool = False, protect: Iterable[PathLike] = ()) -> Path:
-    """Fail early (before any work) when ``path`` cannot or must not be written."""
-    p = Path(path)
+    """Fail early (before any work) when ``path`` cannot or must not be written.
+
+    A symlink is followed: its target is what gets written (the link itself is never replaced)."""
+    asked = Path(path)
+    if own_fd(asked) is not None:
+        return asked  # -o /dev/stdout, /proc/self/fd/1: this process's own stream, written into
+    try:
+        _check_target(asked, resolved(asked), force=force, protect=protect)
+    except OSError as exc:  # a name too long, a loop of links, ...: still one line
+        raise NvtxsimError(f"{asked}: cannot write: {exc.strerror or exc}") from None
+    return asked
+
+
+def _check_target(asked: Path, p: Path, *, force: bool, protect: Iterable[PathLike]) -> None:
+    parent = p.parent if str(p.parent) else Path(".")
+    try:
+        name_max = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    if len(os.fsencode(p.name)) > name_max:
+        raise NvtxsimError(f"{asked}: file name too long (the limit here is {name_max} bytes)")
     for other in protect:
         try:
             if p.exists() and Path(other).exists() and p.samefile(other):
-                raise NvtxsimError(f"{p}: refusing to overwrite the input file")
+                raise NvtxsimError(f"{asked}: refusing to overwrite the input file")
         except OSError:
             pass
     if p.is_dir():
-        raise NvtxsimError(f"{p}: is a directory")
+        raise NvtxsimError(f"{asked}: is a directory")
     if is_stream(p):
-        return p  # /dev/null, /dev/stdout, a FIFO: written into, never replaced
-    if p.exists() and not force:
-        raise NvtxsimError(f"{p}: already exists (use --force to overwrite)")
-    parent = p.parent if str(p.parent) else Path(".")
+        return  # /dev/null, a tty, a FIFO (or a link to one): written into, never replaced
+    if p.exists() or p.is_symlink():
+        if not force:
+            raise NvtxsimError(f"{asked}: already exists (use --force to overwrite)")
+        if not p.is_file():
+            raise NvtxsimError(f"{asked}: not a regular file; refusing to replace it")
     if not parent.is_dir():
         raise NvtxsimError(f"{parent}: no such directory")
     if not os.access(parent, os.W_OK):
         raise NvtxsimError(f"{parent}: directory is not writable")
-    return p
+
+
+_OWN_FD = re.compile(r"/dev/(?:std(in|out|err)|fd/(\d+))|/proc/(?:self|thread-self|(\d+))/fd/(\d+)")
+
+
+def own_fd(path: Path) -> Optional[int]:
+    """The file descriptor of this process that ``path`` names (``/dev/stdout``, ``/proc/self/fd/N``,
+    a symlink to one), else None. Such a path is the stream itself: written into, never renamed over."""
+    p = str(path)
+    for _ in range(40):  # the kernel's own limit on a symlink chain
+        m = _OWN_FD.fullmatch(os.path.normpath(p))
+        if m:
+            if m.group(1):
+                return {"in": 0, "out": 1, "err": 2}[m.group(1)]
+            if m.group(3) and int(m.group(3)) != os.getpid():
+                return None
+            return int(m.group(2) or m.group(4))
+        try:
+            target = os.readlink(p)
+        except OSError:
+            return None
+        p = os.path.join(os.path.dirname(p), target)
+    return None
+
+
+def resolved(path: Path) -> Path:
+    """``path`` with its symlinks followed (a dangling link gives its missing target)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def terminal_width(*, wide: bool = False) -> Optional[int]:
@@ -50,26 +99,66 @@ def deliver(text: str, out: Optional[PathLike], *, force: bool = False, protect:
     if out is not None:
         write_atomic(out, text, force=force, protect=protect)
         return
-    stream = stream or sys.stdout
-    stream.write(text)
-    stream.flush()
+    write_stream(stream or sys.stdout, text, "standard output")
+
+
+def write_stream(stream: IO[str], text: str, name: str) -> None:
+    """``text`` into an open stream; a full disk or a device that refuses is one error line, not a traceback."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream
+        stream.write(text)
+        stream.flush()
+        return
+    try:
+        stream.flush()
+        _write_fd(fd, text.encode(getattr(stream, "encoding", None) or "utf-8", errors="backslashreplace"))
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise NvtxsimError(f"{name}: cannot write: {exc.strerror or exc}") from None
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False, protect: Iterable[PathLike] = ()) -> Path:
-    """Write to a temporary file beside ``path``, then rename: readers never see a partial file."""
-    p = check_writable(path, force=force, protect=protect)
-    mode = "wb" if isinstance(data, bytes) else "w"
-    if is_stream(p):  # renaming over a device or FIFO would destroy it (even as root)
-        with open(p, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
-            fh.write(data)
-        return p
-    def recheck() -> None:
-        if not force and p.exists():  # appeared meanwhile: still never clobber
-            raise NvtxsimError(f"{p}: already exists (use --force to overwrite)")
+    """Write to a temporary file beside ``path``, then rename: readers never see a partial file.
 
-    with replace_via_temp(p, mode, before_replace=recheck) as fh:
-        fh.write(data)
-    return p
+    A stream (device, FIFO, this process's own stdout) is written into instead; a symlink is followed."""
+    asked = check_writable(path, force=force, protect=protect)
+    raw = data if isinstance(data, bytes) else data.encode("utf-8")
+    fd = own_fd(asked)
+    if fd is not None:
+        try:
+            sys.stdout.flush() if fd == 1 else None
+            _write_fd(fd, raw)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise NvtxsimError(f"{asked}: cannot write: {exc.strerror or exc}") from None
+        return asked
+    p = resolved(asked)
+    try:
+        if is_stream(p):  # renaming over a device or FIFO would destroy it (even as root)
+            with open(p, "wb") as fh:
+                fh.write(raw)
+            return asked
+
+        def recheck() -> None:
+            if not force and (p.exists() or p.is_symlink()):  # appeared meanwhile: still never clobber
+                raise NvtxsimError(f"{asked}: already exists (use --force to overwrite)")
+
+        with replace_via_temp(p, "wb", before_replace=recheck) as fh:
+            fh.write(raw)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise NvtxsimError(f"{asked}: cannot write: {exc.strerror or exc}") from None
+    return asked
 
 
 def _umask() -> int:
@@ -87,10 +176,16 @@ def is_stream(path: Path) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
+def temp_stem(name: str, limit: int = 180) -> str:
+    """``name`` cut to ``limit`` bytes (whole characters): the temporary name must fit where ``name`` fits."""
+    raw = os.fsencode(name)
+    return name if len(raw) <= limit else os.fsdecode(raw[:limit]).encode("utf-8", "ignore").decode("utf-8", "ignore") or "out"
+
+
 @contextmanager
 def replace_via_temp(path: Path, mode: str = "wb", *, before_replace: Optional[Callable[[], Any]] = None) -> Iterator[IO[Any]]:
     """Yield a temporary file beside ``path``; on success it replaces ``path`` in one rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{temp_stem(path.name)}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
             yield fh
