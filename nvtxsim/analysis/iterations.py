@@ -38,6 +38,11 @@ class Iterations:
     count: np.ndarray  # (iterations, phases) instances
     skipped: int = 0
     unassigned: dict[str, int] = field(default_factory=dict)  # phase → ranges outside every iteration
+    # Which iteration row and phase column each non-key range went to (row -1: outside or skipped),
+    # so other per-range quantities (GPU memory, ...) can be aggregated per iteration the same way.
+    members: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # indices into Export.ranges
+    member_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    member_col: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.index)
@@ -131,7 +136,21 @@ def per_iteration(detail: Detail, by: str = "iteration", *, skip_first: int = 0)
         count=cnt,
         skipped=int((~keep_all).sum()),
         unassigned=unassigned,
+        members=members,
+        member_row=np.where(it_of >= 0, it_of, -1),
+        member_col=col[r.label[members]],
     )
+
+
+def per_iteration_max(it: Iterations, key_values: np.ndarray, member_values: np.ndarray) -> np.ndarray:
+    """(iterations, phases) maximum of a per-range quantity: ``key_values`` per key range (in
+    iteration order), ``member_values`` aligned with ``it.members``; 0 where a phase is absent."""
+    out = np.zeros((len(it), len(it.phases)), dtype=np.int64)
+    if len(it):
+        out[:, 0] = key_values
+    hit = it.member_row >= 0
+    np.maximum.at(out, (it.member_row[hit], it.member_col[hit]), np.asarray(member_values, dtype=np.int64)[hit])
+    return out
 
 
 @dataclass
