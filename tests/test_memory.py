@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import LoopPhase, make_loop_export
 
 from nvtxsim.analysis.memory import _window_levels, range_memory
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.cli.main import main
 from nvtxsim.export.reader import load
-from synth import LoopPhase, make_loop_export
 
 MiB = 1 << 20
 PHASES = [LoopPhase("pairwise", 50_000, 30_000, 4 * MiB), LoopPhase("step", 20_000, 10_000, MiB, per_iteration=2), LoopPhase("log", 5_000)]

@@ -19,7 +19,6 @@ in the first iterations only), not every tensor it creates.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -45,7 +44,7 @@ def has_memory(export: Export) -> bool:
     return memory_events(export) is not None
 
 
-def range_memory(export: Export, ranges: np.ndarray) -> Optional[RangeMemory]:
+def range_memory(export: Export, ranges: np.ndarray) -> RangeMemory | None:
     """Peak, rise and net GPU memory of each range in ``ranges``; None without memory events."""
     mem = memory_events(export)
     if mem is None:

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
 
 import numpy as np
 
@@ -109,8 +109,8 @@ class PhaseSamples:
 
     cpu: np.ndarray  # ns
     gpu: np.ndarray  # ns (GPU busy)
-    memory: Optional[np.ndarray]  # bytes: the phase's own rise while open (max over its ranges in the iteration)
-    peak: Optional[np.ndarray]  # bytes: most the process held while the phase was open
+    memory: np.ndarray | None  # bytes: the phase's own rise while open (max over its ranges in the iteration)
+    peak: np.ndarray | None  # bytes: most the process held while the phase was open
 
 
 @dataclass
@@ -264,14 +264,14 @@ class MetricFit:
     metric: str
     centres: list[float]
     rel: list[float]
-    cls: Optional[str] = None
-    exponent: Optional[float] = None  # growth exponent k (0 when constant)
-    exponent_low: Optional[float] = None
-    exponent_high: Optional[float] = None
-    power: Optional[PowerFit] = None
-    slope: Optional[float] = None  # log-log slope
-    slope_err: Optional[float] = None
-    quadratic: Optional[list[float]] = None
+    cls: str | None = None
+    exponent: float | None = None  # growth exponent k (0 when constant)
+    exponent_low: float | None = None
+    exponent_high: float | None = None
+    power: PowerFit | None = None
+    slope: float | None = None  # log-log slope
+    slope_err: float | None = None
+    quadratic: list[float] | None = None
     note: str = ""
 
     def as_dict(self) -> dict:
@@ -311,12 +311,15 @@ def fit_metric(metric: str, values: np.ndarray, samples: list[np.ndarray], rng: 
     mf.power = fit_power(values, y, rel)
     mf.cls = classify(mf.power)
     mf.exponent = 0.0 if mf.cls == "constant" else mf.power.exponent
+    if mf.cls == "constant":  # predict a constant, not a growth term too small to classify
+        w = 1.0 / (rel * np.maximum(y, 1e-300)) ** 2
+        mf.power = PowerFit(floor=float((w * y).sum() / w.sum()), coef=0.0, exponent=0.0, growth=mf.power.growth)
     lo, hi = _bootstrap_exponent(values, samples, rng)
     mf.exponent_low, mf.exponent_high = lo, hi
     return mf
 
 
-def _bootstrap_exponent(values: np.ndarray, samples: list[np.ndarray], rng: np.random.Generator) -> tuple[Optional[float], Optional[float]]:
+def _bootstrap_exponent(values: np.ndarray, samples: list[np.ndarray], rng: np.random.Generator) -> tuple[float | None, float | None]:
     """95 % percentile interval of the growth exponent (0 when a resample is constant), resampling iterations."""
     ks = []
     for _ in range(BOOTSTRAP):
@@ -347,11 +350,11 @@ class Scaling:
     param: str
     runs: list[RunData]
     phases: list[PhaseScaling]
-    loop_peak: Optional[MetricFit]  # the key range's absolute peak memory per iteration
+    loop_peak: MetricFit | None  # the key range's absolute peak memory per iteration
     notes: list[str] = field(default_factory=list)
-    refused: Optional[str] = None  # why classes were not computed (fewer than three runs)
-    prediction: Optional[dict] = None
-    budget: Optional[dict] = None
+    refused: str | None = None  # why classes were not computed (fewer than three runs)
+    prediction: dict | None = None
+    budget: dict | None = None
 
     @property
     def values(self) -> list[float]:

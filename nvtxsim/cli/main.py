@@ -20,6 +20,7 @@ from nvtxsim.reporting.escaping import printable
 _COMMANDS = (
     "nvtxsim.cli.commands.report",
     "nvtxsim.cli.commands.compare",
+    "nvtxsim.cli.commands.scaling",
     "nvtxsim.cli.commands.profile",
     "nvtxsim.cli.commands.doctor",
     "nvtxsim.cli.commands.run",
@@ -31,7 +32,7 @@ _MODULE_OF = {m.rsplit(".", 1)[1]: m for m in _COMMANDS}  # command name → its
 #: Commands that only read exports: no BLAS work, so OpenBLAS/MKL/OpenMP need not start a
 #: thread per core when numpy is imported (0.3 s of a 16-core host's start-up). Never set for
 #: ``run``/``profile``, whose child or in-process program is the user's.
-_ANALYSIS_COMMANDS = frozenset({"report", "compare"})
+_ANALYSIS_COMMANDS = frozenset({"report", "compare", "scaling"})
 _THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 

@@ -1,0 +1,85 @@
+"""``nvtxsim scaling RUN=VALUE ... --param NAME``: how each phase grows with a parameter, from a sweep of runs.
+
+Exit codes: 0 done, 2 bad input (also when fewer than three runs: the table is still printed, the
+classes are refused with one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from nvtxsim.analysis.scaling import (
+    Scaling,
+    analyse,
+    collect_run,
+    memory_budget,
+    parse_runs,
+    parse_size,
+    parse_value,
+    predict,
+)
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.pipeline import load_with_progress
+
+FORMATS = ("table", "json", "csv", "markdown", "html")
+
+
+def sweep(items: list[str], param: str, *, by: str = "iteration", skip_first: int = 0, domain: str | None = "nvtxsim", match: str | None = None) -> Scaling:
+    """Load every run and fit (the programmatic form of ``nvtxsim scaling``)."""
+    if skip_first < 0:
+        raise NvtxsimError("--skip-first must be >= 0")
+    specs = parse_runs(items)
+    runs = [collect_run(s, Detail(load_with_progress(s.path), domain=domain, match=match), by=by, skip_first=skip_first) for s in specs]
+    return analyse(runs, param)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nvtxsim.reporting.renderers.scaling import render_scaling
+
+    specs = parse_runs(args.runs)  # bad RUN=VALUE arguments fail before anything is loaded
+    value = parse_value(args.predict, "--predict") if args.predict is not None else None
+    budget = parse_size(args.memory_budget) if args.memory_budget is not None else None
+    if args.output is not None:
+        check_writable(args.output, force=args.force, protect=[s.path for s in specs])
+    domain = None if args.domain == "all" else args.domain
+    sc = sweep(args.runs, args.param, by=args.by, skip_first=args.skip_first, domain=domain, match=args.match)
+    if sc.refused is None:
+        if value is not None:
+            sc.prediction = predict(sc, value)
+        if budget is not None:
+            sc.budget = memory_budget(sc, budget)
+    elif budget is not None and sc.loop_peak is None:
+        memory_budget(sc, budget)  # the clearer error: no memory events at all
+    term = args.output is None and sys.stdout.isatty()
+    text = render_scaling(sc, args.format, width=terminal_width() if term else None, color=term)
+    deliver(text, args.output, force=args.force, protect=[s.path for s in specs])
+    if sc.refused:
+        print(f"nvtxsim: error: {sc.refused}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "scaling",
+        help="how each phase's time and GPU memory grow with a parameter (e.g. num_envs), from a sweep of runs",
+        description="Fit each phase's CPU time, GPU busy time and GPU memory per iteration against a parameter "
+        "(one export per value) and classify them constant, sublinear, linear or superlinear. See docs/scaling.md.",
+        epilog="example:\n  nvtxsim scaling run_1024.sqlite=1024 run_4096.sqlite=4096 run_16384.sqlite=16384 --param num_envs --skip-first 5",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN=VALUE", help="an export (.sqlite, .sqlite.gz or .nsys-rep) and the parameter's value in that run")
+    p.add_argument("--param", required=True, metavar="NAME", help="name of the parameter that differs between the runs (e.g. num_envs)")
+    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--by", default="iteration", metavar="NAME", help="range that marks one loop iteration (default: iteration)")
+    p.add_argument("--skip-first", type=int, default=0, metavar="N", help="leave out the first N iterations of each run (warm-up)")
+    p.add_argument("--predict", metavar="VALUE", help="time per iteration per phase and memory at this parameter value")
+    p.add_argument("--memory-budget", metavar="SIZE", help="largest parameter value whose peak GPU memory fits SIZE (80GiB, 80GB, 512MiB)")
+    p.add_argument("--domain", default="nvtxsim", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim)")
+    p.add_argument("--match", metavar="REGEX", help="only phases whose name matches REGEX (the iteration range is always kept)")
+    p.set_defaults(func=run)

@@ -1,0 +1,212 @@
+"""Renderings of a :class:`~nvtxsim.analysis.scaling.Scaling`: terminal, markdown, csv, json, html (log-log plots)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from nvtxsim.analysis.scaling import METRICS, MetricFit, Scaling
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
+from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
+from nvtxsim.reporting.viewtable import Column, ViewTable
+
+C = Column
+_UNITS = {"cpu": "ns", "gpu": "ns", "memory": "bytes"}
+
+
+def _fmt(metric: str, v: float | None) -> str:
+    if v is None:
+        return ""
+    return fmt_bytes(v) if _UNITS.get(metric) == "bytes" else fmt_ns(v)
+
+
+def _exp(f: MetricFit | None) -> str:
+    """``k [lo, hi]``: the class-deciding exponent and its bootstrap interval (empty when no class was fitted)."""
+    if f is None:
+        return ""
+    if f.exponent is None:
+        return ""
+    text = f"{f.exponent:.2f}"
+    if f.exponent_low is not None and f.exponent_high is not None and f.cls != "none":
+        text += f" [{f.exponent_low:.2f}, {f.exponent_high:.2f}]"
+    return text
+
+
+def _slope(f: MetricFit | None) -> str:
+    return f"{f.slope:.2f} ± {f.slope_err:.2f}" if f is not None and f.slope is not None and f.slope_err is not None else ""
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def class_table(sc: Scaling) -> ViewTable:
+    memory = sc.loop_peak is not None
+    cols = [C("phase", "Phase"), C("cpu_class", "CPU"), C("cpu_exp", "k CPU"), C("cpu_slope", "log-log CPU"), C("gpu_class", "GPU"), C("gpu_exp", "k GPU")]
+    if memory:
+        cols += [C("memory_class", "memory"), C("memory_exp", "k mem")]
+    cols += [C("cpu_last", f"CPU/iter @{_num(sc.values[-1])}"), C("gpu_last", f"GPU/iter @{_num(sc.values[-1])}")]
+    if memory:
+        cols.append(C("mem_last", f"mem @{_num(sc.values[-1])}"))
+    rows = []
+    for ph in sc.phases:
+        row = {"phase": ph.phase}
+        for m, f in ph.fits.items():
+            row[f"{m}_class"] = f.cls or ""
+            row[f"{m}_exp"] = _exp(f)
+        row["cpu_slope"] = _slope(ph.fits["cpu"])
+        row["cpu_last"] = _fmt("cpu", ph.fits["cpu"].centres[-1])
+        row["gpu_last"] = _fmt("gpu", ph.fits["gpu"].centres[-1])
+        if memory:
+            row["mem_last"] = _fmt("memory", ph.fits["memory"].centres[-1])
+        rows.append(row)
+    notes = list(sc.notes)
+    if sc.refused:
+        notes.insert(0, sc.refused)
+    else:
+        notes.append(
+            "class from y = a + b·N^k fitted per phase (a: floor such as launch latency); k and its 95 % bootstrap interval; "
+            "constant: growth over the sweep < 25 %; sublinear k < 0.75; superlinear k > 1.25; log-log: slope ± error from the per-iteration spread"
+        )
+    if memory:
+        notes.append("memory: the phase's own GPU memory while open (peak minus the level at its start), per iteration")
+    title = f"Scaling with {sc.param} ({', '.join(_num(v) for v in sc.values)}); per iteration of {sc.runs[0].key}"
+    return ViewTable("scaling", title, cols, rows, notes)
+
+
+def _num(v: float) -> str:
+    return f"{int(v):,}" if float(v).is_integer() else f"{v:g}"
+
+
+def run_table(sc: Scaling) -> ViewTable:
+    """Per phase and run: the per-iteration values the fits used, and the throughput cost."""
+    memory = sc.loop_peak is not None
+    cols = [C("phase", "Phase"), C("value_text", sc.param), C("iterations", "iters", "int"), C("cpu_ns", "CPU/iter", "ns"), C("cpu_err", "±"),
+            C("gpu_ns", "GPU/iter", "ns"), C("share_of_iteration", "of iter", "pct")]
+    if memory:
+        cols += [C("memory_bytes", "mem", "bytes"), C("peak_bytes", "peak", "bytes")]
+    cols.append(C("throughput", f"{sc.param}·steps/s"))
+    rows = []
+    for ph in sc.phases:
+        for r in ph.per_run:
+            row = dict(r, phase=ph.phase, value_text=_num(r["value"]), cpu_err=f"{100 * r['cpu_rel_err']:.1f} %")
+            if "steps_per_s" in r:
+                row["throughput"] = _rate(r["steps_per_s"])
+            else:
+                row["throughput"] = ("costs " + _rate(r["steps_per_s_cost"])) if r.get("steps_per_s_cost") else ""
+            rows.append(row)
+    notes = [
+        f"throughput: {sc.param} × iterations per second (env-steps/s when {sc.param} is the number of environments); "
+        "a phase's cost: how much higher it would be if the phase took no time"
+    ]
+    return ViewTable("runs", "Per run (median per iteration, ± its relative standard error)", cols, rows, notes)
+
+
+def _rate(v: float | None) -> str:
+    if v is None:
+        return ""
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= div:
+            return f"{v / div:.2f} {unit}/s"
+    return f"{v:.1f} /s"
+
+
+def prediction_table(sc: Scaling) -> ViewTable | None:
+    p = sc.prediction
+    if not p:
+        return None
+    memory = sc.loop_peak is not None
+    cols = [C("phase", "Phase"), C("cpu_ns", "CPU/iter", "ns"), C("gpu_ns", "GPU/iter", "ns")] + ([C("memory_bytes", "mem", "bytes")] if memory else [])
+    notes = []
+    if "peak_bytes" in p:
+        notes.append(f"peak GPU memory per iteration: {fmt_bytes(p['peak_bytes'])}")
+    if p.get("extrapolated"):
+        notes.append("outside the measured range: an extrapolation of the fits")
+    return ViewTable("predict", f"Predicted at {sc.param}={_num(p['value'])}", cols, p["phases"], notes)
+
+
+def budget_lines(sc: Scaling) -> list[str]:
+    b = sc.budget
+    if not b:
+        return []
+    head = f"memory budget {fmt_bytes(b['budget_bytes'])}: "
+    if b.get("largest_value") is None:
+        return [head + b.get("note", "no value fits")]
+    extra = " (extrapolated)" if b.get("extrapolated") else ""
+    return [head + f"largest {sc.param} = {_num(b['largest_value'])}{extra}, fitted peak {fmt_bytes(b['peak_at_largest_bytes'])}"]
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def as_dict(sc: Scaling) -> dict:
+    from nvtxsim._version import __version__
+
+    phases = []
+    for ph in sc.phases:
+        d: dict = {"phase": ph.phase}
+        for m in METRICS:
+            f = ph.fits.get(m)
+            d[f"{m}_class"] = f.cls if f else None
+            d[f"{m}_exponent"] = f.exponent if f else None
+        d["fit"] = {m: f.as_dict() for m, f in ph.fits.items()}
+        d["per_run"] = ph.per_run
+        phases.append(d)
+    doc = {
+        "param": sc.param,
+        "values": sc.values,
+        "key": sc.runs[0].key,
+        "runs": [{"path": r.spec.path, "value": r.spec.value, "iterations": r.iterations, "process_peak_bytes": r.process_peak if r.has_memory else None} for r in sc.runs],
+        "phases": phases,
+        "peak_memory_fit": sc.loop_peak.as_dict() if sc.loop_peak else None,
+        "notes": ([sc.refused] if sc.refused else []) + sc.notes,
+        "nvtxsim_version": __version__,
+    }
+    if sc.prediction:
+        doc["predict"] = sc.prediction
+    if sc.budget:
+        doc["memory_budget"] = sc.budget
+    return doc
+
+
+def render_scaling(sc: Scaling, fmt: str, *, width: int | None = None, color: bool = False) -> str:
+    if fmt == "json":
+        return json.dumps(as_dict(sc), indent=2, ensure_ascii=False, default=_json_default) + "\n"
+    if fmt == "csv":
+        return csv_text(_csv_table(sc))
+    tables = [class_table(sc), run_table(sc)]
+    pred = prediction_table(sc)
+    if pred is not None:
+        tables.append(pred)
+    lines = budget_lines(sc)
+    if fmt == "table":
+        return "\n".join(table_text(t, width=width, color=color) for t in tables) + "".join(f"{line}\n" for line in lines)
+    if fmt == "markdown":
+        return "\n".join(markdown_text(t) for t in tables) + "".join(f"\n> {line}\n" for line in lines)
+    if fmt == "html":
+        from nvtxsim.reporting.renderers.scaling_html import render_scaling_html
+
+        return render_scaling_html(sc, tables, lines)
+    raise NvtxsimError(f"scaling has no format {fmt!r}")
+
+
+def _json_default(v):  # noqa: ANN001, ANN202
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return float(v) if hasattr(v, "__float__") else None
+
+
+def _csv_table(sc: Scaling) -> ViewTable:
+    """One row per (phase, run) with the phase's classes and exponents repeated: one flat table."""
+    rows = []
+    for ph in sc.phases:
+        head = {"param": sc.param, "phase": ph.phase}
+        for m in METRICS:
+            f = ph.fits.get(m)
+            head[f"{m}_class"] = f.cls if f else ""
+            head[f"{m}_exponent"] = f.exponent if f and f.exponent is not None else ""
+            head[f"{m}_loglog_slope"] = f.slope if f and f.slope is not None else ""
+            head[f"{m}_loglog_slope_err"] = f.slope_err if f and f.slope_err is not None else ""
+        for r in ph.per_run:
+            rows.append({**head, **r})
+    return ViewTable("scaling", "", [], rows)

@@ -1,0 +1,171 @@
+"""nvtxsim scaling: classes of phases with known costs in N, bad input, formats (synthetic sweeps)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from synth import LoopPhase, make_loop_export
+
+from nvtxsim.analysis.scaling import PowerFit, classify, fit_power, parse_runs, parse_size
+from nvtxsim.cli.main import main
+from nvtxsim.errors import NvtxsimError
+
+NS = (1024, 2048, 4096, 8192, 16384)
+HOSTILE = "<img src=x onerror=alert(1)>|x"
+
+
+def phases(n: int, hostile: bool = False) -> list[LoopPhase]:
+    """A launch-latency floor everywhere: GPU time of the N² phase is flat at small N."""
+    return [
+        LoopPhase("pairwise", 20_000 + 2e-4 * n * n, 5_000 + 3e-5 * n * n, 4 * n * n),
+        LoopPhase("physics", 10_000 + 3 * n, 4_000 + 0.5 * n, 64 * n, per_iteration=2),
+        LoopPhase("policy", 30_000, 8_000, 1 << 20),
+        LoopPhase(HOSTILE if hostile else "log", 5_000),
+    ]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> list[str]:
+    d = tmp_path_factory.mktemp("sweep")
+    out = []
+    for n in NS:
+        p = d / f"run_{n}.sqlite"
+        make_loop_export(p, phases(n, hostile=True), iterations=10, seed=n, resident_bytes=1000 * n)
+        out.append(f"{p}={n}")
+    return out
+
+
+def run_json(args: list[str], capsys) -> tuple[int, dict]:
+    rc = main(["scaling", *args, "-f", "json"])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_classes_of_known_costs(sweep, capsys):
+    rc, doc = run_json([*sweep, "--param", "num_envs", "--skip-first", "1"], capsys)
+    assert rc == 0
+    assert doc["param"] == "num_envs" and doc["values"] == list(map(float, NS))
+    by = {p["phase"]: p for p in doc["phases"]}
+    pw, ph, po, lg = by["nvtxsim:pairwise"], by["nvtxsim:physics"], by["nvtxsim:policy"], by[f"nvtxsim:{HOSTILE}"]
+    assert (pw["cpu_class"], pw["gpu_class"], pw["memory_class"]) == ("superlinear",) * 3
+    assert abs(pw["gpu_exponent"] - 2) < 0.2 and abs(pw["memory_exponent"] - 2) < 0.05
+    assert (ph["cpu_class"], ph["gpu_class"], ph["memory_class"]) == ("linear",) * 3
+    assert (po["cpu_class"], po["gpu_class"], po["memory_class"]) == ("constant",) * 3
+    assert (lg["cpu_class"], lg["gpu_class"], lg["memory_class"]) == ("constant", "none", "none")
+    # The floor hides the N² phase's growth from a plain log-log slope; the floor fit does not.
+    assert pw["fit"]["gpu"]["loglog_slope"] < 1 < pw["gpu_exponent"]
+    lo, hi = pw["fit"]["gpu"]["exponent_interval"]
+    assert lo <= pw["gpu_exponent"] <= hi
+    run = pw["per_run"][-1]
+    assert run["value"] == 16384 and run["iterations"] == 9 and run["memory_bytes"] == 4 * 16384**2
+    assert run["steps_per_s_cost"] > 0
+    assert by["nvtxsim:iteration"]["per_run"][0]["steps_per_s"] > 0
+    # Deterministic: same inputs, same output.
+    assert run_json([*sweep, "--param", "num_envs", "--skip-first", "1"], capsys)[1]["phases"] == doc["phases"]
+
+
+def test_predict_and_memory_budget(sweep, capsys):
+    rc, doc = run_json([*sweep, "--param", "num_envs", "--predict", "32768", "--memory-budget", "80GiB"], capsys)
+    assert rc == 0
+    pred = {p["phase"]: p for p in doc["predict"]["phases"]}
+    assert pred["nvtxsim:pairwise"]["memory_bytes"] == pytest.approx(4 * 32768**2, rel=0.02)
+    assert pred["nvtxsim:policy"]["cpu_ns"] == pytest.approx(30_000, rel=0.05)
+    assert doc["predict"]["extrapolated"] is True
+    budget = doc["memory_budget"]
+    assert budget["budget_bytes"] == 80 << 30
+    # peak ≈ 4 N² + 1000 N bytes: 80 GiB fits about 146k envs
+    assert 140_000 < budget["largest_value"] < 152_000 and budget["peak_at_largest_bytes"] <= 80 << 30
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "html"])
+def test_formats_show_the_classes(sweep, fmt, capsys, tmp_path):
+    out = tmp_path / f"s.{fmt}"
+    assert main(["scaling", *sweep, "--param", "num_envs", "-f", fmt, "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "superlinear" in text and "linear" in text and "constant" in text
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(text)))
+        assert len(rows) == 5 * len(NS)  # (phase, run) rows
+        assert {r["gpu_class"] for r in rows if r["phase"] == "nvtxsim:pairwise"} == {"superlinear"}
+    if fmt == "html":
+        assert "<svg" in text and "<script" not in text and "<img" not in text
+        assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    if fmt == "table":
+        assert "\x1b" not in text
+
+
+def test_fewer_than_three_runs_shows_the_table_and_refuses_classes(sweep, capsys):
+    rc = main(["scaling", *sweep[:2], "--param", "num_envs"])
+    cap = capsys.readouterr()
+    assert rc == 2
+    assert "nvtxsim:pairwise" in cap.out
+    assert cap.err.strip().count("\n") == 0 and "at least 3 runs" in cap.err
+    rc, doc = run_json([*sweep[:2], "--param", "num_envs"], capsys)
+    assert rc == 2 and all(p["cpu_class"] is None for p in doc["phases"])
+    assert doc["phases"][0]["fit"]["cpu"]["loglog_slope"] is not None
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["{0}"], "RUN=VALUE"),
+        (["{0}=abc"], "not a number"),
+        (["{0}=1024", "{1}=1024"], "given twice"),
+        (["{0}=0"], "positive"),
+        (["{0}=1", "{1}=2", "{2}=3", "--memory-budget", "lots"], "--memory-budget"),
+        (["{0}=1", "{1}=2", "{2}=3", "--predict", "x"], "--predict"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(sweep, args, message, capsys):
+    paths = [s.rsplit("=", 1)[0] for s in sweep]
+    rc = main(["scaling", *[a.format(*paths) for a in args], "--param", "n"])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and err.count("\n") == 1
+
+
+def test_different_phase_sets_name_what_is_missing_where(sweep, tmp_path, capsys):
+    other = tmp_path / "other.sqlite"
+    make_loop_export(other, [LoopPhase("pairwise", 1e5, 1e4), LoopPhase("reset", 1e4)], iterations=4)
+    rc = main(["scaling", *sweep[:2], f"{other}=99999", "--param", "n"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "nvtxsim:reset missing in run_1024.sqlite (n=1024), run_2048.sqlite (n=2048)" in err
+    assert "nvtxsim:policy missing in other.sqlite (n=99999)" in err
+
+
+def test_memory_budget_without_memory_events(tmp_path, capsys):
+    runs = []
+    for n in (1, 2, 4):
+        p = tmp_path / f"r{n}.sqlite"
+        make_loop_export(p, [LoopPhase("a", 10_000 * n)], iterations=4, memory=False)
+        runs.append(f"{p}={n}")
+    rc = main(["scaling", *runs, "--param", "n", "--memory-budget", "1GiB"])
+    assert rc == 2 and "--memory" in capsys.readouterr().err
+    rc, doc = run_json([*runs, "--param", "n"], capsys)
+    assert rc == 0 and doc["phases"][1]["memory_class"] is None and doc["phases"][1]["cpu_class"] == "linear"
+
+
+def test_parse_size_units():
+    assert parse_size("80GiB") == 80 << 30 and parse_size("80G") == 80 << 30 and parse_size("80GB") == 80 * 10**9
+    assert parse_size("512MiB") == 512 << 20 and parse_size("1.5TiB") == int(1.5 * (1 << 40)) and parse_size("1000") == 1000
+    for bad in ("", "GiB", "80 XB", "-1GiB", "80iB"):
+        with pytest.raises(NvtxsimError):
+            parse_size(bad)
+
+
+def test_parse_runs_keeps_equals_signs_in_paths():
+    (r,) = parse_runs(["a=b.sqlite=12"])
+    assert r.path == "a=b.sqlite" and r.value == 12
+
+
+def test_fit_power_recovers_floor_and_exponent():
+    x = np.array([1e3, 2e3, 4e3, 8e3, 1.6e4])
+    for k in (0.5, 1.0, 2.0):
+        y = 50.0 + 1e-3 * x**k
+        p = fit_power(x, y, np.full(5, 0.01))
+        assert abs(p.exponent - k) < 0.03 and abs(p.floor - 50) / 50 < 0.05
+    assert classify(PowerFit(floor=1.0, coef=1e-9, exponent=2.0, growth=0.1)) == "constant"
+    assert classify(PowerFit(floor=0.0, coef=1.0, exponent=0.5, growth=3.0)) == "sublinear"
