@@ -151,3 +151,103 @@ def test_gzipped_export_is_cached_without_inflating(tmp_path, monkeypatch):
 
     monkeypatch.setattr(gzip, "open", lambda *a, **k: (_ for _ in ()).throw(AssertionError("inflated again")))
     assert _report(src, cache=True) == ref
+
+
+# --------------------------------------------------------------------------- damaged entries (issue 13)
+
+
+def _damage_truncate(entry: Path) -> None:
+    data = entry.read_bytes()
+    entry.write_bytes(data[: len(data) // 2])
+
+
+def _damage_flip_array_byte(entry: Path) -> None:
+    """A valid zip whose arrays changed (same names, shapes and dtypes): numbers would be wrong."""
+    with np.load(entry, allow_pickle=False) as npz:
+        arrays = {k: npz[k].copy() for k in npz.files}
+    key = next(k for k, a in arrays.items() if not k.startswith("__") and a.dtype.kind in "iu" and a.size)
+    arrays[key].reshape(-1)[0] += 12345
+    with open(entry, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def _damage_rewrite_doc(entry: Path) -> None:
+    """A description edited (a number changed in the JSON), checksum left as it was."""
+    with np.load(entry, allow_pickle=False) as npz:
+        arrays = {k: npz[k].copy() for k in npz.files}
+    doc = bytes(arrays["__doc__"]).decode().replace('"v": 0', '"v": 1', 1).replace('"v": 1', '"v": 2', 1)
+    arrays["__doc__"] = np.frombuffer(doc.encode(), dtype=np.uint8)
+    with open(entry, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def _damage_other_export(entry: Path) -> None:
+    """The entry of another export put in its place (checksums valid, identity not)."""
+    other = entry.parent.parent / "other.sqlite"
+    make_export(other, 99)
+    load(other, cache=True)
+    shutil.copy(cache.entry_path(other), entry)
+
+
+def _damage_empty(entry: Path) -> None:
+    entry.write_bytes(b"")
+
+
+def _damage_symlink(entry: Path) -> None:
+    target = entry.parent / "elsewhere.npz"
+    shutil.copy(entry, target)
+    entry.unlink()
+    entry.symlink_to(target)
+
+
+def _damage_fifo(entry: Path) -> None:
+    entry.unlink()
+    os.mkfifo(entry)
+
+
+def _damage_directory(entry: Path) -> None:
+    entry.unlink()
+    entry.mkdir()
+
+
+def _damage_dev_zero(entry: Path) -> None:
+    entry.unlink()
+    entry.symlink_to("/dev/zero")
+
+
+def _damage_unreadable_garbage(entry: Path) -> None:
+    entry.write_bytes(os.urandom(4096))
+
+
+DAMAGE = [
+    _damage_truncate, _damage_flip_array_byte, _damage_rewrite_doc, _damage_other_export, _damage_empty,
+    _damage_symlink, _damage_fifo, _damage_directory, _damage_dev_zero, _damage_unreadable_garbage,
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=[d.__name__[len("_damage_"):] for d in DAMAGE])
+def test_damaged_entry_is_a_miss_and_rebuilt(export, damage):
+    ref = _report(export, cache=False)
+    load(export, cache=True)
+    entry = cache.entry_path(export)
+    damage(entry)
+    assert _report(export, cache=True) == ref  # a miss: never a crash, a hang or wrong numbers
+    if not entry.is_dir():
+        assert entry.is_file() and not entry.is_symlink(), "the damaged entry was replaced by a good one"
+        assert _report(export, cache=True) == ref
+    assert (entry.parent / "elsewhere.npz").exists() or damage is not _damage_symlink  # a link's target is left alone
+
+
+def test_identity_sees_the_header_and_the_last_pages(tmp_path):
+    """Same size and mtime: a change in the header or the last 4 KiB is a different export."""
+    f = tmp_path / "x.sqlite"
+    data = bytearray(os.urandom(64 * 1024))
+    f.write_bytes(bytes(data))
+    st = os.stat(f)
+    ident = cache._identity(f)
+    for pos in (50, len(data) - 10):
+        changed = bytearray(data)
+        changed[pos] ^= 0xFF
+        f.write_bytes(bytes(changed))
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert cache._identity(f) != ident, pos

@@ -11,9 +11,14 @@ cannot be written, ``$XDG_CACHE_HOME/nvtxsim/`` (default ``~/.cache/nvtxsim``) w
 hash of the export's folder in the name. The export itself is never written.
 
 Invalidation: the entry's name carries the export's size and mtime; inside, the entry
-also records the export's device/inode, the first 100 bytes of the file (the SQLite
-header, with its change counter) and a hash of nvtxsim's loader source. Any mismatch is a
-miss; a miss rebuilds the entry and removes older entries of the same export.
+also records the export's device/inode, a hash of the first 100 bytes of the file (the SQLite
+header, with its change counter) and of its last 4 KiB, and a hash of nvtxsim's loader source.
+Any mismatch is a miss; a miss rebuilds the entry and removes older entries of the same export.
+
+Integrity: an entry carries a checksum of its whole content (the description and every array).
+An entry that is truncated, corrupt, rewritten (checksum or identity differ), unreadable, or not
+a regular file (a symlink, FIFO, directory, device) is a miss: never a crash, a hang or
+numbers from someone else's data. A FIFO is never opened for reading (no hang).
 
 Use: ``nvtxsim report --cache`` (or ``NVTXSIM_CACHE=1``) reads and writes it; ``--no-cache``
 (``NVTXSIM_CACHE=0``, the default) neither reads nor writes.
@@ -64,14 +69,52 @@ def _identity(path: Path) -> dict:
     st = os.stat(path)
     with open(path, "rb") as fh:
         head = fh.read(100)
+        fh.seek(max(st.st_size - 4096, 0))
+        tail = fh.read(4096)
     return {
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
         "dev": st.st_dev,
         "ino": st.st_ino,
         "head": hashlib.sha1(head).hexdigest(),
+        "tail": hashlib.sha1(tail).hexdigest(),
         "code": _code_hash(),
     }
+
+
+def _checksum(doc_bytes: bytes, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """One hash over an entry's description and every array (name, dtype, shape, bytes)."""
+    h = hashlib.blake2b(doc_bytes, digest_size=32)
+    for name in sorted(k for k in arrays if not k.startswith("__")):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.view(np.uint8).reshape(-1) if a.size else b"")
+    return np.frombuffer(h.digest(), dtype=np.uint8)
+
+
+def _open_entry(entry: Path):
+    """The entry opened for reading only if it is a regular file (not a link, FIFO, device or folder), else None."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.lstat(entry).st_mode):
+            return None
+        fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped between the two calls
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
+def _discard(entry: Path) -> None:
+    """Remove what sits where an entry should be, unless it is a folder (never recursed into)."""
+    try:
+        if os.path.lexists(entry) and not (entry.is_dir() and not entry.is_symlink()):
+            entry.unlink()
+    except OSError:
+        pass
 
 
 def _writable(folder: Path) -> bool:
@@ -192,7 +235,9 @@ def _export_state(export) -> tuple[dict, dict[str, np.ndarray]]:
 def _write(entry: Path, ident: dict, export) -> None:
     doc, arrays = _export_state(export)
     doc["identity"] = ident
-    arrays["__doc__"] = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
+    doc_bytes = json.dumps(doc).encode()
+    arrays["__doc__"] = np.frombuffer(doc_bytes, dtype=np.uint8)
+    arrays["__check__"] = _checksum(doc_bytes, arrays)
     with replace_via_temp(entry, "wb") as fh:
         np.savez(fh, **arrays)
     # Older entries of the same export (other size/mtime) are stale now.
@@ -214,11 +259,18 @@ def _read(entry: Path, ident: dict):
     from nvtxsim.export.reader import Export
     from nvtxsim.analysis.stream import LazyApiCalls, LazyGpuOps, Source
 
-    with np.load(entry, allow_pickle=False) as npz:
-        doc = json.loads(bytes(npz["__doc__"]).decode())
+    fh = _open_entry(entry)
+    if fh is None:
+        return None
+    with fh, np.load(fh, allow_pickle=False) as npz:
+        doc_bytes = bytes(npz["__doc__"])
+        arrays = {k: npz[k] for k in npz.files}
+        if not np.array_equal(arrays.get("__check__"), _checksum(doc_bytes, arrays)):
+            return None  # truncated, corrupt or rewritten
+        doc = json.loads(doc_bytes.decode())
         if doc.get("identity") != ident:
             return None
-        fields = {name: _decode(desc, npz) for name, desc in doc["fields"].items()}
+        fields = {name: _decode(desc, arrays) for name, desc in doc["fields"].items()}
         if "stream" in doc:
             s = doc["stream"]
             st = os.stat(s["path"])
@@ -232,7 +284,7 @@ def _read(entry: Path, ident: dict):
                 gpu_counts={int(k): v for k, v in s["gpu_counts"].items()} if s["api_count"] is not None else None,
             )
             if "projection" in doc:
-                src.projection = _decode(doc["projection"], npz)
+                src.projection = _decode(doc["projection"], arrays)
             fields["api"], fields["gpu"] = LazyApiCalls(src), LazyGpuOps(src)
     export = Export(**fields)
     r, labels = export.ranges, export.labels
@@ -253,15 +305,16 @@ def load_cached(path: "str | os.PathLike[str]", *, cuda: bool = True):
         entry = entry_path(source)
     except OSError:
         return load(source, cuda=cuda, cache=False)  # load() reports the problem with the file
-    if entry.exists():
+    if os.path.lexists(entry):
         try:
             got = _read(entry, ident)
-        except (OSError, ValueError, KeyError, TypeError, _Uncacheable, AttributeError):
+        except Exception:  # noqa: BLE001 - whatever a damaged entry raises (BadZipFile, EOFError, ...), it is a miss
             got = None
         if got is not None:
             got.path = source
             _remember(got, entry, ident)
             return got
+        _discard(entry)
     export = load(source, cuda=cuda, cache=False)
     try:
         entry = entry_path(source, create=True)
