@@ -313,9 +313,12 @@ def _scalars(writer: Any, record: dict) -> None:
 
 
 def _live_enter(self: Any) -> Any:
-    """phase.__enter__ while an iteration is measured: start time, the range, a CUDA event."""
-    t0 = _now()
+    """phase.__enter__ while an iteration is measured: the range, the start time, a CUDA event.
+
+    The clock reads sit just inside the NVTX push/pop, so under a profiler the live CPU time and
+    the range's duration cover the same work (the event records and bookkeeping included)."""
     _rec_enter(self)
+    t0 = _now()
     s = _session
     try:
         st = _tls.stack
@@ -335,7 +338,7 @@ def _live_enter(self: Any) -> Any:
 
 
 def _live_exit(self: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
-    """phase.__exit__ while measured: the closing event, the range's end, then the CPU time."""
+    """phase.__exit__ while measured: the closing event, the end time, the range's end, then the bookkeeping."""
     try:
         st = _tls.stack
         top = st.pop() if st else None
@@ -351,8 +354,8 @@ def _live_exit(self: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
             ev1.record()
         except Exception:
             ev1 = None
-    _rec_exit(self, exc_type, exc, tb)
     t1 = _now()
+    _rec_exit(self, exc_type, exc, tb)
     if top is not None and s is not None:
         name = self.name
         times = s.cpu.get(name)

@@ -2,13 +2,14 @@
 # Live timing (issue 16) against nsys on the H200: the demo loop (CUDA) with NVTXSIM_LIVE under nsys 2025.3.
 # From the checkout root on the GPU machine:
 #     source .gpu/env.sh && OUT=/some/dir bash scripts/gpu/live_accuracy.sh
-# Writes into $OUT (default ./gpu-live): live_accuracy.jsonl (the live lines) and live_accuracy.sqlite.gz
-# (the export of the same run). Prints: the demo's log tail, the comparison of live vs `nvtxsim report`
-# (scripts/live_vs_report.py) and the overhead benchmark (scripts/bench_live.py, off/on/sampled on CUDA).
+# Writes into $OUT (default ./gpu-live): live_accuracy.jsonl (the live lines), live_accuracy.sqlite.gz
+# (the export of the same run) and live_accuracy.txt (what it prints: the demo's log tail, the comparison of live vs `nvtxsim report`
+# (scripts/live_vs_report.py) and the overhead benchmark (scripts/bench_live.py, off/on/sampled on CUDA)).
 # Knobs (for a dry run elsewhere): DEMO_DEVICE (cuda), ITERATIONS (100), SKIP_BENCH=1.
 set -u
 OUT=${OUT:-$PWD/gpu-live}
 mkdir -p "$OUT"
+exec > >(tee "$OUT/live_accuracy.txt") 2>&1
 if [ -z "${NSYS:-}" ] && [ -f .gpu/env.sh ]; then source .gpu/env.sh; fi
 : "${NSYS:?source .gpu/env.sh first (NSYS unset)}"
 PY=${PYTHON:-python3}
