@@ -95,10 +95,10 @@ def test_reading_never_modifies_export(good_export):
     assert not list(good_export.parent.glob("*-journal")) and not list(good_export.parent.glob("*-wal"))
 
 
-def test_unknown_domain_warns(good_export):
+def test_unknown_domain_is_an_error_listing_the_domains(good_export):
     proc = run_cli("report", str(good_export), "--domain", "nope")
-    assert proc.returncode == 0
-    assert "no ranges in domain 'nope'" in proc.stdout
+    assert proc.returncode == 2 and not proc.stdout
+    assert "no ranges in domain 'nope'; domains in this export: default, nvtxsim" in proc.stderr
 
 
 def test_names_with_markup_characters_are_printed_verbatim(tmp_path):

@@ -135,3 +135,14 @@ def test_ensure_sqlite_converts_a_report(tmp_path):
     assert iteration_payloads(out) == [0, 1, 2, 3]
     assert capture.ensure_sqlite(tmp_path / "conv.nsys-rep") == out  # fresh export reused
     assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_machine_formats_go_to_a_file_not_into_the_programs_stdout(tmp_path):
+    proc = nvtxsim_cli(tmp_path, "profile", "--format", "json", "-o", "fmt", "--", *loop_cmd(tmp_path, 4))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = tmp_path / "fmt.report.json"
+    assert json.loads(report.read_text())["phases"] and "{" not in proc.stdout
+    assert f"wrote the json report to {Path('fmt.report.json')}" in proc.stderr
+    # --report FILE names it; an existing one is refused before the program runs
+    again = nvtxsim_cli(tmp_path, "profile", "--format", "html", "--report", "fmt.report.json", "-o", "fmt2", "--", *loop_cmd(tmp_path, 4))
+    assert again.returncode == 2 and "already exists" in again.stderr and not (tmp_path / "fmt2.sqlite").exists()

@@ -20,6 +20,7 @@ from typing import Iterable, Iterator, Optional
 
 import numpy as np
 
+from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.reader import KERNEL, MEMCPY, MEMSET, PID_MASK, Export, distinct
 
 #: CUPTI copyKind → direction label used in reports.
@@ -358,6 +359,32 @@ def select_ranges(export: Export, domain: Optional[str] = "nvtxsim") -> np.ndarr
     return np.flatnonzero(ok[export.ranges.label]) if len(ok) else np.zeros(0, dtype=np.int64)
 
 
+DEFAULT_DOMAIN = "nvtxsim"
+
+
+def domains_in(export: Export) -> list[str]:
+    """The domains the export's ranges are in, sorted ("default" for the unnamed one)."""
+    return sorted({d or "default" for d, _ in export.labels})
+
+
+def resolve_domain(export: Export, domain: Optional[str], *, given: bool = True) -> tuple[Optional[str], Optional[str]]:
+    """The domain to report and, when it was widened, a one-line note saying so.
+
+    A domain the user named (``given``) that holds no range is an error listing the domains;
+    the default domain holding none (``torch.cuda.nvtx``, ``nvtx.annotate``, CuPy ... ranges)
+    widens to every domain, so any NVTX export is reported without flags.
+    """
+    if domain is None or domain == "all" or not len(export.ranges):
+        return domain, None
+    wanted = "" if domain == "default" else domain
+    if any(d == wanted for d, _ in export.labels):
+        return domain, None
+    present = ", ".join(domains_in(export))
+    if given:
+        raise NvtxsimError(f"no ranges in domain {domain!r}; domains in this export: {present} (or --domain all)")
+    return None, f"no ranges in domain {domain!r}, so every domain is shown ({present}); --domain NAME picks one"
+
+
 def summarize(
     export: Export, gpu: Optional[RangeGpu] = None, *, domain: Optional[str] = "nvtxsim", select: Optional[np.ndarray] = None
 ) -> Report:
@@ -444,8 +471,7 @@ def summarize(
     phases.sort(key=lambda p: (-p.cpu_total_ns, p.domain, p.name))
     warnings = list(export.warnings)
     if len(export.ranges) and len(idx) == 0 and domain not in (None, "all"):
-        doms = sorted({d or "default" for d, _ in export.labels})
-        warnings.append(f"no ranges in domain {domain!r}; domains present: {', '.join(doms)} (use --domain all)")
+        warnings.append(f"no ranges in domain {domain!r}; domains present: {', '.join(domains_in(export))} (use --domain all)")
     n_unclosed = int(r.unclosed[idx].sum()) if len(idx) else 0
     if n_unclosed:
         warnings.append(f"{n_unclosed} range(s) never ended (program exited or was killed inside them, or the capture stopped first); they are counted up to the end of the capture")

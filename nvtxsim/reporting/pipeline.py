@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import Export, load
 from nvtxsim.cli.progress import progress_after
@@ -42,6 +43,7 @@ def render_detail(
     request: DetailRequest,
     *,
     domain: Optional[str] = "nvtxsim",
+    domain_given: bool = False,
     to_terminal: bool = False,
     width: Optional[int] = None,
     progress: Optional[bool] = None,
@@ -49,8 +51,11 @@ def render_detail(
     """Render ``export`` in ``fmt`` with the requested views (html includes every view)."""
     from nvtxsim.reporting.renderers.tables import render_views
 
+    domain, widened = resolve_domain(export, domain, given=domain_given)
     detail = Detail(export, domain=domain, match=request.match)
     with progress_after("analysing", enabled=progress):
+        if widened:
+            detail.report.warnings.insert(0, widened)
         if fmt == "perfetto":
             from nvtxsim.reporting.renderers.perfetto import render_perfetto
 
@@ -62,7 +67,11 @@ def render_detail(
         tables = build(detail, request.views, request.options)
         report = detail.report
         text = render_views(report, tables, fmt, width=width, color=to_terminal)
-        if "summary" not in request.views and report.warnings and fmt in ("table", "markdown"):
+        if "summary" not in request.views and report.warnings and fmt == "table":
+            from nvtxsim.reporting.renderers.terminal import notes_lines
+
+            text += "".join(f"\n{ln}" for ln in notes_lines(report.warnings, width, prefix="warning: ")) + "\n"
+        elif "summary" not in request.views and report.warnings and fmt == "markdown":
             text += "".join(f"\nwarning: {w}" for w in report.warnings) + "\n"
         return text
 

@@ -10,13 +10,24 @@ import sys
 from typing import Optional
 
 from nvtxsim.analysis.compare import CompareSettings, compare
+from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.selection import Detail
+from nvtxsim.export.reader import Export
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.pipeline import load_with_progress
 
 FORMATS = ("table", "csv", "json", "markdown", "html")
+
+
+def _domain(args: argparse.Namespace, base: Export, new: Export) -> tuple[Optional[str], Optional[str]]:
+    """The domain both runs are compared in (every domain when the default one is in neither) and a note when widened."""
+    from nvtxsim.cli.commands.report import domain_from_args
+
+    domain, given = domain_from_args(args)
+    picked = [resolve_domain(e, domain, given=given) for e in (base, new)]
+    return picked[0] if picked[0][0] == picked[1][0] else (domain, None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,7 +37,6 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.output, force=args.force, protect=[args.base, args.new])
     if args.fail_above is not None and args.fail_above < 0:
         raise NvtxsimError("--fail-above takes a percentage >= 0")
-    domain: Optional[str] = None if args.domain == "all" else args.domain
     settings = CompareSettings(
         metric=args.metric,
         by=args.by,
@@ -38,9 +48,11 @@ def run(args: argparse.Namespace) -> int:
         gate=args.gate,
         min_samples=args.min_samples,
     )
-    base = Detail(load_with_progress(args.base), domain=domain, match=args.match)
-    new = Detail(load_with_progress(args.new), domain=domain, match=args.match)
+    exports = load_with_progress(args.base), load_with_progress(args.new)
+    domain, widened = _domain(args, *exports)
+    base, new = (Detail(e, domain=domain, match=args.match) for e in exports)
     result = compare(base, new, settings)
+    result.notes[:0] = [widened] if widened else []
     term = args.output is None and sys.stdout.isatty()
     text = render_comparison(result, args.format, width=terminal_width(wide=args.wide) if term else None, color=term)
     deliver(text, args.output, force=args.force, protect=[args.base, args.new])
@@ -63,7 +75,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")
-    p.add_argument("--domain", default="nvtxsim", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim)")
+    p.add_argument(
+        "--domain", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim; every domain when neither run has a range in it)"
+    )
     p.add_argument("--match", metavar="REGEX", help="only phases whose name matches REGEX")
     p.add_argument("--metric", choices=("cpu", "gpu"), default="cpu", help="cpu: range time; gpu: GPU busy time of the range (default: cpu)")
     p.add_argument("--by", metavar="NAME", help="compare per-iteration totals, iterations keyed on range NAME (e.g. iteration) instead of instances")

@@ -7,8 +7,11 @@ import argparse
 import os
 import shlex
 import sys
+from pathlib import Path
+from typing import Optional
 
 from nvtxsim.capture import nsys as capture
+from nvtxsim.cli.output import check_writable
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.emit.window import ENV_ITERATIONS, parse_iterations
 from nvtxsim.reporting.escaping import printable
@@ -45,16 +48,34 @@ def _request(args: argparse.Namespace) -> capture.ProfileRequest:
     )
 
 
-def _report(path: "os.PathLike[str] | str", args: argparse.Namespace) -> None:
-    """Print the report; a failure here is reported but never replaces the program's exit code."""
+#: File name endings of the reports written next to the export (every format but the table).
+REPORT_SUFFIXES = {"html": ".html", "perfetto": ".perfetto.json", "json": ".json", "csv": ".csv", "markdown": ".md"}
+
+
+def report_file(args: argparse.Namespace, stem: Path) -> Optional[Path]:
+    """Where the report goes: ``--report FILE``, else ``NAME.report.EXT`` beside the export for every
+    format but the table (a file, never mixed into the program's own stdout); None: stdout."""
+    if args.no_report or args.report == "-":
+        return None
+    if args.report:
+        return Path(args.report)
+    if args.format == "table":
+        return None
+    return stem.with_name(stem.name + ".report" + REPORT_SUFFIXES.get(args.format, "." + args.format))
+
+
+def _report(path: "os.PathLike[str] | str", args: argparse.Namespace, out: Optional[Path]) -> None:
+    """Print or write the report; a failure here is reported but never replaces the program's exit code."""
     try:
-        from nvtxsim.cli.commands.report import run_report
+        from nvtxsim.cli.commands.report import domain_from_args, run_report
     except ImportError as exc:
         _say(f"report not available ({exc}); run `nvtxsim report {path}` later")
         return
-    domain = None if args.domain == "all" else args.domain
+    domain, given = domain_from_args(args)
     try:
-        run_report(path, fmt=args.format, domain=domain, out=None)
+        run_report(path, fmt=args.format, domain=domain, out=out, force=True, domain_given=given)  # out was checked before the run
+        if out is not None:
+            _say(f"wrote the {args.format} report to {out}")
     except NvtxsimError as exc:
         _say(f"report failed: {exc}")
     except BrokenPipeError:
@@ -67,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     req = _request(args)
     nsys = capture.find_nsys()
     capture.check_outputs(req.output, force=req.force)
+    out = report_file(args, req.output)
+    if out is not None:
+        check_writable(out, force=req.force)
     argv = capture.build_profile_command(nsys, req)
     window = f", {req.window.describe()}" if req.window else ""
     _say(f"nsys {nsys.version_text} ({nsys.path}){window}")
@@ -86,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         _say(f"the program exited with status {result.returncode}")
     if result.sqlite is not None and not args.no_report:
         sys.stdout.flush()
-        _report(result.sqlite, args)
+        _report(result.sqlite, args, out)
     return result.returncode
 
 
@@ -139,7 +163,15 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "it replaces nvtxsim's own setting of the same switch",
     )
     p.add_argument("--no-report", action="store_true", help="capture and export only")
-    p.add_argument("--format", choices=FORMATS, default="table", help="report format (default: table)")
-    p.add_argument("--domain", default="nvtxsim", metavar="NAME", help="NVTX domain to report, or 'all' (default: nvtxsim)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="report format (default: table, printed; the others are written to a file: NAME.report.html, .json, .perfetto.json, .csv, .md)",
+    )
+    p.add_argument("--report", metavar="FILE", help="write the report to FILE ('-': stdout) instead of the default")
+    p.add_argument(
+        "--domain", metavar="NAME", help="NVTX domain to report, or 'all' (default: nvtxsim; every domain when the export has no range in nvtxsim)"
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program and its arguments")
     p.set_defaults(func=run)

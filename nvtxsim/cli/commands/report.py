@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Optional, TextIO
 
-from nvtxsim.analysis.projection import Report, summarize
+from nvtxsim.analysis.projection import DEFAULT_DOMAIN, Report, resolve_domain, summarize
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
 from nvtxsim.reporting.summary import RENDERERS, render_table
 from nvtxsim.cli.progress import progress_after
@@ -17,13 +17,20 @@ from nvtxsim.reporting.pipeline import DETAIL_FORMATS, DetailRequest, add_detail
 FORMATS = tuple(RENDERERS) + DETAIL_FORMATS
 
 
-def make_report(path: "str | Path", *, domain: Optional[str] = "nvtxsim", progress: Optional[bool] = False) -> Report:
-    """Load → analyse one export (the programmatic form of ``nvtxsim report``)."""
+def make_report(path: "str | Path", *, domain: Optional[str] = DEFAULT_DOMAIN, progress: Optional[bool] = False, domain_given: bool = False) -> Report:
+    """Load → analyse one export (the programmatic form of ``nvtxsim report``).
+
+    ``domain_given``: the user named ``domain``, so its absence is an error; otherwise an export
+    without it is reported over every domain (see :func:`~nvtxsim.analysis.projection.resolve_domain`).
+    """
     from nvtxsim.analysis.selection import Detail
     from nvtxsim.analysis.gpu import graph_hints
 
     export = load_with_progress(path, progress=progress)
+    domain, widened = resolve_domain(export, domain, given=domain_given)
     report = summarize(export, domain=domain)
+    if widened:
+        report.warnings.insert(0, widened)
     report.warnings.extend(graph_hints(Detail(export, domain=domain)))
     return report
 
@@ -38,12 +45,13 @@ def run_report(
     path: "str | Path",
     *,
     fmt: str = "table",
-    domain: Optional[str] = "nvtxsim",
+    domain: Optional[str] = DEFAULT_DOMAIN,
     out: "str | Path | None" = None,
     force: bool = False,
     stream: Optional[TextIO] = None,
     request: Optional[DetailRequest] = None,
     wide: bool = False,
+    domain_given: bool = False,
 ) -> int:
     """Report on ``path`` to ``out`` (a file, written atomically) or ``stream`` (default stdout).
 
@@ -58,24 +66,32 @@ def run_report(
     # One progress display (stderr, terminals only, after 1 s) over load, analysis and rendering.
     with progress_after(f"loading {Path(path).name}") as progress:
         if request.is_classic and fmt in RENDERERS:
-            report = make_report(path, domain=domain, progress=False)
+            report = make_report(path, domain=domain, progress=False, domain_given=domain_given)
             progress.stage("rendering")
             text = render(report, fmt, to_terminal=term, wide=wide)
         else:
             export = load_with_progress(path, progress=False)
             progress.stage("analysing")
-            text = render_detail(export, fmt, request, domain=domain, to_terminal=term, width=terminal_width(wide=wide) if term else None, progress=False)
+            text = render_detail(export, fmt, request, domain=domain, domain_given=domain_given, to_terminal=term, width=terminal_width(wide=wide) if term else None, progress=False)
     deliver(text, out, force=force, protect=[path], stream=stream)
     return 0
 
 
+def domain_from_args(args: argparse.Namespace) -> tuple[Optional[str], bool]:
+    """``--domain``: (the domain, None for all; whether it was given)."""
+    name = args.domain or DEFAULT_DOMAIN
+    return (None if name == "all" else name), args.domain is not None
+
+
 def run(args: argparse.Namespace) -> int:
-    domain = None if args.domain == "all" else args.domain
+    domain, given = domain_from_args(args)
     if args.cache is not None:  # read by load(), also in rank worker processes
         os.environ["NVTXSIM_CACHE"] = "1" if args.cache else "0"
     if len(args.paths) > 1 or args.dask:
         return run_ranks(args.paths, fmt=args.format, domain=domain, out=args.output, force=args.force, jobs=args.jobs, dask=args.dask, request=request_from_args(args), wide=args.wide)
-    return run_report(args.paths[0], fmt=args.format, domain=domain, out=args.output, force=args.force, request=request_from_args(args), wide=args.wide)
+    return run_report(
+        args.paths[0], fmt=args.format, domain=domain, out=args.output, force=args.force, request=request_from_args(args), wide=args.wide, domain_given=given
+    )
 
 
 def run_ranks(
@@ -127,9 +143,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("--dask", metavar="ADDRESS", help="with several exports: run the per-file work on the Dask scheduler at ADDRESS (pip install 'nvtxsim[dask]')")
     p.add_argument(
         "--domain",
-        default="nvtxsim",
         metavar="NAME",
-        help="NVTX domain to report: a name, 'default' for the unnamed domain, or 'all' (default: nvtxsim)",
+        help="NVTX domain to report: a name, 'default' for the unnamed domain, or 'all' "
+        "(default: nvtxsim; every domain when the export has no range in nvtxsim)",
     )
     add_detail_arguments(p)
     p.set_defaults(func=run)
