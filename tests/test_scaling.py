@@ -169,3 +169,18 @@ def test_fit_power_recovers_floor_and_exponent():
         assert abs(p.exponent - k) < 0.03 and abs(p.floor - 50) / 50 < 0.05
     assert classify(PowerFit(floor=1.0, coef=1e-9, exponent=2.0, growth=0.1)) == "constant"
     assert classify(PowerFit(floor=0.0, coef=1.0, exponent=0.5, growth=3.0)) == "sublinear"
+
+
+def test_report_envs_adds_env_steps_per_second(sweep, capsys):
+    path = sweep[0].rsplit("=", 1)[0]
+    assert main(["report", path, "--envs", "1024", "-f", "json"]) == 0
+    view = json.loads(capsys.readouterr().out)["views"]["iterations"]
+    rows = {r["phase"]: r for r in view["rows"]}
+    it = rows["nvtxsim:iteration"]
+    assert it["env_steps_per_s"] == pytest.approx(1024e9 / it["mean_ns"], rel=1e-6)
+    pw = rows["nvtxsim:pairwise"]
+    assert pw["env_steps_per_s_cost"] == pytest.approx(1024e9 / (it["mean_ns"] - pw["mean_ns"]) - 1024e9 / it["mean_ns"], rel=1e-3)
+    assert any("env-steps/s" in n for n in view["notes"])
+    assert main(["report", path, "--envs", "1024"]) == 0
+    assert "env-steps/s" in capsys.readouterr().out
+    assert main(["report", path, "--envs", "-3"]) == 2

@@ -13,6 +13,7 @@ are not part of any iteration.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 import numpy as np
 
 from nvtxsim.analysis.selection import Detail
@@ -140,6 +141,18 @@ def per_iteration(detail: Detail, by: str = "iteration", *, skip_first: int = 0)
         member_row=np.where(it_of >= 0, it_of, -1),
         member_col=col[r.label[members]],
     )
+
+
+def steps_per_s(envs: float, iteration_ns: float) -> Optional[float]:
+    """Env-steps per second of a loop that steps ``envs`` environments once per iteration."""
+    return envs * 1e9 / iteration_ns if iteration_ns > 0 else None
+
+
+def steps_cost(envs: float, iteration_ns: float, phase_ns: float) -> Optional[float]:
+    """What a phase costs in env-steps/s: how much higher the rate would be without it, N/(T - t) - N/T."""
+    if not (iteration_ns > phase_ns > 0):
+        return None
+    return envs * 1e9 / (iteration_ns - phase_ns) - envs * 1e9 / iteration_ns
 
 
 def per_iteration_max(it: Iterations, key_values: np.ndarray, member_values: np.ndarray) -> np.ndarray:

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nvtxsim.analysis.iterations import per_iteration, per_iteration_max, steps_cost, steps_per_s
+from nvtxsim.analysis.memory import process_peak, range_memory
 from nvtxsim.errors import NvtxsimError
 
 #: Classification thresholds (documented in docs/scaling.md).
@@ -126,9 +128,6 @@ class RunData:
 
 def collect_run(spec: RunSpec, detail, *, by: str = "iteration", skip_first: int = 0) -> RunData:
     """Per-iteration CPU, GPU and memory samples of every phase of one run (``detail``: a Detail)."""
-    from nvtxsim.analysis.iterations import per_iteration, per_iteration_max
-    from nvtxsim.analysis.memory import process_peak, range_memory
-
     try:
         it = per_iteration(detail, by, skip_first=skip_first)
     except NvtxsimError as exc:
@@ -409,10 +408,9 @@ def _per_run(runs: Sequence[RunData], name: str, fits: dict[str, MetricFit]) -> 
             row["memory_bytes"] = fits["memory"].centres[i]
             row["peak_bytes"] = float(np.max(r.phases[name].peak)) if r.phases[name].peak is not None and len(r.phases[name].peak) else 0.0
         if name == key:
-            row["steps_per_s"] = r.spec.value * 1e9 / iter_ns if iter_ns else None
+            row["steps_per_s"] = steps_per_s(r.spec.value, iter_ns)
         else:
-            # Throughput gained if the phase took no time: value/(T - t) - value/T.
-            row["steps_per_s_cost"] = (r.spec.value * 1e9 / (iter_ns - t) - r.spec.value * 1e9 / iter_ns) if iter_ns > t > 0 else None
+            row["steps_per_s_cost"] = steps_cost(r.spec.value, iter_ns, t)
         rows.append(row)
     return rows
 

@@ -97,6 +97,7 @@ def add_detail_arguments(p: "argparse.ArgumentParser") -> None:
     g.add_argument("--skip-first", type=int, default=0, metavar="N", help="leave out the first N iterations (warm-up)")
     g.add_argument("--match", metavar="REGEX", help="only phases whose name (domain:name) matches REGEX (Python re.search)")
     g.add_argument("--top", type=int, default=10, metavar="N", help="kernels per phase and slowest iterations to list (default: 10)")
+    g.add_argument("--envs", type=float, metavar="N", help="environments stepped per iteration: the iterations view gains env-steps/s and each phase's cost in env-steps/s")
 
 
 def request_from_args(args: "argparse.Namespace") -> DetailRequest:
@@ -106,10 +107,13 @@ def request_from_args(args: "argparse.Namespace") -> DetailRequest:
         raise NvtxsimError("--top must be at least 1")
     if getattr(args, "skip_first", 0) < 0:
         raise NvtxsimError("--skip-first must be >= 0")
+    envs = getattr(args, "envs", None)
+    if envs is not None and not envs > 0:
+        raise NvtxsimError("--envs must be a positive number")
     by = getattr(args, "by", None)
-    opts = ViewOptions(by=by or "iteration", by_given=by is not None, skip_first=getattr(args, "skip_first", 0), top=getattr(args, "top", 10))
+    opts = ViewOptions(by=by or "iteration", by_given=by is not None, skip_first=getattr(args, "skip_first", 0), top=getattr(args, "top", 10), envs=envs)
     views = parse_views(getattr(args, "view", None))
-    if by is not None and not ({"iterations", "slowest"} & set(views)) and getattr(args, "format", "") not in DETAIL_FORMATS:
+    if (by is not None or envs is not None) and not ({"iterations", "slowest"} & set(views)) and getattr(args, "format", "") not in DETAIL_FORMATS:
         views = list(dict.fromkeys(views + ["iterations"])) if views != ["summary"] else ["iterations"]
     return DetailRequest(views=views, options=opts, match=getattr(args, "match", None))
 

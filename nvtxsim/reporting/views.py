@@ -24,6 +24,7 @@ class ViewOptions:
     by_given: bool = False  # --by was given explicitly (a missing key is then an error)
     skip_first: int = 0
     top: int = 10  # kernels per phase, slowest iterations
+    envs: Optional[float] = None  # environments stepped per iteration (--envs): env-steps/s in the iterations view
 
 
 C = Column
@@ -119,10 +120,31 @@ def iterations(d: Detail, o: ViewOptions) -> ViewTable:
         return ViewTable("iterations", "Per iteration", cols, [], [err or ""])
     rows = [asdict(s) for k, s in enumerate(phase_stats(it)) if k == 0 or s.iterations > 0]
     notes = [f"{len(it)} iterations keyed on '{it.key}'" + (f", first {it.skipped} skipped" if it.skipped else "") + "; a phase's time per iteration is the sum of its ranges in that iteration (0 when absent)"]
+    if o.envs and rows:
+        cols, note = _throughput(rows, cols, o.envs)
+        notes.append(note)
     if it.unassigned:
         outside = ", ".join(f"{k} ×{v}" for k, v in sorted(it.unassigned.items(), key=lambda kv: -kv[1])[:6])
         notes.append(f"ranges outside every iteration (not counted): {outside}")
     return ViewTable("iterations", f"Per-phase time per iteration ({it.key})", cols, rows, notes)
+
+
+def _throughput(rows: list[dict], cols: list[Column], envs: float) -> tuple[list[Column], str]:
+    """Env-steps/s of the loop (from the mean iteration) and, per phase, what it costs in env-steps/s."""
+    from nvtxsim.analysis.iterations import steps_cost, steps_per_s
+
+    iter_ns = rows[0]["mean_ns"]
+    for row in rows[1:]:
+        cost = steps_cost(envs, iter_ns, row["mean_ns"])
+        row["env_steps_per_s_cost"] = round(cost) if cost is not None else None
+    rate = steps_per_s(envs, iter_ns)
+    rows[0]["env_steps_per_s"] = round(rate) if rate is not None else None
+    rows[0]["env_steps_per_s_cost"] = None  # the loop itself: its rate is in the note
+    note = (
+        f"{envs:g} envs per iteration: {rate or 0:,.0f} env-steps/s (mean iteration); "
+        "a phase's cost: how much higher that would be if the phase took no time"
+    )
+    return cols + [C("env_steps_per_s_cost", "env-steps/s cost", "int")], note
 
 
 def slowest(d: Detail, o: ViewOptions) -> ViewTable:

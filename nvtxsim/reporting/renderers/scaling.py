@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import math
-
 from nvtxsim.analysis.scaling import METRICS, MetricFit, Scaling
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.escaping import json_text
 from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
 from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
 from nvtxsim.reporting.viewtable import Column, ViewTable
@@ -171,7 +169,7 @@ def as_dict(sc: Scaling) -> dict:
 
 def render_scaling(sc: Scaling, fmt: str, *, width: int | None = None, color: bool = False) -> str:
     if fmt == "json":
-        return json.dumps(as_dict(sc), indent=2, ensure_ascii=False, default=_json_default) + "\n"
+        return json_text(as_dict(sc), indent=2) + "\n"
     if fmt == "csv":
         return csv_text(_csv_table(sc))
     tables = [class_table(sc), run_table(sc)]
@@ -188,12 +186,6 @@ def render_scaling(sc: Scaling, fmt: str, *, width: int | None = None, color: bo
 
         return render_scaling_html(sc, tables, lines)
     raise NvtxsimError(f"scaling has no format {fmt!r}")
-
-
-def _json_default(v):  # noqa: ANN001, ANN202
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return float(v) if hasattr(v, "__float__") else None
 
 
 def _csv_table(sc: Scaling) -> ViewTable:
