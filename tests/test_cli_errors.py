@@ -156,3 +156,17 @@ def test_output_to_a_device_writes_into_it(good_export):
     import stat as st
 
     assert st.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev and after.st_ino == before.st_ino
+
+
+@pytest.mark.parametrize(
+    "argv, usage, hint",
+    [
+        (["report", "x.sqlite", "--views", "tree"], "usage: nvtxsim report", "did you mean --view?"),
+        (["compare", "a", "b", "--fial-above", "3"], "usage: nvtxsim compare", "did you mean --fail-above?"),
+        (["profile", "--bogus", "--", "true"], "usage: nvtxsim profile", "unrecognized arguments: --bogus"),
+    ],
+)
+def test_mistyped_option_shows_the_commands_usage(argv, usage, hint):
+    proc = run_cli(*argv)
+    assert proc.returncode == 2 and usage in proc.stderr and hint in proc.stderr
+    assert "COMMAND ..." not in proc.stderr

@@ -61,6 +61,21 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str], command: Optional[str]) -> argparse.Namespace:
+    """Parse ``argv``; an unknown option of a command is reported with that command's usage (and a close match)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        import difflib
+
+        subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        sub = subs.choices.get(command) if subs is not None and command else None
+        owner = sub or parser
+        known = [o for a in owner._actions for o in a.option_strings]
+        close = difflib.get_close_matches(extra[0].split("=", 1)[0], known, n=1)
+        owner.error(f"unrecognized arguments: {' '.join(extra)}" + (f" (did you mean {close[0]}?)" if close else ""))
+    return args
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
@@ -72,7 +87,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for var in _THREAD_VARIABLES:
             os.environ.setdefault(var, "1")
     parser = build_parser(only=command)
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv, command)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
