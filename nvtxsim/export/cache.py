@@ -79,7 +79,17 @@ def _identity(path: Path) -> dict:
         "head": hashlib.sha1(head).hexdigest(),
         "tail": hashlib.sha1(tail).hexdigest(),
         "code": _code_hash(),
+        "wal": _wal_state(path),
     }
+
+
+def _wal_state(path: Path) -> Optional[list[int]]:
+    """Size and mtime of the ``-wal`` beside the export: rows in it change the export's content."""
+    try:
+        st = os.stat(str(path) + "-wal")
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
 
 
 def _checksum(doc_bytes: bytes, arrays: dict[str, np.ndarray]) -> np.ndarray:

@@ -494,6 +494,12 @@ def load(path: "str | os.PathLike[str]", *, cuda: bool = True, cache: Optional[b
         from nvtxsim.capture.nsys import ensure_sqlite  # capture stage owns nsys
 
         path = Path(ensure_sqlite(path))
+    from nvtxsim.export.private_copy import copy_with_wal, pending_wal
+
+    wal = pending_wal(path)
+    if wal is not None:  # rows still in the -wal: an immutable read would silently miss them
+        _check_file(path)
+        return _load_copy(path, lambda folder: copy_with_wal(path, wal, folder), cuda=cuda)
     conn = connect(path)
     try:
         try:
@@ -570,22 +576,26 @@ def _unmatched_pop_warning(conn: sqlite3.Connection, tables: frozenset[str]) -> 
 
 
 def _load_gzip(path: Path, *, cuda: bool) -> Export:
-    """Gzipped exports (as shipped in tests/data) are inflated to a private temporary file."""
-    import gzip
-    import shutil
-    import tempfile
-    import zlib
+    """Gzipped exports (as shipped in tests/data) are inflated to a private temporary file (size-limited)."""
+    from nvtxsim.export.private_copy import inflate
 
     _check_regular(path)
-    with tempfile.TemporaryDirectory(prefix="nvtxsim-") as tmp:
-        inner = Path(tmp) / path.name[: -len(".gz")]
-        try:
-            with gzip.open(path) as src, open(inner, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise NvtxsimError(f"{path}: not a readable gzip file ({exc})") from None
-        exp = load(inner, cuda=cuda, cache=False)
-        from nvtxsim.analysis.stream import materialize  # lazy columns must be read before the inflated file goes
+    return _load_copy(path, lambda folder: _inflated(path, folder, inflate), cuda=cuda)
+
+
+def _inflated(path: Path, folder: Path, inflate: Any) -> Path:
+    inner = folder / (path.name[: -len(".gz")] or "export.sqlite")
+    inflate(path, inner)
+    return inner
+
+
+def _load_copy(path: Path, make: Any, *, cuda: bool) -> Export:
+    """Load from a private copy that ``make(folder)`` writes; the copy is gone afterwards (signals included)."""
+    from nvtxsim.export.private_copy import private_dir
+
+    with private_dir() as folder:
+        exp = load(make(folder), cuda=cuda, cache=False)
+        from nvtxsim.analysis.stream import materialize  # lazy columns must be read before the copy goes
 
         materialize(exp)
     exp.path = path
