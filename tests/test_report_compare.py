@@ -161,3 +161,12 @@ def test_real_runs_per_iteration(tmp_path):
     assert rows["nvtxsim:sim_step"]["base_n"] == 23 and rows["nvtxsim:sim_step"]["median_delta_pct"] > 100
     assert rows["nvtxsim:sim_step"]["regression"] and rows["nvtxsim:iteration"]["regression"]
     assert not rows["nvtxsim:policy"]["regression"]
+
+
+def test_by_iteration_names_the_phases_outside_every_iteration():
+    data = Path(__file__).parent / "data" / "gpu"
+    base, new = (Detail(load(data / n), domain="nvtxsim") for n in ("demo_h200.sqlite.gz", "demo_h200_graphlevel.sqlite.gz"))
+    c = compare(base, new, CompareSettings(by="iteration", resamples=100))
+    assert "ranges outside every 'iteration' range, not compared: nvtxsim:policy_update (base ×4, new ×7)" in c.notes
+    assert "nvtxsim:policy_update" not in {p.phase for p in c.phases}
+    assert not any("outside every" in n for n in compare(base, new, CompareSettings(resamples=100)).notes)

@@ -81,6 +81,11 @@ class Comparison:
 
 def samples(detail: Detail, settings: CompareSettings) -> dict[str, np.ndarray]:
     """Per phase label, the samples to compare (ns, float64)."""
+    return _samples(detail, settings)[0]
+
+
+def _samples(detail: Detail, settings: CompareSettings) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """The samples, and with ``by`` the ranges left out per phase for lying outside every iteration."""
     r = detail.export.ranges
     if settings.metric not in ("cpu", "gpu"):
         raise NvtxsimError(f"--metric {settings.metric!r}: choose cpu or gpu")
@@ -89,7 +94,7 @@ def samples(detail: Detail, settings: CompareSettings) -> dict[str, np.ndarray]:
 
         it = per_iteration(detail, settings.by, skip_first=settings.skip_first)
         mat = it.cpu if settings.metric == "cpu" else it.gpu
-        return {ph: mat[:, j].astype(np.float64) for j, ph in enumerate(it.phases) if (it.count[:, j] > 0).any()}
+        return {ph: mat[:, j].astype(np.float64) for j, ph in enumerate(it.phases) if (it.count[:, j] > 0).any()}, dict(it.unassigned)
     sel = detail.selected
     if settings.metric == "cpu":
         values = (r.end - r.start)[sel]
@@ -103,7 +108,17 @@ def samples(detail: Detail, settings: CompareSettings) -> dict[str, np.ndarray]:
     names = detail.label_names
     for lab in np.unique(labels[keep]):
         out[str(names[lab])] = values[keep & (labels == lab)].astype(np.float64)
-    return out
+    return out, {}
+
+
+def _outside_note(by: str, base: dict[str, int], new: dict[str, int], shown: int = 6) -> Optional[str]:
+    """One line naming the phases whose ranges lie outside every iteration (not compared)."""
+    names = sorted(set(base) | set(new), key=lambda n: (-(base.get(n, 0) + new.get(n, 0)), n))
+    if not names:
+        return None
+    parts = [f"{n} (base ×{base.get(n, 0)}, new ×{new.get(n, 0)})" for n in names[:shown]]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"ranges outside every '{by}' range, not compared: {', '.join(parts)}{more}"
 
 
 def _boot_quantile(x: np.ndarray, q: float, reps: int, rng: np.random.Generator) -> np.ndarray:
@@ -141,7 +156,7 @@ def compare(base: Detail, new: Detail, settings: Optional[CompareSettings] = Non
         raise NvtxsimError("--resamples must be at least 100")
     if s.gate not in ("median", "p99", "both"):
         raise NvtxsimError(f"--gate {s.gate!r}: choose median, p99 or both")
-    sb, sn = samples(base, s), samples(new, s)
+    (sb, outside_b), (sn, outside_n) = _samples(base, s), _samples(new, s)
     rows: list[PhaseDelta] = []
     notes: list[str] = []
     order = {p.label: i for i, p in enumerate(base.report.phases)}
@@ -179,4 +194,7 @@ def compare(base: Detail, new: Detail, settings: Optional[CompareSettings] = Non
         notes.append(f"regression: {s.gate} Δ above {s.fail_above:g} % with the interval wholly above 0")
     if s.by and s.skip_first:
         notes.append(f"first {s.skip_first} iterations of each run skipped")
+    outside = _outside_note(s.by, outside_b, outside_n) if s.by else None
+    if outside:
+        notes.append(outside)
     return Comparison(base.report.source, new.report.source, s, rows, notes)
