@@ -262,3 +262,66 @@ def test_disable_pauses_live_timing(tmp_path, clean_live):
             pass
     live.stop()
     assert set(records[0]["phases"]) == {"nvtxsim:sim_step"}
+
+
+# --------------------------------------------------------------------------- nvtxsim live FILE
+
+
+def _write_log(path: Path) -> Path:
+    hostile = "<script>alert(1)</script>|*x*=cmd"
+    windows = [
+        {"iterations": [0, 9], "measured": 10, "sample": 1, "pid": 7, "time": 1.0, "phases": {
+            "nvtxsim:sim_step": {"count": 20, "cpu_ns": 2_000_000, "cpu_mean_ns": 100_000, "cpu_p90_ns": 120_000, "gpu_ns": 1_600_000},
+            f"nvtxsim:{hostile}": {"count": 10, "cpu_ns": 50_000, "cpu_mean_ns": 5_000, "cpu_p90_ns": 6_000, "gpu_ns": None}}},
+        {"iterations": [10, 19], "measured": 10, "sample": 1, "pid": 7, "time": 2.0,
+         "trigger": {"rule": "sim_step>1.5x", "at": 15, "window": [16, 25]}, "phases": {
+            "nvtxsim:sim_step": {"count": 20, "cpu_ns": 4_000_000, "cpu_mean_ns": 200_000, "cpu_p90_ns": 250_000, "gpu_ns": 3_000_000}}},
+    ]
+    path.write_text("".join(json.dumps(w) + "\n" for w in windows) + '{"iterations": [20, 2')  # last line cut off
+    return path
+
+
+def _nvtxsim(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return _run(["-m", "nvtxsim", *args], cwd)
+
+
+def test_live_command_table_and_machine_formats(tmp_path):
+    log = _write_log(tmp_path / "run.jsonl")
+    r = _nvtxsim("live", str(log), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "nvtxsim:sim_step" in r.stdout and "40" in r.stdout and "2 windows" in r.stdout
+    assert "1 line(s)" in r.stdout and "trigger sim_step>1.5x" in r.stdout
+    doc = json.loads(_nvtxsim("live", str(log), "--format", "json", cwd=tmp_path).stdout)
+    ss = doc["phases"]["nvtxsim:sim_step"]
+    assert (ss["count"], ss["cpu_ns"], ss["gpu_ns"], ss["cpu_mean_ns"], ss["per_iteration_ns"]) == (40, 6_000_000, 4_600_000, 150_000, 300_000)
+    assert doc["skipped"] == 1 and doc["pids"] == [7]
+    csv = _nvtxsim("live", str(log), "--format", "csv", cwd=tmp_path).stdout.splitlines()
+    assert csv[0].startswith("phase,count,cpu_ns") and len(csv) == 3
+    md = _nvtxsim("live", str(log), "--format", "markdown", cwd=tmp_path).stdout
+    assert "<script>" not in md and "&lt;script&gt;" in md and "sim\\_step" in md
+
+
+def test_live_command_html_is_self_contained_and_escaped(tmp_path):
+    log = _write_log(tmp_path / "run.jsonl")
+    out = tmp_path / "live.html"
+    r = _nvtxsim("live", str(log), "--format", "html", "-o", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    page = out.read_text()
+    assert page.count("<svg") == 2 and "<script" not in page and "&lt;script&gt;" in page
+    assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page
+    assert _nvtxsim("live", str(log), "--format", "html", "-o", str(out), cwd=tmp_path).returncode == 2  # exists
+
+
+def test_live_command_missing_file(tmp_path):
+    r = _nvtxsim("live", str(tmp_path / "nope.jsonl"), cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "cannot read" in r.stderr
+
+
+def test_live_command_reads_what_live_wrote(tmp_path):
+    out = tmp_path / "live.jsonl"
+    assert _run([str(_script(tmp_path)), "12"], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="5").returncode == 0
+    # NVTXSIM_LIVE still set for the command itself: it must not truncate the file it reads
+    r = _run(["-m", "nvtxsim", "live", str(out), "--format", "json"], tmp_path, NVTXSIM_LIVE=str(out))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["phases"]["nvtxsim:sim_step"]["count"] == 24
+    assert len(out.read_text().splitlines()) == 3

@@ -1,0 +1,44 @@
+"""``nvtxsim live FILE.jsonl``: what live timing (``NVTXSIM_LIVE``) wrote, per phase, or over training (HTML).
+
+Exit codes: 0 done, 2 the file cannot be read or the output cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from nvtxsim.cli.output import check_writable, deliver, terminal_width
+
+
+def run(args: argparse.Namespace) -> int:
+    from nvtxsim.analysis.live import load
+    from nvtxsim.reporting.renderers.live import render_live
+
+    if args.output is not None:
+        check_writable(args.output, force=args.force, protect=[args.file])
+    log = load(args.file)
+    term = args.output is None and sys.stdout.isatty()
+    text = render_live(log, args.format, width=terminal_width(wide=args.wide) if term else None, color=term)
+    deliver(text, args.output, force=args.force, protect=[args.file])
+    return 0
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from nvtxsim.reporting.renderers.live import FORMATS
+
+    p = sub.add_parser(
+        "live",
+        help="per-phase CPU/GPU time from a live-timing file (NVTXSIM_LIVE=FILE), or each phase over training (html)",
+        description="Sum the JSON lines that live timing wrote during a run (NVTXSIM_LIVE=FILE or nvtxsim.live.start) "
+        "per phase, or plot each phase's time over training (--format html). See docs/live.md.",
+        epilog="examples:\n  NVTXSIM_LIVE=live.jsonl python train.py\n  nvtxsim live live.jsonl\n"
+        "  nvtxsim live live.jsonl --format html -o live.html",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", metavar="FILE.jsonl", help="the file live timing wrote")
+    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names")
+    p.set_defaults(func=run)
