@@ -1,7 +1,9 @@
 """Per-iteration view: how long each phase takes in each iteration of the loop.
 
-The loop's iterations are the instances of one *key* range (the ``iteration``
-phase by default, or any range chosen with ``--by``). Every other selected range
+The loop's iterations are the instances of one *key* range (by default ``step``,
+one env step as an instrumented RL runner performs it, when the export has such
+ranges, else the ``iteration`` phase; or any range chosen with ``--by``, e.g.
+``learning_iteration``). Every other selected range
 belongs to the key instance of the same process whose interval holds its start
 (on any thread of that process, so a side thread's work counts for the iteration
 it ran in). Per (iteration, phase) the CPU durations and the GPU busy times of
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 import numpy as np
 
+from nvtxsim import phases
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.reader import PID_MASK
@@ -63,10 +66,24 @@ def _key_label(detail: Detail, by: str) -> int:
     raise NvtxsimError(f"--by {by!r}: no range of that name; phases present: {', '.join(present[:20]) or 'none'}")
 
 
-def per_iteration(detail: Detail, by: str = "iteration", *, skip_first: int = 0) -> Iterations:
-    """Split the selected ranges into the iterations given by the key range ``by``."""
+def _loop_labels(detail: Detail, name: str) -> list[int]:
+    """Labels of the RL loop level ``name`` (``step`` ...) that nvtxsim records in its domain."""
+    return [i for i, (dom, n) in enumerate(detail.export.labels) if n == name and dom == phases.DOMAIN]
+
+
+def default_key(detail: Detail) -> str:
+    """``step`` when the selection holds nvtxsim ``step`` ranges (an instrumented RL runner), else ``iteration``."""
+    steps = _loop_labels(detail, phases.STEP)
+    if steps and np.isin(detail.export.ranges.label[detail.selected], steps).any():
+        return phases.STEP
+    return phases.ITERATION
+
+
+def per_iteration(detail: Detail, by: Optional[str] = None, *, skip_first: int = 0) -> Iterations:
+    """Split the selected ranges into the iterations given by the key range ``by`` (None: :func:`default_key`)."""
     if skip_first < 0:
         raise NvtxsimError("--skip-first must be >= 0")
+    by = by or default_key(detail)
     ex = detail.export
     r = ex.ranges
     key = _key_label(detail, by)
@@ -155,6 +172,55 @@ def steps_cost(envs: float, iteration_ns: float, phase_ns: float) -> Optional[fl
     return envs * 1e9 / (iteration_ns - phase_ns) - envs * 1e9 / iteration_ns
 
 
+@dataclass
+class LoopRates:
+    """Per iteration: env steps, env-steps/s and, for learning iterations, rollout and update time."""
+
+    steps: np.ndarray  # env steps per iteration: its nvtxsim ``step`` ranges, else 1 (the key is one env step)
+    envs: Optional[float]  # environments per env step: ``--envs``, else recorded by nvtxsim, else None
+    envs_source: str  # "--envs" | "recorded" | ""
+    env_steps_per_s: np.ndarray  # envs × steps / iteration time; NaN while envs is unknown
+    rollout_ns: Optional[np.ndarray]  # nvtxsim ``rollout`` time per iteration (None: no rollout inside)
+    update_ns: Optional[np.ndarray]  # ``policy_update`` time per iteration (with rollout_ns)
+
+
+def recorded_envs(detail: Detail) -> Optional[float]:
+    """Environments per step as nvtxsim recorded them: the payload of its RL loop ranges (median)."""
+    labels = [i for name in (phases.STEP, phases.LEARNING_ITERATION, phases.ROLLOUT) for i in _loop_labels(detail, name)]
+    r = detail.export.ranges
+    sel = detail.selected[np.isin(r.label[detail.selected], labels)] if labels else detail.selected[:0]
+    values = r.payload[sel]
+    values = values[np.isfinite(values) & (values > 0)]
+    return float(np.median(values)) if len(values) else None
+
+
+def _loop_column(detail: Detail, it: Iterations, name: str) -> Optional[int]:
+    """The column of ``it`` where the nvtxsim loop level or phase ``name`` ran inside iterations (never the key's)."""
+    wanted = {str(detail.label_names[i]) for i in _loop_labels(detail, name)}
+    cols = [j for j, p in enumerate(it.phases) if j > 0 and p in wanted and it.count[:, j].any()]
+    return cols[0] if cols else None
+
+
+def loop_rates(detail: Detail, it: Iterations, envs: Optional[float] = None) -> LoopRates:
+    """Env steps and env-steps/s per iteration (``envs`` overrides the recorded count); rollout vs update."""
+    step = _loop_column(detail, it, phases.STEP)
+    steps = it.count[:, step] if step is not None else np.ones(len(it), dtype=np.int64)
+    source = "--envs" if envs else ""
+    if not envs:
+        envs = recorded_envs(detail)
+        source = "recorded" if envs else ""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(it.duration > 0, (envs or np.nan) * steps * 1e9 / np.maximum(it.duration, 1), np.nan)
+    rollout = _loop_column(detail, it, phases.ROLLOUT)
+    update = _loop_column(detail, it, phases.POLICY_UPDATE)
+    zeros = np.zeros(len(it), dtype=np.int64)
+    return LoopRates(
+        steps=steps, envs=envs or None, envs_source=source, env_steps_per_s=rate,
+        rollout_ns=it.cpu[:, rollout] if rollout is not None else None,
+        update_ns=(it.cpu[:, update] if update is not None else zeros) if rollout is not None else None,
+    )
+
+
 def per_iteration_max(it: Iterations, key_values: np.ndarray, member_values: np.ndarray) -> np.ndarray:
     """(iterations, phases) maximum of a per-range quantity: ``key_values`` per key range (in
     iteration order), ``member_values`` aligned with ``it.members``; 0 where a phase is absent."""
@@ -217,6 +283,7 @@ def phase_stats(it: Iterations) -> list[PhaseAcrossIterations]:
 class SlowIteration:
     rank: int
     iteration: int  # index within the key thread (before skipping)
+    row: int  # row of the Iterations matrices
     start_ns: int  # from capture start
     duration_ns: int
     vs_median: float  # duration / median iteration duration
@@ -243,6 +310,7 @@ def slowest(it: Iterations, top: int = 5) -> list[SlowIteration]:
             SlowIteration(
                 rank=rank,
                 iteration=int(it.index[k]),
+                row=int(k),
                 start_ns=int(it.start[k]),
                 duration_ns=int(it.duration[k]),
                 vs_median=float(it.duration[k]) / med_it,

@@ -93,11 +93,13 @@ def add_detail_arguments(p: "argparse.ArgumentParser") -> None:
         metavar="VIEWS",
         help=f"comma-separated views: {', '.join(VIEWS)}, or all (default: summary; html always shows all)",
     )
-    g.add_argument("--by", metavar="NAME", help="range that marks one loop iteration, for the iterations/slowest views (default: iteration)")
+    g.add_argument("--by", metavar="NAME", help="range that marks one loop iteration, for the iterations/slowest views: e.g. step, learning_iteration, "
+                   "iteration (default: step where an instrumented RL runner recorded steps, else iteration)")
     g.add_argument("--skip-first", type=int, default=0, metavar="N", help="leave out the first N iterations (warm-up)")
     g.add_argument("--match", metavar="REGEX", help="only phases whose name (domain:name) matches REGEX (Python re.search)")
     g.add_argument("--top", type=int, default=10, metavar="N", help="kernels per phase and slowest iterations to list (default: 10)")
-    g.add_argument("--envs", type=float, metavar="N", help="environments stepped per iteration: the iterations view gains env-steps/s and each phase's cost in env-steps/s")
+    g.add_argument("--envs", type=float, metavar="N", help="environments stepped per env step (default: as recorded by nvtxsim.isaaclab, if at all): the iterations view "
+                   "gains env-steps/s and each phase's cost in env-steps/s; a learning iteration counts its steps")
 
 
 def request_from_args(args: "argparse.Namespace") -> DetailRequest:
@@ -111,7 +113,7 @@ def request_from_args(args: "argparse.Namespace") -> DetailRequest:
     if envs is not None and not envs > 0:
         raise NvtxsimError("--envs must be a positive number")
     by = getattr(args, "by", None)
-    opts = ViewOptions(by=by or "iteration", by_given=by is not None, skip_first=getattr(args, "skip_first", 0), top=getattr(args, "top", 10), envs=envs)
+    opts = ViewOptions(by=by, by_given=by is not None, skip_first=getattr(args, "skip_first", 0), top=getattr(args, "top", 10), envs=envs)
     views = parse_views(getattr(args, "view", None))
     if (by is not None or envs is not None) and not ({"iterations", "slowest"} & set(views)) and getattr(args, "format", "") not in DETAIL_FORMATS:
         views = list(dict.fromkeys(views + ["iterations"])) if views != ["summary"] else ["iterations"]

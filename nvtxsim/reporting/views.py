@@ -9,18 +9,23 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
+
+import numpy as np
 
 from nvtxsim.analysis.projection import PhaseStats
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.reporting.summary import MEMORY_SUMMARY_COLUMNS, SUMMARY_COLUMNS, fmt_bytes
+from nvtxsim.reporting.summary import MEMORY_SUMMARY_COLUMNS, SUMMARY_COLUMNS, fmt_bytes, fmt_ns
 from nvtxsim.reporting.viewtable import Column, ViewTable
+
+if TYPE_CHECKING:
+    from nvtxsim.analysis.iterations import Iterations, LoopRates
 
 
 @dataclass
 class ViewOptions:
-    by: str = "iteration"  # key range of the per-iteration views
+    by: Optional[str] = None  # key range of the per-iteration views (None: step if recorded, else iteration)
     by_given: bool = False  # --by was given explicitly (a missing key is then an error)
     skip_first: int = 0
     top: int = 10  # kernels per phase, slowest iterations
@@ -108,7 +113,7 @@ def _iterations(d: Detail, o: ViewOptions):
 
 
 def iterations(d: Detail, o: ViewOptions) -> ViewTable:
-    from nvtxsim.analysis.iterations import phase_stats
+    from nvtxsim.analysis.iterations import loop_rates, phase_stats
 
     it, err = _iterations(d, o)
     cols = [
@@ -120,19 +125,24 @@ def iterations(d: Detail, o: ViewOptions) -> ViewTable:
         return ViewTable("iterations", "Per iteration", cols, [], [err or ""])
     rows = [asdict(s) for k, s in enumerate(phase_stats(it)) if k == 0 or s.iterations > 0]
     notes = [f"{len(it)} iterations keyed on '{it.key}'" + (f", first {it.skipped} skipped" if it.skipped else "") + "; a phase's time per iteration is the sum of its ranges in that iteration (0 when absent)"]
-    if o.envs and rows:
-        cols, note = _throughput(rows, cols, o.envs)
+    rates = loop_rates(d, it, o.envs)
+    if rates.envs and rows:
+        cols, note = _throughput(rows, cols, rates)
         notes.append(note)
+    if rates.rollout_ns is not None and len(it):
+        notes.append(_learning_note(it, rates))
     if it.unassigned:
         outside = ", ".join(f"{k} ×{v}" for k, v in sorted(it.unassigned.items(), key=lambda kv: -kv[1])[:6])
         notes.append(f"ranges outside every iteration (not counted): {outside}")
     return ViewTable("iterations", f"Per-phase time per iteration ({it.key})", cols, rows, notes)
 
 
-def _throughput(rows: list[dict], cols: list[Column], envs: float) -> tuple[list[Column], str]:
+def _throughput(rows: list[dict], cols: list[Column], rates: "LoopRates") -> tuple[list[Column], str]:
     """Env-steps/s of the loop (from the mean iteration) and, per phase, what it costs in env-steps/s."""
     from nvtxsim.analysis.iterations import steps_cost, steps_per_s
 
+    steps = float(rates.steps.mean()) if len(rates.steps) else 1.0
+    envs = float(rates.envs or 0) * steps  # env steps per iteration
     iter_ns = rows[0]["mean_ns"]
     for row in rows[1:]:
         cost = steps_cost(envs, iter_ns, row["mean_ns"])
@@ -140,15 +150,17 @@ def _throughput(rows: list[dict], cols: list[Column], envs: float) -> tuple[list
     rate = steps_per_s(envs, iter_ns)
     rows[0]["env_steps_per_s"] = round(rate) if rate is not None else None
     rows[0]["env_steps_per_s_cost"] = None  # the loop itself: its rate is in the note
+    per = f"{rates.envs:g} envs" + (f" × {steps:g} steps" if steps != 1 else "")
+    recorded = " (recorded by nvtxsim)" if rates.envs_source == "recorded" else ""
     note = (
-        f"{envs:g} envs per iteration: {rate or 0:,.0f} env-steps/s (mean iteration); "
+        f"{per} per iteration{recorded}: {rate or 0:,.0f} env-steps/s (mean iteration); "
         "a phase's cost: how much higher that would be if the phase took no time"
     )
     return cols + [C("env_steps_per_s_cost", "env-steps/s cost", "int")], note
 
 
 def slowest(d: Detail, o: ViewOptions) -> ViewTable:
-    from nvtxsim.analysis.iterations import slowest as slow
+    from nvtxsim.analysis.iterations import loop_rates, slowest as slow
 
     it, err = _iterations(d, o)
     cols = [
@@ -158,7 +170,34 @@ def slowest(d: Detail, o: ViewOptions) -> ViewTable:
     if it is None:
         return ViewTable("slowest", "Slowest iterations", cols, [], [err or ""])
     rows = [asdict(s) for s in slow(it, o.top)]
+    rates = loop_rates(d, it, o.envs)
+    if rates.rollout_ns is not None:
+        cols = cols + [C("rollout_ns", "rollout", "ns"), C("update_ns", "update", "ns")]
+        for row in rows:
+            row["rollout_ns"], row["update_ns"] = int(rates.rollout_ns[row["row"]]), int(rates.update_ns[row["row"]])
+    if rates.envs:
+        cols = cols + [C("env_steps_per_s", "env-steps/s", "int")]
+        for row in rows:
+            row["env_steps_per_s"] = _rounded(rates.env_steps_per_s[row["row"]])
     return ViewTable("slowest", f"Slowest iterations ({it.key})", cols, rows, ["excess: the phase's time in that iteration minus its median over all iterations"])
+
+
+def _rounded(value: float) -> "int | None":
+    return int(round(value)) if value == value else None  # NaN: unknown
+
+
+def _learning_note(it: "Iterations", rates: "LoopRates") -> str:
+    """Learning iterations at a glance: collection vs update, env steps, env-steps/s."""
+    mean = float(it.duration.mean()) or 1.0
+    rollout, update = float(rates.rollout_ns.mean()), float(rates.update_ns.mean())
+    text = (
+        f"per iteration: rollout {fmt_ns(rollout)} ({rollout / mean:.0%}), update {fmt_ns(update)} "
+        f"({update / mean:.0%}), {float(rates.steps.mean()):g} env steps"
+    )
+    rate = rates.env_steps_per_s[np.isfinite(rates.env_steps_per_s)]
+    if len(rate):
+        text += f"; env-steps/s median {np.median(rate):,.0f} (min {rate.min():,.0f}, max {rate.max():,.0f})"
+    return text
 
 
 def kernels(d: Detail, o: ViewOptions) -> ViewTable:
