@@ -14,6 +14,7 @@ from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import Export, load
 from nvtxsim.cli.progress import progress_after
+from nvtxsim.reporting.summary import outside_warnings
 from nvtxsim.reporting.views import ViewOptions, build, parse_views
 
 DETAIL_FORMATS = ("html", "perfetto")
@@ -56,6 +57,8 @@ def render_detail(
     with progress_after("analysing", enabled=progress):
         if widened:
             detail.report.warnings.insert(0, widened)
+        if fmt != "perfetto":
+            detail.report.warnings.extend(outside_warnings(detail))
         if fmt == "perfetto":
             from nvtxsim.reporting.renderers.perfetto import render_perfetto
 

@@ -8,7 +8,7 @@ formats (table, markdown) pick units per value.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, Report
 from nvtxsim.reporting.escaping import csv_table, json_text, markdown_cell, printable
@@ -16,6 +16,10 @@ from nvtxsim.reporting.renderers import terminal
 from nvtxsim.reporting.viewtable import Column
 
 __all__ = ["printable", "markdown_cell", "fmt_ns", "fmt_bytes", "heading_parts", "RENDERERS"]
+
+if TYPE_CHECKING:
+    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.analysis.unattributed import OutsideGpu
 
 JSON_SCHEMA_VERSION = 1
 
@@ -109,6 +113,24 @@ def heading_parts(source: dict, *, counts_sep: str = ", ") -> list[str]:
 
 def _heading(report: Report) -> str:
     return " · ".join(heading_parts(report.source))
+
+
+def outside_note(o: "OutsideGpu", *, threads_shown: int = 3) -> str:
+    """One line: how much GPU work ran outside every phase (in no row of the table) and from which threads."""
+    names = [f"{name} {n:,}" for name, n in list(o.threads.items())[:threads_shown]]
+    more = f" and {len(o.threads) - threads_shown} more" if len(o.threads) > threads_shown else ""
+    return (
+        f"{fmt_ns(o.gpu_busy_ns)} GPU busy ({100 * o.share:.0f} % of all, {o.ops:,} ops) was launched outside every phase "
+        f"and is in no row; launches by thread: {', '.join(names)}{more}"
+    )
+
+
+def outside_warnings(detail: "Detail", *, in_memory_only: bool = False) -> list[str]:
+    """The :func:`outside_note` line for a report's warnings; none when that work is under 1 % of GPU busy time."""
+    from nvtxsim.analysis.unattributed import MIN_SHARE, outside_phases
+
+    o = outside_phases(detail, in_memory_only=in_memory_only)
+    return [outside_note(o)] if o is not None and o.share >= MIN_SHARE else []
 
 
 def render_table(report: Report, *, width: int | None = None, color: bool | None = None) -> str:

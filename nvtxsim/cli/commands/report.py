@@ -10,7 +10,7 @@ from typing import Optional, TextIO
 
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN, Report, resolve_domain, summarize
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
-from nvtxsim.reporting.summary import RENDERERS, render_table
+from nvtxsim.reporting.summary import RENDERERS, outside_warnings, render_table
 from nvtxsim.cli.progress import progress_after
 from nvtxsim.reporting.pipeline import DETAIL_FORMATS, DetailRequest, add_detail_arguments, load_with_progress, render_detail, request_from_args
 
@@ -31,7 +31,8 @@ def make_report(path: "str | Path", *, domain: Optional[str] = DEFAULT_DOMAIN, p
     report = summarize(export, domain=domain)
     if widened:
         report.warnings.insert(0, widened)
-    report.warnings.extend(graph_hints(Detail(export, domain=domain)))
+    detail = Detail(export, domain=domain)
+    report.warnings.extend(graph_hints(detail) + outside_warnings(detail, in_memory_only=True))
     return report
 
 
