@@ -111,6 +111,9 @@ WINDOW_DOMAIN = "nvtxsim_window"
 ENV_ITERATIONS = "NVTXSIM_ITERATIONS"
 ENV_API = "NVTXSIM_WINDOW_API"
 APIS = ("nvtx", "cuda")
+#: Live timing's trigger (emit.live): a rule like ``sim_step>1.5x`` that opens a window of N iterations.
+ENV_LIVE_TRIGGER = "NVTXSIM_LIVE_TRIGGER"
+ENV_LIVE_TRIGGER_ITERATIONS = "NVTXSIM_LIVE_TRIGGER_ITERATIONS"
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,19 @@ class Window:
         if self.stop is None:
             return f"iterations {self.start} to the end"
         return f"iterations {self.start}..{self.stop - 1} ({self.stop - self.start} iterations)"
+
+
+def parse_trigger(rule: str) -> tuple[str, float]:
+    """Parse a live-timing trigger ``PHASE>FACTORx`` (``sim_step>1.5x``) into (phase name, factor)."""
+    head, sep, tail = str(rule).partition(">")
+    name, factor = head.strip(), tail.strip().lower().removesuffix("x").strip()
+    try:
+        value = float(factor)
+    except ValueError:
+        value = -1.0
+    if not sep or not name or "<" in name or not value > 0 or value != value or value == float("inf"):
+        raise NvtxsimError(f"trigger: expected PHASE>FACTORx (e.g. 'sim_step>1.5x': the phase's recent median over 1.5x its baseline), got {rule!r}")
+    return name, value
 
 
 def parse_iterations(text: str) -> Window:

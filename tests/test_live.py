@@ -325,3 +325,43 @@ def test_live_command_reads_what_live_wrote(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["phases"]["nvtxsim:sim_step"]["count"] == 24
     assert len(out.read_text().splitlines()) == 3
+
+
+# --------------------------------------------------------------------------- nvtxsim profile --trigger
+
+SLOWDOWN = textwrap.dedent(
+    """
+    import time, nvtxsim
+    for i in range(80):
+        nvtxsim.step()
+        with nvtxsim.phase("iteration"):
+            with nvtxsim.phase("sim_step"):
+                time.sleep(0.006 if 50 <= i < 70 else 0.001)
+    print("done")
+    """
+)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--trigger", "sim_step"], "PHASE>FACTORx"),
+    (["--trigger", "sim_step>1.5x", "--iterations", "1:3"], "pick one"),
+    (["--trigger", "sim_step>1.5x", "--trigger-iterations", "0"], ">= 1"),
+])
+def test_profile_trigger_bad_options_fail_before_running(tmp_path, argv, message):
+    r = _nvtxsim("profile", *argv, "-o", str(tmp_path / "x"), "--", sys.executable, "-c", "print('ran')", cwd=tmp_path)
+    assert r.returncode == 2 and message in r.stderr and "ran" not in r.stdout
+
+
+def test_profile_trigger_records_the_slow_iterations(tmp_path):
+    from tests.nsys_util import NSYS
+
+    if NSYS is None:
+        pytest.skip("nsys not installed")
+    script = _script(tmp_path, SLOWDOWN)
+    r = _nvtxsim("profile", "--trigger", "sim_step>2x", "--trigger-iterations", "5", "--trace", "nvtx", "--format", "json",
+                 "--report", "-", "-o", str(tmp_path / "trig"), "--", sys.executable, str(script), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "live trigger sim_step>2x" in r.stderr
+    doc = json.loads(r.stdout[r.stdout.index("{"):])
+    counts = {p["name"]: p["instances"] for p in doc["phases"]}
+    assert counts["iteration"] == 5 and counts["sim_step"] == 5

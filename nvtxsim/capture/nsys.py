@@ -26,7 +26,15 @@ from typing import IO, Any, Mapping, Optional, Sequence
 
 from nvtxsim import phases
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.phases import ENV_API, ENV_ITERATIONS, WINDOW_DOMAIN, WINDOW_RANGE, Window
+from nvtxsim.phases import (
+    ENV_API,
+    ENV_ITERATIONS,
+    ENV_LIVE_TRIGGER,
+    ENV_LIVE_TRIGGER_ITERATIONS,
+    WINDOW_DOMAIN,
+    WINDOW_RANGE,
+    Window,
+)
 
 #: Install folders searched after ``$NSYS`` and ``PATH`` (newest version first within each pattern).
 INSTALL_GLOBS: tuple[str, ...] = (
@@ -189,6 +197,13 @@ class ProfileRequest:
     force: bool = False
     nsys_args: Sequence[str] = ()
     memory: bool = False  # record GPU allocations and frees (--cuda-memory-usage=true)
+    trigger: Optional[str] = None  # live-timing rule (``sim_step>1.5x``) that opens the window instead of --iterations
+    trigger_iterations: int = 10
+
+    @property
+    def windowed(self) -> bool:
+        """nsys waits for a capture window (fixed or triggered) instead of recording everything."""
+        return self.window is not None or self.trigger is not None
 
 
 def has_gpu() -> bool:
@@ -282,7 +297,7 @@ def build_profile_command(nsys: Nsys, req: ProfileRequest) -> list[str]:
         if "cuda" not in trace:
             raise NvtxsimError("--memory needs cuda in --trace (GPU allocations are traced with the CUDA calls)")
         ours.append(("--cuda-memory-usage", "true"))
-    if req.window is not None:
+    if req.windowed:
         if req.window_api == "cuda":
             if "cuda" not in trace:
                 raise NvtxsimError("--window cuda needs cuda in --trace (cudaProfilerStart is a CUDA call)")
@@ -310,10 +325,15 @@ def profile_env(req: ProfileRequest, base: Optional[Mapping[str, str]] = None) -
     env = dict(os.environ if base is None else base)
     if req.window is not None:
         env[ENV_ITERATIONS] = str(req.window)
-        env[ENV_API] = req.window_api
     else:
         env.pop(ENV_ITERATIONS, None)
+    if req.windowed:
+        env[ENV_API] = req.window_api
+    else:
         env.pop(ENV_API, None)
+    if req.trigger is not None:
+        env[ENV_LIVE_TRIGGER] = req.trigger
+        env[ENV_LIVE_TRIGGER_ITERATIONS] = str(req.trigger_iterations)
     return env
 
 
@@ -378,7 +398,10 @@ def run_profile(
     rc = exit_status(_wait(proc, timeout))
     report = outs["report"] if _mtime(outs["report"]) not in (None, before["report"]) else None
     if report is None:
-        if req.window is not None:
+        if req.trigger is not None:
+            why = (f"the trigger {req.trigger} never fired (no slowdown, or the program does not call nvtxsim.step() "
+                   "once per iteration); the live lines on stderr say when it fires")
+        elif req.window is not None:
             how = "" if req.window_api == "nvtx" else " (which calls cudaProfilerStart)"
             why = (
                 f"the capture window for {req.window.describe()} never opened: the program must call "

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import re
 import sys
 import threading
 import time
@@ -38,8 +37,8 @@ from nvtxsim.emit import window as _window
 ENV_FILE = "NVTXSIM_LIVE"
 ENV_EVERY = "NVTXSIM_LIVE_EVERY"
 ENV_SAMPLE = "NVTXSIM_LIVE_SAMPLE"
-ENV_TRIGGER = "NVTXSIM_LIVE_TRIGGER"
-ENV_TRIGGER_ITERATIONS = "NVTXSIM_LIVE_TRIGGER_ITERATIONS"
+ENV_TRIGGER = _phases.ENV_LIVE_TRIGGER
+ENV_TRIGGER_ITERATIONS = _phases.ENV_LIVE_TRIGGER_ITERATIONS
 #: Set by the process that started live timing from the environment: its children (exec'd
 #: workers inheriting ``NVTXSIM_LIVE``) append to the file instead of truncating it.
 ENV_OWNER = "NVTXSIM_LIVE_OWNER"
@@ -68,11 +67,13 @@ class Trigger:
     MIN_BASELINE = 20
 
     def __init__(self, rule: str, iterations: int = DEFAULT_TRIGGER_ITERATIONS) -> None:
-        m = re.fullmatch(r"\s*([^<>]+?)\s*>\s*([0-9]*\.?[0-9]+)\s*x?\s*", rule or "")
-        if not m or float(m.group(2)) <= 0 or iterations < 1:
-            raise ValueError(f"trigger: expected PHASE>FACTORx (e.g. 'sim_step>1.5x') and iterations >= 1, got {rule!r}")
-        self.rule = rule.strip()
-        self.name, self.factor, self.iterations = m.group(1), float(m.group(2)), iterations
+        try:
+            self.name, self.factor = _phases.parse_trigger(rule)
+        except Exception as exc:
+            raise ValueError(str(exc)) from None
+        if iterations < 1:
+            raise ValueError(f"trigger: the window needs at least 1 iteration, got {iterations}")
+        self.rule, self.iterations = rule.strip(), iterations
         self.recent: deque = deque(maxlen=self.RECENT)
         self.baseline: deque = deque(maxlen=self.BASELINE)
         self.fired: Optional[dict] = None
@@ -89,7 +90,7 @@ class Trigger:
         recent, base = _median(self.recent), _median(self.baseline)
         if recent <= self.factor * base:
             return None
-        start = iteration + 1
+        start = _window.iteration() + 1  # step() of the iteration after ``iteration`` already ran: the next one
         if not _window.arm(start, start + self.iterations):
             return None
         self.fired = {"rule": self.rule, "at": iteration, "recent_ns": int(recent), "baseline_ns": int(base),
@@ -507,19 +508,22 @@ def _int_env(name: str, default: int) -> int:
 
 
 def start_from_env() -> bool:
-    """Start live timing when ``NVTXSIM_LIVE`` names a file; never raises (bad settings: one stderr line)."""
+    """Start live timing when ``NVTXSIM_LIVE`` names a file or ``NVTXSIM_LIVE_TRIGGER`` sets a rule (then no file
+    is written); never raises (bad settings: one stderr line)."""
     global _owner_set
-    path = os.environ.get(ENV_FILE, "").strip()
-    if not path or path.lower() in ("0", "false", "no", "off"):
+    path: Optional[str] = os.environ.get(ENV_FILE, "").strip()
+    if path and path.lower() in ("0", "false", "no", "off"):
+        path = None
+    trigger = os.environ.get(ENV_TRIGGER, "").strip() or None
+    if not path and not trigger:
         return False
     owner = os.environ.get(ENV_OWNER)
     append = bool(owner) and owner != str(os.getpid())
-    trigger = os.environ.get(ENV_TRIGGER, "").strip() or None
     try:
-        start(path, every=_int_env(ENV_EVERY, DEFAULT_EVERY), sample=_int_env(ENV_SAMPLE, 1), trigger=trigger,
+        start(path or None, every=_int_env(ENV_EVERY, DEFAULT_EVERY), sample=_int_env(ENV_SAMPLE, 1), trigger=trigger,
               trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS), append=append)
     except Exception as exc:
-        _report(f"{ENV_FILE}={path!r}: live timing not started ({exc})")
+        _report(f"{ENV_FILE}={path!r}: live timing not started ({exc})" if path else f"{ENV_TRIGGER}: live timing not started ({exc})")
         return False
     if not append:
         os.environ[ENV_OWNER] = str(os.getpid())

@@ -13,7 +13,7 @@ from typing import Optional
 from nvtxsim.capture import nsys as capture
 from nvtxsim.cli.output import check_writable
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.emit.window import ENV_ITERATIONS, parse_iterations
+from nvtxsim.phases import ENV_ITERATIONS, parse_iterations, parse_trigger
 from nvtxsim.reporting.escaping import printable
 
 try:  # the formats the report command renders (validated before a long run, not after)
@@ -33,8 +33,15 @@ def _request(args: argparse.Namespace) -> capture.ProfileRequest:
         command = command[1:]
     if not command:
         raise NvtxsimError("no command to profile: nvtxsim profile [options] -- python train.py ...")
+    trigger = args.trigger
+    if trigger is not None:
+        parse_trigger(trigger)  # a bad rule fails before anything runs
+        if args.iterations is not None:
+            raise NvtxsimError("--trigger and --iterations: one capture window per run, pick one")
+        if args.trigger_iterations < 1:
+            raise NvtxsimError("--trigger-iterations must be >= 1")
     spec = args.iterations if args.iterations is not None else os.environ.get(ENV_ITERATIONS, "").strip() or None
-    window = parse_iterations(spec) if spec else None
+    window = parse_iterations(spec) if spec and trigger is None else None
     output = capture.output_stem(args.output) if args.output else capture.default_output()
     return capture.ProfileRequest(
         command=command,
@@ -45,6 +52,8 @@ def _request(args: argparse.Namespace) -> capture.ProfileRequest:
         force=args.force,
         nsys_args=tuple(args.nsys_arg or ()),
         memory=args.memory,
+        trigger=trigger,
+        trigger_iterations=args.trigger_iterations,
     )
 
 
@@ -93,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         check_writable(out, force=req.force)
     argv = capture.build_profile_command(nsys, req)
     window = f", {req.window.describe()}" if req.window else ""
+    if req.trigger:
+        window = f", {req.trigger_iterations} iterations once live timing's trigger {req.trigger} fires"
     _say(f"nsys {nsys.version_text} ({nsys.path}){window}")
     _say("$ " + shlex.join(argv))
     result = capture.run_profile(nsys, req)
@@ -143,6 +154,14 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         default="nvtx",
         help="how the window starts/stops nsys: an NVTX capture range (default) or cudaProfilerStart/Stop",
     )
+    p.add_argument(
+        "--trigger",
+        metavar="RULE",
+        help="record only the --trigger-iterations iterations after a phase slows down: RULE is PHASE>FACTORx, e.g. "
+        "'sim_step>1.5x' (live timing's rolling median of the phase's time per iteration over FACTOR x its baseline; "
+        "needs nvtxsim.step() per iteration; see docs/live.md)",
+    )
+    p.add_argument("--trigger-iterations", type=int, default=10, metavar="K", help="iterations recorded once the trigger fires (default: 10)")
     p.add_argument(
         "--trace",
         metavar="LIST",
