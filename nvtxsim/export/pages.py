@@ -405,6 +405,9 @@ def database_file(conn) -> Optional[str]:
     return None
 
 
+ROWID_NAMES = ("rowid", "_rowid_", "oid")
+
+
 def read_columns(conn, table: str, names: Sequence[str], *, presence: Sequence[str] = ()) -> Optional[dict[str, Column]]:
     """Integer columns ``names`` ("rowid" allowed) and NULL-ness of ``presence`` columns of ``table``.
 
@@ -431,9 +434,10 @@ def iter_columns(
     if path is None:
         raise Unsupported("no database file")
     root, cols, alias = table_layout(conn, table)
-    index = {c: i for i, c in enumerate(cols)}
-    wanted = [-1 if n == "rowid" else index[n] for n in names]
-    present = [index[n] for n in presence]
+    index = {c.lower(): i for i, c in enumerate(cols)}  # SQLite names are case-insensitive
+    # rowid/_rowid_/oid reach the true rowid only when no real column has that name (as in SQL).
+    wanted = [index[n.lower()] if n.lower() in index or n.lower() not in ROWID_NAMES else -1 for n in names]
+    present = [index[n.lower()] for n in presence]
     keys = list(names) + list(presence)
     with TableReader(path) as reader:
         yield from reader.batches(
@@ -561,7 +565,7 @@ class Select:
 
     def batches(self, conn, *, batch_bytes: int = _BATCH_BYTES) -> Iterator[np.ndarray]:
         """(n, ncols) int64 results, one page batch at a time. Raises :class:`Unsupported`."""
-        names = [n if n.lower() != "rowid" else "rowid" for n in self.ints]
+        names = list(self.ints)
         yield from iter_columns(conn, self.table, names, presence=self.nulls_only, batch_bytes=batch_bytes, post=self._evaluate)
 
     def _evaluate(self, got: dict[str, Column]) -> np.ndarray:

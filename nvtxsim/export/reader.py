@@ -264,12 +264,15 @@ def _read_ranges(conn: sqlite3.Connection, tables: frozenset[str]) -> tuple[Rang
     if missing or not ({"text", "textId"} & cols):
         need = sorted(missing | ({"textId"} if not ({"text", "textId"} & cols) else set()))
         raise NvtxsimError(f"unsupported export: NVTX_EVENTS lacks column(s) {', '.join(need)}")
-    key = "eventId" if "eventId" in cols else "rowid"
+    rid = rowid_name(cols)
+    ids = "ifnull(eventId,-1)" if "eventId" in cols else rid
+    if ids is None:
+        raise NvtxsimError("unsupported export: NVTX_EVENTS has real columns named rowid, _rowid_ and oid, and no eventId")
+    both = rid is not None and ids != rid  # eventId identifies ranges; the true rowid joins texts and payloads
     has_text_id = "textId" in cols
     has_end_tid = "endGlobalTid" in cols
     has_domain = "domainId" in cols
     warnings: list[str] = []
-
     types = ",".join(str(t) for t in RANGE_TYPES)
     # Largest timestamp of the table: nsys ends unclosed ranges there (ignoring impossible ones).
     sane = f"BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS}"
@@ -278,18 +281,24 @@ def _read_ranges(conn: sqlite3.Connection, tables: frozenset[str]) -> tuple[Rang
     ).fetchone()[0]
     max_ts = int(mx) if mx is not None else 0
     sql = (
-        f"SELECT {key}, ifnull(start,0), ifnull(end,0), start IS NULL, end IS NULL, eventType, ifnull(globalTid,0), "
+        f"SELECT {ids}, ifnull(start,0), ifnull(end,0), start IS NULL, end IS NULL, eventType, ifnull(globalTid,0), "
         f"{'(endGlobalTid IS NOT NULL AND endGlobalTid != ifnull(globalTid,0))' if has_end_tid else '0'}, "
         f"{'ifnull(textId,-1)' if has_text_id else '-1'}, "
         f"{'ifnull(domainId,0)' if has_domain else '0'}, "
-        f"{'text IS NOT NULL' if 'text' in cols else '0'} "
+        f"{'text IS NOT NULL' if 'text' in cols else '0'}{f', {rid}' if both else ''} "
         f"FROM NVTX_EVENTS WHERE eventType IN ({types})"
     )
     try:
-        a = _ints(conn, sql, 11)
+        a = _ints(conn, sql, 12 if both else 11)
     except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError) as exc:
         raise NvtxsimError(f"corrupt NVTX_EVENTS table ({exc})") from None
     row, start, end, no_start, no_end, etype, tid, cross, text_id, domain_id, has_text = (a[:, i] for i in range(11))
+    key, join = (rid, a[:, 11]) if both else (rid or "eventId", row)
+    if "eventId" in cols and not _unique(row):  # names and payloads must never be matched to the wrong range
+        if not both:
+            raise NvtxsimError("unsupported export: NVTX_EVENTS.eventId is not unique and the table has no rowid to tell its rows apart")
+        row = join
+        warnings.append("NVTX_EVENTS.eventId is not unique (not an nsys export as written?): ranges are identified by rowid")
     no_start, no_end, cross, has_text = (x.astype(bool) for x in (no_start, no_end, cross, has_text))
 
     if no_start.any():
@@ -363,9 +372,9 @@ def _read_ranges(conn: sqlite3.Connection, tables: frozenset[str]) -> tuple[Rang
         for i in idx:
             d = int(domain_id[i])
             dom = domains.get((int(pid_bits[i]), d), "") if d else ""
-            label[i] = intern(dom, texts.get(int(row[i]), ""))
+            label[i] = intern(dom, texts.get(int(join[i]), ""))
 
-    payload = _read_payloads(conn, cols, key, types, row[keep]) if len(row) else np.zeros(0)
+    payload = _read_payloads(conn, cols, key, types, join[keep]) if len(row) else np.zeros(0)
     style = np.isin(etype, (STARTEND, NVTXT_STARTEND)).astype(np.int8)
     ranges = Ranges(
         row=row[keep],
@@ -382,6 +391,19 @@ def _read_ranges(conn: sqlite3.Connection, tables: frozenset[str]) -> tuple[Rang
         ranges.name = np.array([n for _, n in labels], dtype=object)[ranges.label]
         ranges.domain = np.array([d for d, _ in labels], dtype=object)[ranges.label]
     return ranges, labels, strings, warnings
+
+
+def rowid_name(cols: set[str]) -> Optional[str]:
+    """A name that reaches the table's true rowid (a real column called ``rowid`` hides it), None if all are taken."""
+    from nvtxsim.export.pages import ROWID_NAMES
+
+    taken = {c.lower() for c in cols}
+    return next((n for n in ROWID_NAMES if n not in taken), None)
+
+
+def _unique(a: np.ndarray) -> bool:
+    s = np.sort(a)
+    return bool(len(s) < 2 or (s[1:] != s[:-1]).all())
 
 
 def _read_payloads(conn: sqlite3.Connection, cols: set[str], key: str, types: str, rows: np.ndarray) -> np.ndarray:
