@@ -318,7 +318,8 @@ def _live_enter(self: Any) -> Any:
 
     The clock reads sit just inside the NVTX push/pop, so under a profiler the live CPU time and
     the range's duration cover the same work (the event records and bookkeeping included)."""
-    _rec_enter(self)
+    if _r._active:
+        _rec_enter(self)
     t0 = _now()
     s = _session
     try:
@@ -356,7 +357,8 @@ def _live_exit(self: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
         except Exception:
             ev1 = None
     t1 = _now()
-    _rec_exit(self, exc_type, exc, tb)
+    if _r._active:
+        _rec_exit(self, exc_type, exc, tb)
     if top is not None and s is not None:
         name = self.name
         times = s.cpu.get(name)
