@@ -227,9 +227,15 @@ def fit_power(x: np.ndarray, y: np.ndarray, rel: np.ndarray) -> PowerFit:
 def classify(p: PowerFit) -> str:
     if p.coef <= 0 or p.growth < CONSTANT_GROWTH:
         return "constant"
-    if p.exponent < SUBLINEAR_BELOW:
+    return class_of_exponent(p.exponent)
+
+
+def class_of_exponent(k: float) -> str:
+    if k <= 0:
+        return "constant"
+    if k < SUBLINEAR_BELOW:
         return "sublinear"
-    if p.exponent > SUPERLINEAR_ABOVE:
+    if k > SUPERLINEAR_ABOVE:
         return "superlinear"
     return "linear"
 
@@ -273,10 +279,18 @@ class MetricFit:
     quadratic: list[float] | None = None
     note: str = ""
 
+    @property
+    def uncertain(self) -> bool:
+        """The exponent's interval reaches into another class: more runs or iterations would settle it."""
+        if self.exponent_low is None or self.exponent_high is None:
+            return False
+        return class_of_exponent(self.exponent_low) != class_of_exponent(self.exponent_high)
+
     def as_dict(self) -> dict:
         p = self.power
         return {
             "class": self.cls,
+            "class_uncertain": self.uncertain,
             "exponent": self.exponent,
             "exponent_interval": [self.exponent_low, self.exponent_high] if self.exponent_low is not None else None,
             "loglog_slope": self.slope,

@@ -95,6 +95,10 @@ def _report(path: "os.PathLike[str] | str", args: argparse.Namespace, out: Optio
 
 def run(args: argparse.Namespace) -> int:
     req = _request(args)
+    if args.sweep:
+        from nvtxsim.cli.sweep import run_sweep
+
+        return run_sweep(args, req, _say)
     nsys = capture.find_nsys()
     capture.check_outputs(req.output, force=req.force)
     out = report_file(args, req.output)
@@ -139,6 +143,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
             "  nvtxsim profile -o runs/train -- python train.py --steps 200\n"
             "  nvtxsim profile --iterations 100:120 -- python train.py   # needs nvtxsim.step() per iteration\n"
             "  nvtxsim profile --nsys-arg=--osrt-threshold=10000 -- ./sim\n"
+            "  nvtxsim profile --sweep num_envs=1024,4096,16384 -o sweep -- python train.py --num_envs {num_envs}\n"
             "nsys is taken from $NSYS, else PATH, else /opt/nvidia/nsight-systems*/ and the Nsight Compute folders."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -171,6 +176,12 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "--memory",
         action="store_true",
         help="record GPU memory allocations and frees (nsys --cuda-memory-usage=true): the report gains GPU memory per phase",
+    )
+    p.add_argument(
+        "--sweep",
+        metavar="NAME=V1,V2,...",
+        help="run COMMAND once per value with {NAME} replaced by it (exports NAME_<value>.sqlite, GPU memory recorded), "
+        "then print the scaling table (nvtxsim scaling)",
     )
     p.add_argument("-o", "--output", metavar="NAME", help="report name: writes NAME.nsys-rep and NAME.sqlite (default: nvtxsim-N)")
     p.add_argument("--force", action="store_true", help="overwrite NAME.nsys-rep / NAME.sqlite if they exist")

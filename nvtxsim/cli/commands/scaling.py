@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.scaling import (
     Scaling,
     analyse,
@@ -20,6 +21,7 @@ from nvtxsim.analysis.scaling import (
     predict,
 )
 from nvtxsim.analysis.selection import Detail
+from nvtxsim.cli.commands.report import domain_from_args
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.pipeline import load_with_progress
@@ -27,13 +29,22 @@ from nvtxsim.reporting.pipeline import load_with_progress
 FORMATS = ("table", "json", "csv", "markdown", "html")
 
 
-def sweep(items: list[str], param: str, *, by: str = "iteration", skip_first: int = 0, domain: str | None = "nvtxsim", match: str | None = None) -> Scaling:
+def sweep(
+    items: list[str], param: str, *, by: str = "iteration", skip_first: int = 0, domain: str | None = "nvtxsim", domain_given: bool = False, match: str | None = None
+) -> Scaling:
     """Load every run and fit (the programmatic form of ``nvtxsim scaling``)."""
     if skip_first < 0:
         raise NvtxsimError("--skip-first must be >= 0")
-    specs = parse_runs(items)
-    runs = [collect_run(s, Detail(load_with_progress(s.path), domain=domain, match=match), by=by, skip_first=skip_first) for s in specs]
-    return analyse(runs, param)
+    runs, notes = [], []
+    for spec in parse_runs(items):
+        export = load_with_progress(spec.path)
+        dom, note = resolve_domain(export, domain, given=domain_given)
+        if note:
+            notes.append(f"{spec.path}: {note}")
+        runs.append(collect_run(spec, Detail(export, domain=dom, match=match), by=by, skip_first=skip_first))
+    sc = analyse(runs, param)
+    sc.notes[:0] = notes
+    return sc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
     budget = parse_size(args.memory_budget) if args.memory_budget is not None else None
     if args.output is not None:
         check_writable(args.output, force=args.force, protect=[s.path for s in specs])
-    domain = None if args.domain == "all" else args.domain
-    sc = sweep(args.runs, args.param, by=args.by, skip_first=args.skip_first, domain=domain, match=args.match)
+    domain, given = domain_from_args(args)
+    sc = sweep(args.runs, args.param, by=args.by, skip_first=args.skip_first, domain=domain, domain_given=given, match=args.match)
     if sc.refused is None:
         if value is not None:
             sc.prediction = predict(sc, value)
@@ -80,6 +91,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--skip-first", type=int, default=0, metavar="N", help="leave out the first N iterations of each run (warm-up)")
     p.add_argument("--predict", metavar="VALUE", help="time per iteration per phase and memory at this parameter value")
     p.add_argument("--memory-budget", metavar="SIZE", help="largest parameter value whose peak GPU memory fits SIZE (80GiB, 80GB, 512MiB)")
-    p.add_argument("--domain", default="nvtxsim", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim)")
+    p.add_argument("--domain", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim; every domain when a run has no range in nvtxsim)")
     p.add_argument("--match", metavar="REGEX", help="only phases whose name matches REGEX (the iteration range is always kept)")
     p.set_defaults(func=run)

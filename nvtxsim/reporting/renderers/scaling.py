@@ -50,7 +50,7 @@ def class_table(sc: Scaling) -> ViewTable:
     for ph in sc.phases:
         row = {"phase": ph.phase}
         for m, f in ph.fits.items():
-            row[f"{m}_class"] = f.cls or ""
+            row[f"{m}_class"] = (f.cls or "") + (" ?" if f.uncertain else "")
             row[f"{m}_exp"] = _exp(f)
         row["cpu_slope"] = _slope(ph.fits["cpu"])
         row["cpu_last"] = _fmt("cpu", ph.fits["cpu"].centres[-1])
@@ -66,6 +66,8 @@ def class_table(sc: Scaling) -> ViewTable:
             "class from y = a + b·N^k fitted per phase (a: floor such as launch latency); k and its 95 % bootstrap interval; "
             "constant: growth over the sweep < 25 %; sublinear k < 0.75; superlinear k > 1.25; log-log: slope ± error from the per-iteration spread"
         )
+        if any(f.uncertain for ph in sc.phases for f in ph.fits.values()):
+            notes.append("?: the exponent's interval reaches into another class (noisy runs: more iterations or runs would settle it)")
     if memory:
         notes.append("memory: the phase's own GPU memory while open (peak minus the level at its start), per iteration")
     title = f"Scaling with {sc.param} ({', '.join(_num(v) for v in sc.values)}); per iteration of {sc.runs[0].key}"

@@ -1,0 +1,108 @@
+"""``nvtxsim profile --sweep NAME=V1,V2,... -o STEM -- COMMAND ... {NAME} ...``: one capture per value, then the scaling table.
+
+Why: a scaling study is the same command run at several values of one parameter; writing the loop
+by hand (and naming the exports consistently) is what this saves. ``{NAME}`` in the command is
+replaced by each value; the exports are ``STEM_<value>.sqlite``; GPU memory is recorded
+(``--cuda-memory-usage=true``) so the table has memory classes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+import sys
+from pathlib import Path
+from typing import Callable
+
+from nvtxsim.analysis.scaling import parse_value
+from nvtxsim.capture import nsys as capture
+from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.errors import NvtxsimError
+
+#: Formats of the scaling table (the report's perfetto has no counterpart).
+SWEEP_FORMATS = ("table", "json", "csv", "markdown", "html")
+
+
+def parse_sweep(text: str) -> tuple[str, list[str]]:
+    """``num_envs=1024,4096,16384`` → ("num_envs", ["1024", "4096", "16384"]): numbers, no repeats."""
+    name, eq, values = text.partition("=")
+    name = name.strip()
+    if not eq or not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise NvtxsimError(f"--sweep {text!r}: expected NAME=V1,V2,... (e.g. num_envs=1024,4096,16384)")
+    items = [v.strip() for v in values.split(",") if v.strip()]
+    if not items:
+        raise NvtxsimError(f"--sweep {text!r}: no values after '='")
+    seen: set[float] = set()
+    for v in items:
+        x = parse_value(v, f"--sweep {name}:")
+        if x in seen:
+            raise NvtxsimError(f"--sweep {name}: value {v} given twice")
+        seen.add(x)
+    return name, items
+
+
+def sweep_requests(base: capture.ProfileRequest, name: str, values: list[str]) -> list[capture.ProfileRequest]:
+    """One request per value: ``{name}`` replaced in the command, ``STEM_<value>`` as output, memory on."""
+    mark = "{" + name + "}"
+    if not any(mark in arg for arg in base.command):
+        raise NvtxsimError(f"--sweep {name}: the command never mentions {mark}, so every run would be the same (e.g. -- python train.py --num_envs {mark})")
+    return [
+        dataclasses.replace(
+            base,
+            command=[arg.replace(mark, v) for arg in base.command],
+            output=base.output.with_name(f"{base.output.name}_{v}"),
+            memory=True,
+        )
+        for v in values
+    ]
+
+
+def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Callable[[str], None]) -> int:
+    """Capture every value in turn (stopping at a failed program, whose exit code is returned), then print the scaling table."""
+    from nvtxsim.cli.commands.report import domain_from_args
+
+    name, values = parse_sweep(args.sweep)
+    if args.format not in SWEEP_FORMATS:
+        raise NvtxsimError(f"--sweep prints the scaling table: --format {args.format} is not one of {', '.join(SWEEP_FORMATS)}")
+    reqs = sweep_requests(base, name, values)
+    for r in reqs:
+        capture.check_outputs(r.output, force=r.force)
+    out = _table_file(args, base.output)
+    if out is not None:
+        check_writable(out, force=base.force)
+    nsys = capture.find_nsys()
+    runs = []
+    for value, req in zip(values, reqs):
+        say(f"sweep {name}={value}: $ " + shlex.join(capture.build_profile_command(nsys, req)))
+        result = capture.run_profile(nsys, req)
+        if result.sqlite is None or result.returncode != 0:
+            say(result.problem or f"{name}={value}: the program exited with status {result.returncode}")
+            return result.returncode or 1
+        say(f"wrote {result.sqlite}")
+        runs.append(f"{result.sqlite}={value}")
+    if args.no_report:
+        return 0
+    from nvtxsim.cli.commands.scaling import sweep
+    from nvtxsim.reporting.renderers.scaling import render_scaling
+
+    domain, given = domain_from_args(args)
+    sc = sweep(runs, name, domain=domain, domain_given=given)
+    term = out is None and sys.stdout.isatty()
+    sys.stdout.flush()
+    deliver(render_scaling(sc, args.format, width=terminal_width() if term else None, color=term), out, force=True)
+    if sc.refused:
+        say(sc.refused)
+    return 0
+
+
+def _table_file(args: argparse.Namespace, stem: Path) -> "Path | None":
+    """``--report FILE``, else ``STEM.scaling.EXT`` for every format but the table (printed)."""
+    if args.no_report or args.report == "-":
+        return None
+    if args.report:
+        return Path(args.report)
+    if args.format == "table":
+        return None
+    ext = {"markdown": "md"}.get(args.format, args.format)
+    return stem.with_name(f"{stem.name}.scaling.{ext}")
