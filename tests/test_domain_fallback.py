@@ -112,3 +112,10 @@ def test_real_capture_of_nvtx_annotate(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "domains in this export: MyLib, default" in proc.stderr
     proc = cli("report", str(sqlite), "--domain", "MyLib")
     assert proc.returncode == 0 and "MyLib:load" in proc.stdout and "train_step" not in proc.stdout
+
+
+def test_ranks_widen_per_rank_and_named_domain_fails(no_nvtxsim: Path) -> None:
+    proc = cli("report", str(no_nvtxsim), str(no_nvtxsim), "-j", "1")
+    assert proc.returncode == 0 and proc.stdout.count(NOTE) >= 2 and "\niteration " in proc.stdout
+    proc = cli("report", str(no_nvtxsim), str(no_nvtxsim), "-j", "1", "--domain", "nvtxsim")
+    assert proc.returncode == 2 and "domains in this export: default" in proc.stderr

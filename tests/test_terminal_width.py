@@ -195,3 +195,11 @@ def test_fit_helpers() -> None:
     for width in range(20, 60):
         out = terminal.render(cols, [["y" * 80, "123,456,789", "1.234 s"]], heading=terminal.fit_parts(["p" * 100, "q"], width), width=width)
         assert_fits(out, width)
+
+
+@needs_script
+def test_ranks_fit(tmp_path: Path) -> None:
+    other = ROOT / "tests" / "data" / "gpu" / "demo_h200_threads_graph.sqlite.gz"
+    text = tty(["report", str(DEMO), str(other), "-j", "1"], 80, tmp_path)
+    assert_fits(text, 80)
+    assert "all 2 ranks merged" in text and "nvtxsim:sim_step" in text and "left out: " in text

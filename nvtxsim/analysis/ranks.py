@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from nvtxsim.analysis.projection import DIRECTIONS, RangeGpu, Report, project, select_ranges, summarize
+from nvtxsim.analysis.projection import DIRECTIONS, RangeGpu, Report, project, resolve_domain, select_ranges, summarize
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.reader import Export, Ranges, load
 
@@ -57,14 +57,16 @@ class RankResult:
     phases: list[PhaseArrays] = field(default_factory=list)
 
 
-def analyse_one(path: "str | os.PathLike[str]", domain: Optional[str] = "nvtxsim") -> RankResult:
-    """Load and analyse one export; the unit of work of a process or Dask worker."""
+def analyse_one(path: "str | os.PathLike[str]", domain: Optional[str] = "nvtxsim", domain_given: bool = True) -> RankResult:
+    """Load and analyse one export; the unit of work of a process or Dask worker (domain: see ``resolve_domain``)."""
     from nvtxsim.analysis.selection import Detail
     from nvtxsim.analysis.gpu import graph_hints
 
     export = load(path)
     gpu = project(export)
+    domain, widened = resolve_domain(export, domain, given=domain_given)
     report = summarize(export, gpu, domain=domain)
+    report.warnings[:0] = [widened] if widened else []
     report.warnings.extend(graph_hints(Detail(export, domain=domain, gpu=gpu)))
     return RankResult(path=str(path), report=report, phases=_phase_arrays(export, gpu, domain))
 
@@ -213,6 +215,7 @@ def report_many(
     domain: Optional[str] = "nvtxsim",
     workers: Optional[int] = None,
     dask: Optional[str] = None,
+    domain_given: bool = True,
 ) -> tuple[list[Report], Report]:
     """Per-rank reports (in ``paths`` order) and the merged report of several exports.
 
@@ -224,9 +227,9 @@ def report_many(
     if not paths:
         raise NvtxsimError("no exports given")
     if dask:
-        results = _run_dask(dask, paths, domain)
+        results = _run_dask(dask, paths, domain, domain_given)
     else:
-        results = _run_local(paths, domain, workers)
+        results = _run_local(paths, domain, workers, domain_given)
     return [r.report for r in results], merge(results)
 
 
@@ -237,22 +240,22 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _run_local(paths: list[str], domain: Optional[str], workers: Optional[int]) -> list[RankResult]:
+def _run_local(paths: list[str], domain: Optional[str], workers: Optional[int], given: bool = True) -> list[RankResult]:
     if workers is not None and workers < 1:
         raise NvtxsimError("--jobs must be at least 1")
     n = min(len(paths), workers or _cores())
     if n <= 1:
-        return [analyse_one(p, domain) for p in paths]
+        return [analyse_one(p, domain, given) for p in paths]
     import multiprocessing
 
     # fork is fastest, but unsafe once this process runs threads: then start fresh interpreters.
     method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method)) as pool:
-        futures = [pool.submit(analyse_one, p, domain) for p in paths]
+        futures = [pool.submit(analyse_one, p, domain, given) for p in paths]
         return [f.result() for f in futures]
 
 
-def _run_dask(address: str, paths: list[str], domain: Optional[str]) -> list[RankResult]:
+def _run_dask(address: str, paths: list[str], domain: Optional[str], given: bool = True) -> list[RankResult]:
     try:
         from distributed import Client
     except ImportError:
@@ -262,7 +265,7 @@ def _run_dask(address: str, paths: list[str], domain: Optional[str]) -> list[Ran
     except (OSError, TimeoutError, ValueError) as exc:
         raise NvtxsimError(f"cannot reach the Dask scheduler at {address} ({exc})") from None
     try:
-        futures = client.map(analyse_one, paths, domain=domain, pure=False)
+        futures = client.map(analyse_one, paths, domain=domain, domain_given=given, pure=False)
         return client.gather(futures)
     finally:
         client.close()

@@ -199,18 +199,26 @@ def render_ranks(reports: list[Report], merged: Report, spread: list[dict], fmt:
         rows += [["all", "", *(p.as_dict()[c] for c in cols)] for p in merged.phases]
         return csv_table(["rank", "path", *cols], rows)
     one = (lambda r: render_table(r, color=color, width=width)) if fmt == "table" else render_markdown
-    text, h = (markdown_cell, "## ") if fmt == "markdown" else (printable, "")
+    text, h = (markdown_cell, "## ") if fmt == "markdown" else (str, "")
+
+    def title(line: str) -> str:  # on a terminal: fitted like the tables (and escaped there)
+        return "".join(f"{ln}\n" for ln in terminal.fit_text(line, width)) if fmt == "table" else f"{h}{line}\n"
+
     parts = []
     for i, r in enumerate(reports):
-        parts.append(f"{h}rank {i}: {text(names[i])}\n")
+        parts.append(title(f"rank {i}: {text(names[i])}"))
         parts.append(one(r))
-    parts.append(f"{h}all {len(reports)} ranks merged\n")
+    parts.append(title(f"all {len(reports)} ranks merged"))
     parts.append(one(merged))
-    parts.append(f"{h}spread across ranks (CPU total per rank)\n")
+    parts.append(title("spread across ranks (CPU total per rank)"))
     lines = []
     for row in spread:
         totals = " ".join(fmt_ns(t) for t in row["cpu_total_ns"])
         ratio = f"{row['max_over_min']:.2f}x" if row["max_over_min"] else "-"
-        lines.append(f"{'- ' if fmt == 'markdown' else '  '}{text(row['phase'])}: {totals} (slowest: rank {row['slowest_rank']}, max/min {ratio})")
+        line = f"{text(row['phase'])}: {totals} (slowest: rank {row['slowest_rank']}, max/min {ratio})"
+        if fmt == "markdown":
+            lines.append(f"- {line}")
+        else:
+            lines += [f"  {ln}" for ln in terminal.fit_text(line, width - 2 if width else None)]
     parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)

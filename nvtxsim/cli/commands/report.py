@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cache is not None:  # read by load(), also in rank worker processes
         os.environ["NVTXSIM_CACHE"] = "1" if args.cache else "0"
     if len(args.paths) > 1 or args.dask:
-        return run_ranks(args.paths, fmt=args.format, domain=domain, out=args.output, force=args.force, jobs=args.jobs, dask=args.dask, request=request_from_args(args), wide=args.wide)
+        return run_ranks(args.paths, fmt=args.format, domain=domain, out=args.output, force=args.force, jobs=args.jobs, dask=args.dask, request=request_from_args(args), wide=args.wide, domain_given=given)
     return run_report(
         args.paths[0], fmt=args.format, domain=domain, out=args.output, force=args.force, request=request_from_args(args), wide=args.wide, domain_given=given
     )
@@ -106,6 +106,7 @@ def run_ranks(
     dask: Optional[str] = None,
     request: Optional[DetailRequest] = None,
     wide: bool = False,
+    domain_given: bool = False,
 ) -> int:
     """Several exports (one per rank): per-rank tables, the merged table and the spread across ranks."""
     from nvtxsim.errors import NvtxsimError
@@ -116,7 +117,7 @@ def run_ranks(
         raise NvtxsimError(f"with several exports only the summary is available (formats {', '.join(RENDERERS)}); report one file for views, html or perfetto")
     if out is not None:
         check_writable(out, force=force, protect=paths)
-    reports, merged = report_many(paths, domain=domain, workers=jobs, dask=dask)
+    reports, merged = report_many(paths, domain=domain, workers=jobs, dask=dask, domain_given=domain_given)
     tty = out is None and sys.stdout.isatty()
     text = render_ranks(reports, merged, rank_spread(reports), fmt, color=tty, width=terminal_width(wide=wide) if tty else None)
     deliver(text, out, force=force, protect=paths)
