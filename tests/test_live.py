@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -365,3 +366,74 @@ def test_profile_trigger_records_the_slow_iterations(tmp_path):
     doc = json.loads(r.stdout[r.stdout.index("{"):])
     counts = {p["name"]: p["instances"] for p in doc["phases"]}
     assert counts["iteration"] == 5 and counts["sim_step"] == 5
+
+
+# --------------------------------------------------------------------------- the GPU path, with a stand-in for torch
+
+
+class _FakeEvent:
+    clock = 0
+    created = 0  # reset by the test
+
+    def __init__(self, enable_timing=False):
+        assert enable_timing
+        _FakeEvent.created += 1
+        self.t = None
+
+    def record(self, stream=None):
+        _FakeEvent.clock += 1000  # 1 µs of GPU time per record
+        self.t = _FakeEvent.clock
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) / 1e6  # ms
+
+
+class _FakeCuda:
+    Event = _FakeEvent
+    capturing = False
+
+    @staticmethod
+    def is_initialized():
+        return True
+
+    @classmethod
+    def is_current_stream_capturing(cls):
+        return cls.capturing
+
+
+class _FakeTorch:
+    cuda = _FakeCuda
+
+
+def test_gpu_events_paired_pooled_and_skipped_while_capturing(monkeypatch, clean_live):
+    monkeypatch.setitem(sys.modules, "torch", _FakeTorch)
+    _FakeEvent.created = 0
+    records: list[dict] = []
+    window.configure(None)
+    live.start(None, every=2, callback=records.append)
+    outer, inner = nvtxsim.phase("iteration"), nvtxsim.phase("sim_step")
+    created = []
+    for i in range(6):
+        nvtxsim.step()
+        if i == 2:  # the first window went to the writer: wait until its events are back in the pool
+            for _ in range(1000):
+                if records:
+                    break
+                time.sleep(0.01)
+            created.append(_FakeEvent.created)
+        _FakeCuda.capturing = i == 5  # a CUDA graph captured in the last iteration: no events there
+        with outer:
+            with inner:
+                pass
+    _FakeCuda.capturing = False
+    live.stop()
+    assert [r["iterations"] for r in records] == [[0, 1], [2, 3], [4, 5]]
+    first = records[0]["phases"]
+    # events: outer-enter, inner-enter, inner-exit, outer-exit -> inner 1 µs, outer 3 µs per iteration
+    assert first["nvtxsim:sim_step"]["gpu_ns"] == 2 * 1000 and first["nvtxsim:iteration"]["gpu_ns"] == 2 * 3000
+    last = records[2]["phases"]
+    assert last["nvtxsim:sim_step"]["count"] == 2 and last["nvtxsim:sim_step"]["gpu_ns"] == 1000  # iteration 5 left out
+    assert created == [8] and 8 <= _FakeEvent.created <= 12  # resolved events are reused (20 without the pool)

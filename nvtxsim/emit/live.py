@@ -128,6 +128,7 @@ class _Session:
         self.dropped = 0
         self.gpu = False  # CUDA in use: record events
         self.torch: Any = None
+        self.capturing: Callable[[], bool] = bool  # torch.cuda.is_current_stream_capturing once CUDA is in use
         self.pool: deque = deque()  # idle CUDA events
         import queue  # here, not at import: ``import nvtxsim`` stays light when live timing is off
 
@@ -172,6 +173,7 @@ class _Session:
         torch = sys.modules.get("torch")
         try:
             if torch is not None and torch.cuda.is_initialized():
+                self.capturing = torch.cuda.is_current_stream_capturing
                 self.torch, self.gpu = torch, True
         except Exception:
             pass
@@ -192,11 +194,17 @@ class _Session:
             self.dropped += 1
             self._recycle(pending)
 
-    def event(self) -> Any:
+    def record(self) -> Any:
+        """A pooled CUDA event recorded on the current stream; None while the stream captures a CUDA graph
+        (an event record there would end up in the user's graph, or invalidate its capture)."""
+        if self.capturing():
+            return None
         try:
-            return self.pool.pop()
+            ev = self.pool.pop()
         except IndexError:
-            return self.torch.cuda.Event(enable_timing=True)
+            ev = self.torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
 
     def _recycle(self, pending: list) -> None:
         for _name, ev0, ev1 in pending:
@@ -329,8 +337,7 @@ def _live_enter(self: Any) -> Any:
     ev = None
     if s is not None and s.gpu:
         try:
-            ev = s.event()
-            ev.record()
+            ev = s.record()
         except Exception as exc:
             ev = None
             s.gpu = False
@@ -352,10 +359,11 @@ def _live_exit(self: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
     ev1 = None
     if top is not None and top[1] is not None and s is not None:
         try:
-            ev1 = s.event()
-            ev1.record()
+            ev1 = s.record()
         except Exception:
             ev1 = None
+        if ev1 is None:
+            s.pool.append(top[1])  # no pair: the opening event goes back to the pool
     t1 = _now()
     if _r._active:
         _rec_exit(self, exc_type, exc, tb)
@@ -365,8 +373,11 @@ def _live_exit(self: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
         if times is None:
             times = s.cpu.setdefault(name, [])
         times.append(t1 - top[2])
-        if ev1 is not None and len(s.pending) < _PENDING_MAX:
-            s.pending.append((name, top[1], ev1))
+        if ev1 is not None:
+            if len(s.pending) < _PENDING_MAX:
+                s.pending.append((name, top[1], ev1))
+            else:
+                s.pool.extend((top[1], ev1))
     return False
 
 
