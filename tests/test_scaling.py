@@ -214,7 +214,7 @@ def test_profile_sweep_records_each_value_and_prints_the_table(tmp_path, monkeyp
     rc = main(["profile", "--sweep", "n=100,400,1600", "-o", "sw", "--format", "json", "--", sys.executable, str(script), "{n}"])
     assert rc == 0
     assert all((tmp_path / f"sw_{v}.sqlite").exists() for v in (100, 400, 1600))
-    doc = json.loads((tmp_path / "sw.scaling.json").read_text())
+    doc = json.loads((tmp_path / "sw.report.json").read_text())
     by = {p["phase"]: p for p in doc["phases"]}
     assert doc["param"] == "n" and doc["values"] == [100, 400, 1600] and set(by) == {"nvtxsim:iteration", "nvtxsim:grows", "nvtxsim:fixed"}
     # Classes of real timings are not asserted (a loaded machine): only that they were computed.

@@ -63,12 +63,7 @@ def parse_runs(items: Sequence[str]) -> list[RunSpec]:
         path, eq, text = item.rpartition("=")
         if not eq or not path:
             raise NvtxsimError(f"{item!r}: give each run as RUN=VALUE (e.g. run_4096.sqlite=4096)")
-        try:
-            value = float(text)
-        except ValueError:
-            raise NvtxsimError(f"{item!r}: value {text!r} is not a number") from None
-        if not math.isfinite(value) or value <= 0:
-            raise NvtxsimError(f"{item!r}: value must be a positive number (fits are on log scales)")
+        value = parse_value(text, f"{item!r}: value")
         for other in runs:
             if other.value == value:
                 raise NvtxsimError(f"value {text} given twice ({other.path} and {path}): one run per value")
@@ -93,6 +88,7 @@ def parse_size(text: str) -> int:
 
 
 def parse_value(text: str, what: str) -> float:
+    """A positive finite number (the fits are on log scales), else a one-line error naming ``what``."""
     try:
         v = float(text)
     except ValueError:

@@ -12,8 +12,7 @@ import argparse
 import dataclasses
 import shlex
 import sys
-from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from nvtxsim.analysis.scaling import parse_value
 from nvtxsim.capture import nsys as capture
@@ -60,6 +59,7 @@ def sweep_requests(base: capture.ProfileRequest, name: str, values: list[str]) -
 
 def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Callable[[str], None]) -> int:
     """Capture every value in turn (stopping at a failed program, whose exit code is returned), then print the scaling table."""
+    from nvtxsim.cli.commands.profile import report_file
     from nvtxsim.cli.commands.report import domain_from_args
 
     name, values = parse_sweep(args.sweep)
@@ -68,7 +68,7 @@ def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Calla
     reqs = sweep_requests(base, name, values)
     for r in reqs:
         capture.check_outputs(r.output, force=r.force)
-    out = _table_file(args, base.output)
+    out = report_file(args, base.output)  # as profile's report: NAME.report.EXT for every format but the table
     if out is not None:
         check_writable(out, force=base.force)
     nsys = capture.find_nsys()
@@ -94,15 +94,3 @@ def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Calla
     if sc.refused:
         say(sc.refused)
     return 0
-
-
-def _table_file(args: argparse.Namespace, stem: Path) -> "Path | None":
-    """``--report FILE``, else ``STEM.scaling.EXT`` for every format but the table (printed)."""
-    if args.no_report or args.report == "-":
-        return None
-    if args.report:
-        return Path(args.report)
-    if args.format == "table":
-        return None
-    ext = {"markdown": "md"}.get(args.format, args.format)
-    return stem.with_name(f"{stem.name}.scaling.{ext}")
