@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 
 class NvtxsimError(Exception):
     """An error the user can act on; its message is printed as one line."""
@@ -10,3 +12,45 @@ class NvtxsimError(Exception):
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(str(message).split()))
+
+
+# --------------------------------------------------------------------------- numbers given by the user
+
+_INT_MAX = 2**62  # far beyond any count, and no int64 sum of a few of them overflows
+
+
+def int_option(option: str, *, low: int = 0, high: int = _INT_MAX) -> Callable[[str], int]:
+    """An argparse ``type`` for an integer option in [low, high]: anything else is one error line, exit 2."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise NvtxsimError(f"{option}: expected an integer, got {text!r}") from None
+        if value < low:
+            raise NvtxsimError(f"{option}: must be at least {low}, got {value}")
+        if value > high:
+            raise NvtxsimError(f"{option}: must be at most {high}, got {value}")
+        return value
+
+    return parse
+
+
+def float_option(option: str, *, low: float = 0.0, high: float = float("inf"), low_open: bool = False, high_open: bool = False) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number in the interval (NaN and infinities are refused)."""
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise NvtxsimError(f"{option}: expected a number, got {text!r}") from None
+        inside = (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
+        if not math.isfinite(value) or not inside:
+            where = f"{'>' if low_open else '>='} {low:g}"
+            if math.isfinite(high):
+                where = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+            raise NvtxsimError(f"{option}: must be a finite number {where}, got {text!r}")
+        return value
+
+    return parse

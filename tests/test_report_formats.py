@@ -90,8 +90,8 @@ def test_match_filter_and_bad_options(synth_path):
     for args, needle in (
         (["--match", "("], "not a valid regular expression"),
         (["--view", "nope"], "unknown view 'nope'"),
-        (["--top", "0"], "--top must be at least 1"),
-        (["--skip-first", "-1"], "--skip-first must be >= 0"),
+        (["--top", "0"], "--top: must be at least 1"),
+        (["--skip-first", "-1"], "--skip-first: must be at least 0"),
         (["--by", "no_such_range"], "no range of that name"),
     ):
         bad = cli("report", str(synth_path), *args)

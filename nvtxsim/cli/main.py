@@ -88,7 +88,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for var in _THREAD_VARIABLES:
             os.environ.setdefault(var, "1")
     parser = build_parser(only=command)
-    args = _parse(parser, argv, command)
+    try:
+        args = _parse(parser, argv, command)
+    except NvtxsimError as exc:  # a numeric option out of range (errors.int_option/float_option): one line
+        print(f"nvtxsim: error: {printable(str(exc))}", file=sys.stderr)
+        return exc.exit_code
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -12,6 +12,7 @@ from typing import Optional
 
 from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.selection import Detail
+from nvtxsim.errors import float_option, int_option
 from nvtxsim.export.reader import Export, load
 from nvtxsim.cli.progress import progress_after
 from nvtxsim.reporting.summary import outside_warnings
@@ -98,10 +99,10 @@ def add_detail_arguments(p: "argparse.ArgumentParser") -> None:
     )
     g.add_argument("--by", metavar="NAME", help="range that marks one loop iteration, for the iterations/slowest views: e.g. step, learning_iteration, "
                    "iteration (default: step where an instrumented RL runner recorded steps, else iteration)")
-    g.add_argument("--skip-first", type=int, default=0, metavar="N", help="leave out the first N iterations (warm-up)")
+    g.add_argument("--skip-first", type=int_option("--skip-first"), default=0, metavar="N", help="leave out the first N iterations (warm-up)")
     g.add_argument("--match", metavar="REGEX", help="only phases whose name (domain:name) matches REGEX (Python re.search)")
-    g.add_argument("--top", type=int, default=10, metavar="N", help="kernels per phase and slowest iterations to list (default: 10)")
-    g.add_argument("--envs", type=float, metavar="N", help="environments stepped per env step (default: as recorded by nvtxsim.isaaclab, if at all): the iterations view "
+    g.add_argument("--top", type=int_option("--top", low=1), default=10, metavar="N", help="kernels per phase and slowest iterations to list (default: 10)")
+    g.add_argument("--envs", type=float_option("--envs", low_open=True), metavar="N", help="environments stepped per env step (default: as recorded by nvtxsim.isaaclab, if at all): the iterations view "
                    "gains env-steps/s and each phase's cost in env-steps/s; a learning iteration counts its steps")
 
 

@@ -13,7 +13,7 @@ from nvtxsim.analysis.compare import CompareSettings, compare
 from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import Export
-from nvtxsim.errors import NvtxsimError
+from nvtxsim.errors import NvtxsimError, float_option, int_option
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.pipeline import load_with_progress
@@ -35,8 +35,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output is not None:
         check_writable(args.output, force=args.force, protect=[args.base, args.new])
-    if args.fail_above is not None and args.fail_above < 0:
-        raise NvtxsimError("--fail-above takes a percentage >= 0")
     settings = CompareSettings(
         metric=args.metric,
         by=args.by,
@@ -81,11 +79,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("--match", metavar="REGEX", help="only phases whose name matches REGEX")
     p.add_argument("--metric", choices=("cpu", "gpu"), default="cpu", help="cpu: range time; gpu: GPU busy time of the range (default: cpu)")
     p.add_argument("--by", metavar="NAME", help="compare per-iteration totals, iterations keyed on range NAME (e.g. iteration) instead of instances")
-    p.add_argument("--skip-first", type=int, default=0, metavar="N", help="with --by: leave out the first N iterations of each run")
-    p.add_argument("--fail-above", type=float, metavar="PCT", help="exit 1 if a phase's change exceeds PCT %% with its interval above 0")
+    p.add_argument("--skip-first", type=int_option("--skip-first"), default=0, metavar="N", help="with --by: leave out the first N iterations of each run")
+    p.add_argument("--fail-above", type=float_option("--fail-above"), metavar="PCT", help="exit 1 if a phase's change exceeds PCT %% with its interval above 0")
     p.add_argument("--gate", choices=("median", "p99", "both"), default="median", help="statistic --fail-above looks at (default: median)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default: 2000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0; same inputs and seed give the same output)")
-    p.add_argument("--min-samples", type=int, default=5, metavar="N", help="phases with fewer samples in either run are listed, not gated (default: 5)")
+    p.add_argument("--confidence", type=float_option("--confidence", low_open=True, high=1, high_open=True), default=0.95, help="confidence level of the intervals (default: 0.95)")
+    p.add_argument("--resamples", type=int_option("--resamples", low=1, high=10_000_000), default=2000, help="bootstrap resamples (default: 2000)")
+    p.add_argument("--seed", type=int_option("--seed", high=2**63 - 1), default=0, help="bootstrap seed (default: 0; same inputs and seed give the same output)")
+    p.add_argument("--min-samples", type=int_option("--min-samples", low=1), default=5, metavar="N", help="phases with fewer samples in either run are listed, not gated (default: 5)")
     p.set_defaults(func=run)

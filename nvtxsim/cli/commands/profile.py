@@ -12,7 +12,7 @@ from typing import Optional
 
 from nvtxsim.capture import nsys as capture
 from nvtxsim.cli.output import check_writable
-from nvtxsim.errors import NvtxsimError
+from nvtxsim.errors import NvtxsimError, float_option, int_option
 from nvtxsim.phases import ENV_ITERATIONS, parse_iterations, parse_trigger
 from nvtxsim.reporting.escaping import printable
 
@@ -166,7 +166,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "'sim_step>1.5x' (live timing's rolling median of the phase's time per iteration over FACTOR x its baseline; "
         "needs nvtxsim.step() per iteration; see docs/live.md)",
     )
-    p.add_argument("--trigger-iterations", type=int, default=10, metavar="K", help="iterations recorded once the trigger fires (default: 10)")
+    p.add_argument("--trigger-iterations", type=int_option("--trigger-iterations", low=1), default=10, metavar="K", help="iterations recorded once the trigger fires (default: 10)")
     p.add_argument(
         "--trace",
         metavar="LIST",

@@ -10,6 +10,7 @@ from typing import Optional, TextIO
 
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN, Report, resolve_domain, summarize
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.errors import int_option
 from nvtxsim.reporting.summary import RENDERERS, outside_warnings, render_table
 from nvtxsim.cli.progress import progress_after
 from nvtxsim.reporting.pipeline import DETAIL_FORMATS, DetailRequest, add_detail_arguments, load_with_progress, render_detail, request_from_args
@@ -141,7 +142,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         default=None,
         help="keep parsed columns in .nvtxsim-cache/ beside the export for faster repeated reports (default: NVTXSIM_CACHE, off)",
     )
-    p.add_argument("--jobs", "-j", type=int, metavar="N", help="with several exports (one per rank): processes to load them in (default: one per file, up to the cores)")
+    p.add_argument("--jobs", "-j", type=int_option("--jobs", low=1, high=4096), metavar="N", help="with several exports (one per rank): processes to load them in (default: one per file, up to the cores)")
     p.add_argument("--dask", metavar="ADDRESS", help="with several exports: run the per-file work on the Dask scheduler at ADDRESS (pip install 'nvtxsim[dask]')")
     p.add_argument(
         "--domain",

@@ -23,7 +23,7 @@ from nvtxsim.analysis.scaling import (
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.cli.commands.report import domain_from_args
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
-from nvtxsim.errors import NvtxsimError
+from nvtxsim.errors import NvtxsimError, float_option, int_option
 from nvtxsim.reporting.pipeline import load_with_progress
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
@@ -88,7 +88,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.add_argument("--by", default="iteration", metavar="NAME", help="range that marks one loop iteration (default: iteration)")
-    p.add_argument("--skip-first", type=int, default=0, metavar="N", help="leave out the first N iterations of each run (warm-up)")
+    p.add_argument("--skip-first", type=int_option("--skip-first"), default=0, metavar="N", help="leave out the first N iterations of each run (warm-up)")
     p.add_argument("--predict", metavar="VALUE", help="time per iteration per phase and memory at this parameter value")
     p.add_argument("--memory-budget", metavar="SIZE", help="largest parameter value whose peak GPU memory fits SIZE (80GiB, 80GB, 512MiB)")
     p.add_argument("--domain", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim; every domain when a run has no range in nvtxsim)")
