@@ -28,14 +28,14 @@ from typing import Optional
 
 import numpy as np
 
-from nvtxsim.analysis.gpu import _calls_matching, is_sync_api
+from nvtxsim.analysis.gpu import is_sync_api
 from nvtxsim.analysis.iterations import Iterations, per_iteration
 from nvtxsim.analysis.launches import api_name
 from nvtxsim.analysis.projection import _union_length
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.analysis.tree import RangeTree, build, innermost
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.export.reader import PID_MASK
+from nvtxsim.export.reader import PID_MASK, RUNTIME_TABLE, ApiCalls, connect
 
 KINDS = (
     "sync", "pageable_copy", "launch_bound", "cpu_bound", "other_thread_gpu", "gpu_bound", "outlier_iterations", "unattributed_gpu",
@@ -118,6 +118,11 @@ class _Context:
         return out
 
     @cached_property
+    def calls(self) -> ApiCalls:
+        pending = self.d.__dict__.pop("_notable_calls", None)
+        return pending.result() if pending is not None else notable_calls(self.d)
+
+    @cached_property
     def tree(self) -> RangeTree:
         return build(self.ex, self.d.selected)
 
@@ -153,9 +158,6 @@ class _Context:
         ok[ok] = self.kept[pos[ok]]
         return np.where(ok, self.tree.nesting.ranges[np.maximum(pos, 0)], -1)
 
-    def label(self, range_index: int) -> str:
-        return str(self.d.label_names[self.r.label[range_index]])
-
     def finding(self, phase: str, kind: str, cost: float, evidence: dict, *, min_share: float = MIN_SHARE, sev: Optional[str] = None) -> Optional[Finding]:
         share = self.share(cost)
         if share < min_share:
@@ -164,12 +166,70 @@ class _Context:
         return Finding(phase, kind, sev or severity(share), int(round(cost)), self.per_iter(cost), evidence, ADVICE[kind])
 
 
+def _is_copy_api(name: str) -> bool:
+    return name.startswith(("cudaMemcpy", "cuMemcpy"))
+
+
+def notable_calls(detail: Detail) -> ApiCalls:
+    """The CUDA calls the findings look at: synchronizing calls and memcpys (every thread).
+
+    A streamed export (millions of calls, columns read on demand) is not materialised for them:
+    one filtered query reads just these rows, far less than the columns the views would read."""
+    ex = detail.export
+    api = ex.api
+    empty = ApiCalls(*(np.zeros(0, dtype=np.int64) for _ in range(5)))
+    if api is None:
+        return empty
+    ids = [i for i, v in ex.strings.items() if is_sync_api(v) or _is_copy_api(api_name(v))]
+    if not ids:
+        return empty
+    from nvtxsim.analysis.stream import source_of
+
+    src = source_of(ex)
+    if src is not None and "name_id" not in api.__dict__:
+        conn = connect(src.path)
+        try:
+            rows = conn.execute(
+                f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME_TABLE} WHERE nameId IN ({','.join(map(str, ids))}) "
+                "AND start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL"
+            ).fetchall()
+        finally:
+            conn.close()
+        a = np.array(rows, dtype=np.int64).reshape(-1, 5)
+        return ApiCalls(*(a[:, i].copy() for i in range(5)))
+    m = np.isin(api.name_id, ids)
+    return ApiCalls(api.start[m], api.end[m], api.global_tid[m], api.correlation_id[m], api.name_id[m])
+
+
+def prefetch(detail: Detail) -> None:
+    """For a streamed export, start reading :func:`notable_calls` in a background thread now, so the
+    query overlaps the projection's pass over the file (SQLite releases the GIL while it scans)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from nvtxsim.analysis.stream import source_of
+
+    if detail.export.api is None or source_of(detail.export) is None or "_notable_calls" in detail.__dict__:
+        return
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nvtxsim-findings")
+    detail.__dict__["_notable_calls"] = pool.submit(notable_calls, detail)
+    pool.shutdown(wait=False)
+
+
+def _named(ctx: "_Context", pred) -> np.ndarray:
+    """Positions in ``ctx.calls`` of the calls whose API name satisfies ``pred``."""
+    ids, inv = np.unique(ctx.calls.name_id, return_inverse=True)
+    ok = np.array([bool(pred(ctx.ex.string(int(i)))) for i in ids], dtype=bool)
+    return np.flatnonzero(ok[inv.reshape(-1)]) if len(ids) else np.zeros(0, dtype=np.int64)
+
+
 def _by_label(ctx: _Context, owners: np.ndarray) -> dict[str, np.ndarray]:
     """Group call positions by the label of their owning range (owners -1 dropped)."""
-    out: dict[str, list] = {}
-    for i in np.flatnonzero(owners >= 0):
-        out.setdefault(ctx.label(int(owners[i])), []).append(i)
-    return {k: np.array(v, dtype=np.int64) for k, v in out.items()}
+    pos = np.flatnonzero(owners >= 0)
+    labels = ctx.r.label[owners[pos]]
+    order = np.argsort(labels, kind="stable")
+    uniq, first = np.unique(labels[order], return_index=True)
+    groups = np.split(pos[order], first[1:])
+    return {str(ctx.d.label_names[lab]): g for lab, g in zip(uniq.tolist(), groups)}
 
 
 def _blocked(owner: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
@@ -185,9 +245,9 @@ def _blocked(owner: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
 
 def sync_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
     """Synchronizing CUDA calls per innermost phase; also returns the blocked time per phase."""
-    api = ctx.ex.api
-    calls = _calls_matching(ctx.d, is_sync_api)
-    if api is None or len(calls) == 0:
+    api = ctx.calls
+    calls = _named(ctx, is_sync_api)
+    if len(calls) == 0:
         return [], {}
     owner = ctx.owner(api.start[calls], api.end[calls], api.global_tid[calls])
     out, blocked = [], {}
@@ -196,9 +256,9 @@ def sync_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
         wait = _blocked(owner[pos], api.start[c], api.end[c])
         blocked[phase] = wait
         names: dict[str, int] = {}
-        for nid in api.name_id[c].tolist():
-            n = api_name(ctx.ex.string(nid))
-            names[n] = names.get(n, 0) + 1
+        for nid, n in zip(*np.unique(api.name_id[c], return_counts=True)):
+            key = api_name(ctx.ex.string(int(nid)))
+            names[key] = names.get(key, 0) + int(n)
         ev = {"calls": int(len(c)), "blocked_ns": wait, "apis": dict(sorted(names.items(), key=lambda kv: -kv[1]))}
         if ctx.iterations:
             ev["calls_per_iteration"] = round(len(c) / ctx.iterations, 2)
@@ -210,10 +270,10 @@ def sync_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
 
 def _copy_calls(ctx: _Context, hc) -> np.ndarray:
     """Per host copy: the index of its launching CUDA call (same process and correlation id), -1 if none."""
-    api = ctx.ex.api
+    api = ctx.calls
     out = np.full(len(hc), -1, dtype=np.int64)
-    calls = _calls_matching(ctx.d, lambda n: "Memcpy" in n)
-    if api is None or len(calls) == 0 or len(hc) == 0:
+    calls = _named(ctx, lambda n: _is_copy_api(api_name(n)))
+    if len(calls) == 0 or len(hc) == 0:
         return out
     pids = np.unique(np.concatenate([api.global_tid[calls] & PID_MASK, hc.global_pid]))
     key = lambda p, c: (np.searchsorted(pids, p).astype(np.int64) << 32) | (c & 0xFFFFFFFF)  # noqa: E731
@@ -237,8 +297,8 @@ def _pinned_rate(hc, direction: int) -> Optional[float]:
 def pageable_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
     """Host↔device copies through pageable memory, per innermost phase of the launching call."""
     hc = getattr(ctx.ex.extras, "host_copies", None)
-    api = ctx.ex.api
-    if hc is None or api is None or not hc.pageable.any():
+    api = ctx.calls
+    if hc is None or not hc.pageable.any():
         return [], {}
     call = _copy_calls(ctx, hc)
     idx = np.flatnonzero(hc.pageable & (call >= 0))
@@ -260,7 +320,7 @@ def pageable_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
             if m.any():
                 rate = _pinned_rate(hc, d)
                 ev["directions"][name] = {"copies": int(m.sum()), "bytes": int(hc.bytes[ops][m].sum()), "pinned_gbps": round(rate, 2) if rate else None}
-        ev["apis"] = sorted({api_name(ctx.ex.string(n)) for n in api.name_id[cs].tolist()})
+        ev["apis"] = sorted({api_name(ctx.ex.string(int(n))) for n in np.unique(api.name_id[cs])})
         f = ctx.finding(phase, "pageable_copy", cost, ev, min_share=SYNC_MIN_SHARE)
         if f is not None:
             out.append(f)
@@ -462,11 +522,29 @@ def outlier_findings(ctx: _Context) -> list[Finding]:
 # --------------------------------------------------------------------------- entry point
 
 
-def find(detail: Detail, *, by: str = "iteration", skip_first: int = 0) -> list[Finding]:
-    """All findings of the report's selection, most costly first."""
+@dataclass
+class Findings:
+    """The findings of one report, and what they were measured against."""
+
+    items: list[Finding]
+    iterations: Optional[int]  # iterations the per-iteration costs divide by (None: unknown)
+    reference_ns: int  # wall time inside the kept ranges: what the shares are of
+    notes: list[str] = field(default_factory=list)
+
+    def as_list(self) -> list[dict]:
+        return [f.as_dict() for f in self.items]
+
+
+def analyse(detail: Detail, *, by: str = "iteration", skip_first: int = 0, threads: Optional[bool] = None) -> Findings:
+    """All findings of the report's selection, most costly first.
+
+    ``threads``: look for other_thread_gpu and unattributed_gpu, which join every CUDA call to its
+    GPU work; None = unless the export is streamed (too large to hold every call: the other
+    kinds read only the calls they need), with a note saying so."""
     if not len(detail.selected):
-        return []
+        return Findings([], None, 0)
     ctx = _Context(detail, by, skip_first)
+    notes = []
     syncs, sync_blocked = sync_findings(ctx)
     copies, copy_blocked = pageable_findings(ctx)
     blocked = dict(sync_blocked)
@@ -476,7 +554,18 @@ def find(detail: Detail, *, by: str = "iteration", skip_first: int = 0) -> list[
     for f in outliers:
         blocked[f.phase] = blocked.get(f.phase, 0) + f.evidence["phase_excess_ns"]
     found = syncs + copies + bound_findings(ctx, blocked, {f.phase for f in syncs + copies}) + outliers
-    if detail.has_cuda:
+    if threads is None:
+        from nvtxsim.analysis.stream import source_of
+
+        threads = source_of(detail.export) is None
+        if not threads and detail.has_cuda:
+            notes.append("other_thread_gpu and unattributed_gpu were not looked for (export too large to join every CUDA call in memory): --view overlap computes them")
+    if threads and detail.has_cuda:
         found += thread_findings(ctx)
     found.sort(key=lambda f: (-f.cost_ns, f.phase, f.kind))
-    return found
+    return Findings(found, ctx.iterations, ctx.reference_ns, notes)
+
+
+def find(detail: Detail, *, by: str = "iteration", skip_first: int = 0, threads: Optional[bool] = None) -> list[Finding]:
+    """:func:`analyse`'s findings only."""
+    return analyse(detail, by=by, skip_first=skip_first, threads=threads).items
