@@ -157,7 +157,7 @@ def test_csv_table_round_trips_any_text(value):
 # --------------------------------------------------------------------------- markdown
 
 
-ALLOWED_MD_TAGS = {"p", "strong", "h2", "h3", "table", "thead", "tbody", "tr", "th", "td", "blockquote", "ul", "li"}
+ALLOWED_MD_TAGS = {"p", "strong", "h2", "h3", "table", "thead", "tbody", "tr", "th", "td", "blockquote", "ul", "ol", "li"}
 
 
 class Tags(HTMLParser):

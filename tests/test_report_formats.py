@@ -49,13 +49,20 @@ def synth_path(tmp_path_factory) -> Path:
 
 
 def test_default_output_and_json_schema_unchanged(synth_path):
-    """No view options: exactly the classic summary; --view summary gives the same bytes."""
+    """No view options and --no-findings: exactly the classic summary; --view summary gives the same bytes.
+    By default the findings come first (table, markdown) or as a top-level key (json); csv is unchanged."""
     for fmt in ("table", "csv", "json", "markdown"):
         classic = render(make_report(synth_path), fmt)
-        assert cli("report", str(synth_path), "-f", fmt).stdout == classic
-        assert cli("report", str(synth_path), "-f", fmt, "--view", "summary").stdout == classic
-    doc = json.loads(cli("report", str(synth_path), "-f", "json").stdout)
+        assert cli("report", str(synth_path), "-f", fmt, "--no-findings").stdout == classic
+        assert cli("report", str(synth_path), "-f", fmt, "--view", "summary", "--no-findings").stdout == classic
+        default = cli("report", str(synth_path), "-f", fmt).stdout
+        assert default == cli("report", str(synth_path), "-f", fmt, "--view", "summary").stdout
+        assert (default == classic) == (fmt == "csv")
+    doc = json.loads(cli("report", str(synth_path), "-f", "json", "--no-findings").stdout)
     assert set(doc) == {"source", "phases", "warnings"}
+    doc = json.loads(cli("report", str(synth_path), "-f", "json").stdout)
+    assert set(doc) == {"source", "phases", "warnings", "findings"}
+    assert cli("report", str(synth_path)).stdout.splitlines()[2].startswith("Findings")
     assert {"domain", "name", "instances", "cpu_total_ns", "cpu_median_ns", "cpu_p99_ns", "gpu_proj_total_ns", "gpu_busy_total_ns", "gpu_ops"} <= set(doc["phases"][0])
 
 

@@ -78,7 +78,10 @@ def test_every_view_and_format_runs(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert set(doc["views"]) == {"summary", "tree", "iterations", "slowest", "kernels", "copies", "syncs", "gpu", "gpus", "threads", "processes"}
+    assert set(doc["views"]) == {
+        "summary", "tree", "iterations", "slowest", "kernels", "copies", "syncs", "gpu", "gpus", "threads", "processes", "memory", "findings", "overlap",
+    }
+    assert doc["findings"] and doc["views"]["findings"]["rows"] and doc["views"]["overlap"]["rows"]
     assert any(r["kernel"].startswith("[CUDA graph") for r in doc["views"]["kernels"]["rows"])
     threads = {r["where"].split(" / ")[1].split(" (")[0] for r in doc["views"]["threads"]["rows"]}
     assert threads == {"main", "side_launcher"}

@@ -12,7 +12,7 @@ wholly above zero (the slowdown is both large and not noise).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -63,6 +63,7 @@ class Comparison:
     settings: CompareSettings
     phases: list[PhaseDelta]
     notes: list[str] = field(default_factory=list)
+    findings: Optional[Any] = None  # nvtxsim.analysis.findings.FindingsDiff, when asked for
 
     @property
     def regressions(self) -> list[PhaseDelta]:
@@ -76,6 +77,7 @@ class Comparison:
             "phases": [asdict(p) for p in self.phases],
             "regressions": [p.phase for p in self.regressions],
             "notes": list(self.notes),
+            **({"findings": self.findings.as_dict()} if self.findings is not None else {}),
         }
 
 

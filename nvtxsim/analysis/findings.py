@@ -41,6 +41,7 @@ KINDS = (
     "sync", "pageable_copy", "launch_bound", "cpu_bound", "other_thread_gpu", "gpu_bound", "outlier_iterations", "unattributed_gpu",
 )
 SEVERITIES = ("high", "medium", "low")
+INFORMATIONAL = ("gpu_bound",)  # says where the time goes, not what is wrong: listed after the others
 OUTSIDE = "(outside phases)"  # phase of unattributed_gpu
 
 # Thresholds (reasoning in docs/findings.md). Shares are of the reference time: the summed
@@ -59,15 +60,15 @@ CPU_BOUND_GPU_SATURATED = 0.80  # ... unless the GPU is busy 80 % of the iterati
 GPU_BOUND_MIN_RATIO = 0.8  # gpu-bound: GPU busy at least 0.8× the phase's own CPU time
 OUTLIER_FACTOR = 2.0  # iterations longer than 2× the median
 
-ADVICE = {
-    "sync": "replace .item()/.cpu()/nonzero() and explicit synchronize calls by tensor ops, or move them out of the step",
-    "pageable_copy": "copy through pinned memory (tensor.pin_memory(), pin_memory=True) with non_blocking=True",
-    "launch_bound": "fuse these kernels: capture them in a CUDA graph or torch.compile the function",
+ADVICE = {  # one concrete sentence each, at most 71 characters (the terminal block's second line)
+    "sync": "replace .item()/.cpu()/nonzero() by tensor ops, or move them out",
+    "pageable_copy": "copy via pinned memory (pin_memory=True) with non_blocking=True",
+    "launch_bound": "fuse these kernels: CUDA-graph or torch.compile this function",
     "cpu_bound": "vectorise this Python loop into tensor ops on the GPU",
-    "other_thread_gpu": "profile these threads too: their GPU work is not in this phase's nsys columns (see the overlap view)",
-    "gpu_bound": "the GPU is the limit here: shrink or fuse the largest kernels (see --view kernels), or use lower precision",
-    "outlier_iterations": "skip warm-up with --skip-first, and look for compilation, GC or I/O in these iterations",
-    "unattributed_gpu": "wrap this work in a phase (warm-up, logging, evaluation) so it is attributed",
+    "other_thread_gpu": "not in this phase's nsys GPU columns: see --view overlap",
+    "gpu_bound": "GPU-limited: speed up its top kernels (--view kernels)",
+    "outlier_iterations": "look for compilation, GC or I/O there; skip warm-up: --skip-first",
+    "unattributed_gpu": "wrap this work (warm-up, logging, evaluation) in a phase",
 }
 
 
@@ -371,12 +372,13 @@ def _gpu_saturation(ctx: _Context) -> Optional[float]:
     return float(it.gpu_busy.sum()) / float(it.duration.sum())
 
 
-def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str]) -> list[Finding]:
+def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], others: "dict[str, OtherThreadGpu]") -> list[Finding]:
     """launch_bound, cpu_bound and gpu_bound from each phase's own CPU time, launches and GPU busy time.
 
     ``blocked``: CPU time per phase already explained (waits in syncs and pageable copies, excess of
     outlier iterations); ``explained``: phases with a sync or copy finding, whose GPU time is the
-    copy waited for (no gpu_bound there)."""
+    copy waited for (no gpu_bound there); ``others``: per phase, the work other threads launched
+    while it was open (a phase blocked in ``backward()`` waits for autograd's launches)."""
     out = []
     saturation = _gpu_saturation(ctx)
     key = ctx.it.key if ctx.it is not None else None
@@ -385,6 +387,10 @@ def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str]) 
             continue  # the iteration's own time is the gaps between its phases
         work = max(p.cpu_self_ns - blocked.get(p.phase, 0), 0)  # CPU time not spent waiting on the GPU
         ev = {"instances": p.instances, "cpu_self_ns": p.cpu_self_ns, "cpu_work_ns": work, "launches": p.launches, "gpu_busy_ns": p.gpu_busy_ns}
+        o = others.get(p.phase)
+        if o is not None:
+            ev.update({"other_thread_launches": o.launches, "other_thread_gpu_ns": o.gpu_busy_ns})
+            p = PhaseSelf(p.phase, p.instances, p.cpu_self_ns, p.launches + o.launches, p.gpu_busy_ns + o.gpu_busy_ns)
         gpu_share = p.gpu_busy_ns / work if work else 0.0
         per_launch = work / p.launches if p.launches else None
         mean_op = p.gpu_busy_ns / p.launches if p.launches else None
@@ -477,12 +483,13 @@ def other_thread_gpu(detail: Detail, ctx: Optional[_Context] = None) -> list[Oth
     return out
 
 
-def thread_findings(ctx: _Context) -> list[Finding]:
+def thread_findings(ctx: _Context, rows: list[OtherThreadGpu]) -> list[Finding]:
+    """other_thread_gpu (work nsys leaves out of the phase: reported from 0.1 %) and unattributed_gpu (from 1 %)."""
     out = []
-    for row in other_thread_gpu(ctx.d, ctx):
+    for row in rows:
         kind = "unattributed_gpu" if row.phase == OUTSIDE else "other_thread_gpu"
         ev = {"launches": row.launches, "ops": row.ops, "gpu_busy_ns": row.gpu_busy_ns, "threads": row.threads}
-        f = ctx.finding(row.phase, kind, row.gpu_busy_ns, ev)
+        f = ctx.finding(row.phase, kind, row.gpu_busy_ns, ev, min_share=MIN_SHARE if kind == "unattributed_gpu" else SYNC_MIN_SHARE)
         if f is not None:
             out.append(f)
     return out
@@ -553,17 +560,48 @@ def analyse(detail: Detail, *, by: str = "iteration", skip_first: int = 0, threa
     outliers = outlier_findings(ctx)
     for f in outliers:
         blocked[f.phase] = blocked.get(f.phase, 0) + f.evidence["phase_excess_ns"]
-    found = syncs + copies + bound_findings(ctx, blocked, {f.phase for f in syncs + copies}) + outliers
     if threads is None:
         from nvtxsim.analysis.stream import source_of
 
         threads = source_of(detail.export) is None
         if not threads and detail.has_cuda:
             notes.append("other_thread_gpu and unattributed_gpu were not looked for (export too large to join every CUDA call in memory): --view overlap computes them")
-    if threads and detail.has_cuda:
-        found += thread_findings(ctx)
-    found.sort(key=lambda f: (-f.cost_ns, f.phase, f.kind))
+    rows = other_thread_gpu(detail, ctx) if threads and detail.has_cuda else []
+    others = {r.phase: r for r in rows if r.phase != OUTSIDE}
+    found = syncs + copies + bound_findings(ctx, blocked, {f.phase for f in syncs + copies}, others) + outliers + thread_findings(ctx, rows)
+    found.sort(key=lambda f: (f.kind in INFORMATIONAL, -f.cost_ns, f.phase, f.kind))  # actionable ones first
     return Findings(found, ctx.iterations, ctx.reference_ns, notes)
+
+
+def for_detail(detail: Detail, *, by: str = "iteration", skip_first: int = 0) -> Findings:
+    """:func:`analyse`, computed once per (detail, by, skip_first): the block, the views and the page share it."""
+    cache = detail.__dict__.setdefault("_findings", {})
+    if (by, skip_first) not in cache:
+        cache[(by, skip_first)] = analyse(detail, by=by, skip_first=skip_first)
+    return cache[(by, skip_first)]
+
+
+@dataclass
+class FindingsDiff:
+    """Findings of two runs matched by (phase, kind): which appeared in the new run, which went away."""
+
+    appeared: list[Finding]
+    gone: list[Finding]
+    kept: list[tuple[Finding, Finding]]  # (base, new)
+
+    def as_dict(self) -> dict:
+        return {
+            "appeared": [f.as_dict() for f in self.appeared],
+            "gone": [f.as_dict() for f in self.gone],
+            "kept": [{"phase": b.phase, "kind": b.kind, "base_cost_ns": b.cost_ns, "new_cost_ns": n.cost_ns,
+                      "base_cost_per_iteration_ns": b.cost_per_iteration_ns, "new_cost_per_iteration_ns": n.cost_per_iteration_ns} for b, n in self.kept],
+        }
+
+
+def diff(base: Findings, new: Findings) -> FindingsDiff:
+    b = {(f.phase, f.kind): f for f in base.items}
+    n = {(f.phase, f.kind): f for f in new.items}
+    return FindingsDiff([f for k, f in n.items() if k not in b], [f for k, f in b.items() if k not in n], [(b[k], n[k]) for k in n if k in b])
 
 
 def find(detail: Detail, *, by: str = "iteration", skip_first: int = 0, threads: Optional[bool] = None) -> list[Finding]:

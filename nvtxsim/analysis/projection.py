@@ -16,7 +16,7 @@ reduced with ``reduceat``. Memory is bounded by processing ranges in chunks.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
@@ -317,9 +317,13 @@ class Report:
     source: dict
     phases: list[PhaseStats]
     warnings: list[str] = field(default_factory=list)
+    findings: Optional[Any] = None  # nvtxsim.analysis.findings.Findings, when asked for (JSON: top-level "findings")
 
     def as_dict(self) -> dict:
-        return {"source": self.source, "phases": [p.as_dict() for p in self.phases], "warnings": list(self.warnings)}
+        doc = {"source": self.source, "phases": [p.as_dict() for p in self.phases], "warnings": list(self.warnings)}
+        if self.findings is not None:
+            doc["findings"] = self.findings.as_list()
+        return doc
 
     def phase(self, name: str, domain: Optional[str] = None) -> PhaseStats:
         for p in self.phases:

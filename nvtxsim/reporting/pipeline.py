@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.selection import Detail
@@ -28,6 +28,9 @@ class DetailRequest:
     views: list[str] = field(default_factory=lambda: ["summary"])
     options: ViewOptions = field(default_factory=ViewOptions)
     match: Optional[str] = None
+    findings: bool = True  # the Findings block / JSON "findings" / HTML section
+    fail_on: tuple[str, ...] = ()  # finding kinds that make the command fail (CI)
+    found: Optional[Any] = field(default=None, repr=False)  # set by the pipeline: the Findings it computed
 
     @property
     def is_classic(self) -> bool:
@@ -60,6 +63,7 @@ def render_detail(
             detail.report.warnings.insert(0, widened)
         if fmt != "perfetto":
             detail.report.warnings.extend(outside_warnings(detail))
+        attach_findings(detail, request)
         if fmt == "perfetto":
             from nvtxsim.reporting.renderers.perfetto import render_perfetto
 
@@ -78,6 +82,29 @@ def render_detail(
         elif "summary" not in request.views and report.warnings and fmt == "markdown":
             text += "".join(f"\nwarning: {w}" for w in report.warnings) + "\n"
         return text
+
+
+def attach_findings(detail: Detail, request: DetailRequest) -> None:
+    """Compute the findings when asked for (or needed by --fail-on) and hang them on the report."""
+    if not (request.findings or request.fail_on) or len(detail.selected) == 0:
+        return
+    from nvtxsim.analysis.findings import for_detail, prefetch
+
+    prefetch(detail)  # a streamed export: its few sync/memcpy calls are read while the projection runs
+    fs = for_detail(detail, by=request.options.by, skip_first=request.options.skip_first)
+    request.found = fs
+    if request.findings:
+        detail.report.findings = fs
+
+
+def failed_findings(request: DetailRequest) -> list[str]:
+    """``--fail-on``: one line per finding of a listed kind ("kind in phase: cost")."""
+    from nvtxsim.reporting.summary import fmt_ns
+
+    fs = request.found
+    if not request.fail_on or fs is None:
+        return []
+    return [f"{f.kind} in {f.phase}: {fmt_ns(f.cost_ns)} ({f.severity})" for f in fs.items if f.kind in request.fail_on]
 
 
 __all__ = ["DetailRequest", "ViewOptions", "parse_views", "render_detail", "load_with_progress", "DETAIL_FORMATS"]
@@ -104,6 +131,11 @@ def add_detail_arguments(p: "argparse.ArgumentParser") -> None:
     g.add_argument("--top", type=int_option("--top", low=1), default=10, metavar="N", help="kernels per phase and slowest iterations to list (default: 10)")
     g.add_argument("--envs", type=float_option("--envs", low_open=True), metavar="N", help="environments stepped per env step (default: as recorded by nvtxsim.isaaclab, if at all): the iterations view "
                    "gains env-steps/s and each phase's cost in env-steps/s; a learning iteration counts its steps")
+    from nvtxsim.analysis.findings import KINDS
+
+    f = p.add_argument_group("findings")
+    f.add_argument("--findings", action=argparse.BooleanOptionalAction, default=True, help="the Findings block first (what is slow, why, what to do; default: on)")
+    f.add_argument("--fail-on", metavar="KINDS", help=f"exit with status 1 when a finding of one of these comma-separated kinds is found (CI): {', '.join(KINDS)}, or all")
 
 
 def request_from_args(args: "argparse.Namespace") -> DetailRequest:
@@ -121,7 +153,23 @@ def request_from_args(args: "argparse.Namespace") -> DetailRequest:
     views = parse_views(getattr(args, "view", None))
     if (by is not None or envs is not None) and not ({"iterations", "slowest"} & set(views)) and getattr(args, "format", "") not in DETAIL_FORMATS:
         views = list(dict.fromkeys(views + ["iterations"])) if views != ["summary"] else ["iterations"]
-    return DetailRequest(views=views, options=opts, match=getattr(args, "match", None))
+    return DetailRequest(views=views, options=opts, match=getattr(args, "match", None), findings=getattr(args, "findings", True), fail_on=parse_kinds(getattr(args, "fail_on", None)))
+
+
+def parse_kinds(text: Optional[str]) -> tuple[str, ...]:
+    """``sync,pageable_copy`` → the kinds; ``all`` → every kind; unknown kinds are an error."""
+    from nvtxsim.analysis.findings import KINDS
+    from nvtxsim.errors import NvtxsimError
+
+    if not text:
+        return ()
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    if kinds == ["all"]:
+        return KINDS
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise NvtxsimError(f"--fail-on: unknown finding kind {bad[0]!r}; choose from {', '.join(KINDS)} or all")
+    return tuple(dict.fromkeys(kinds))
 
 
 import argparse  # noqa: E402  (typing only)

@@ -138,6 +138,10 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
     columns = _human_columns(report)
     rows = [[get(p) for _, get in columns] for p in report.phases]
     heading = terminal.fit_parts(heading_parts(report.source), width)
+    if report.findings is not None:
+        from nvtxsim.reporting.findings import block_lines
+
+        heading += [""] + block_lines(report.findings, width) + [""]
     text = terminal.render(
         (SUMMARY_COLUMNS + MEMORY_SUMMARY_COLUMNS)[: len(columns)], rows, heading=heading, width=width, color=bool(color), empty="no NVTX ranges in the selected domain"
     )
@@ -148,6 +152,10 @@ def render_markdown(report: Report) -> str:
     cell = markdown_cell
     columns = _human_columns(report)
     lines = [f"**{cell(_heading(report))}**", ""]
+    if report.findings is not None:
+        from nvtxsim.reporting.findings import block_markdown
+
+        lines.append(block_markdown(report.findings))
     lines.append("| " + " | ".join(h for h, _ in columns) + " |")
     lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(columns) - 1)) + "|")
     for p in report.phases:

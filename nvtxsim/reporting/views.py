@@ -3,7 +3,8 @@
 ``summary`` is the classic per-phase table; the others answer "why": ``tree``
 (nesting, self time), ``iterations`` and ``slowest`` (per-iteration statistics),
 ``kernels``, ``copies``, ``syncs``, ``gpu`` (idle, queue delay, graphs), ``gpus``
-(per device), ``threads``, ``processes`` and ``memory`` (GPU memory per phase).
+(per device), ``threads``, ``processes``, ``memory`` (GPU memory per phase), ``findings``
+(diagnoses with advice) and ``overlap`` (other threads' GPU work by time overlap).
 """
 
 from __future__ import annotations
@@ -294,6 +295,19 @@ def processes(d: Detail, o: ViewOptions) -> ViewTable:
     return _grouped(d, "process")
 
 
+def findings(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.findings import for_detail
+    from nvtxsim.reporting.findings import findings_table
+
+    return findings_table(for_detail(d, by=o.by, skip_first=o.skip_first))
+
+
+def overlap(d: Detail, o: ViewOptions) -> ViewTable:
+    from nvtxsim.reporting.findings import overlap_table
+
+    return overlap_table(d)
+
+
 VIEWS: dict[str, Callable[[Detail, ViewOptions], ViewTable]] = {
     "summary": summary,
     "tree": tree,
@@ -307,6 +321,8 @@ VIEWS: dict[str, Callable[[Detail, ViewOptions], ViewTable]] = {
     "threads": threads,
     "processes": processes,
     "memory": memory,
+    "findings": findings,
+    "overlap": overlap,
 }
 
 

@@ -1,6 +1,7 @@
 """``nvtxsim compare BASE NEW``: per-phase change between two runs, with a CI regression gate.
 
-Exit codes: 0 no regression, 1 at least one phase regressed (with ``--fail-above``), 2 bad input.
+Exit codes: 0 no regression, 1 at least one phase regressed (with ``--fail-above``) or a finding of a
+``--fail-on`` kind appeared, 2 bad input.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from nvtxsim.export.reader import Export
 from nvtxsim.errors import NvtxsimError, float_option, int_option
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
 from nvtxsim.reporting.escaping import printable
-from nvtxsim.reporting.pipeline import load_with_progress
+from nvtxsim.reporting.pipeline import load_with_progress, parse_kinds
 
 FORMATS = ("table", "csv", "json", "markdown", "html")
 
@@ -51,13 +52,23 @@ def run(args: argparse.Namespace) -> int:
     base, new = (Detail(e, domain=domain, match=args.match) for e in exports)
     result = compare(base, new, settings)
     result.notes[:0] = [widened] if widened else []
+    fail_on = parse_kinds(args.fail_on)
+    if args.findings or fail_on:
+        from nvtxsim.analysis.findings import diff, for_detail
+
+        by = args.by or "iteration"
+        result.findings = diff(*(for_detail(d, by=by, skip_first=args.skip_first) for d in (base, new)))
     term = args.output is None and sys.stdout.isatty()
     text = render_comparison(result, args.format, width=terminal_width(wide=args.wide) if term else None, color=term)
     deliver(text, args.output, force=args.force, protect=[args.base, args.new])
+    status = 0
     if result.regressions:
         print(f"nvtxsim: regression in {len(result.regressions)} phase(s): {printable(', '.join(p.phase for p in result.regressions))}", file=sys.stderr)
-        return 1
-    return 0
+        status = 1
+    appeared = [f for f in (result.findings.appeared if result.findings else []) if f.kind in fail_on]
+    for f in appeared:
+        print(printable(f"nvtxsim: --fail-on: new finding {f.kind} in {f.phase} ({f.severity})"), file=sys.stderr)
+    return 1 if appeared else status
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -86,4 +97,6 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("--resamples", type=int_option("--resamples", low=1, high=10_000_000), default=2000, help="bootstrap resamples (default: 2000)")
     p.add_argument("--seed", type=int_option("--seed", high=2**63 - 1), default=0, help="bootstrap seed (default: 0; same inputs and seed give the same output)")
     p.add_argument("--min-samples", type=int_option("--min-samples", low=1), default=5, metavar="N", help="phases with fewer samples in either run are listed, not gated (default: 5)")
+    p.add_argument("--findings", action=argparse.BooleanOptionalAction, default=True, help="list the findings that appeared or went away (default: on)")
+    p.add_argument("--fail-on", metavar="KINDS", help="exit 1 when a finding of one of these comma-separated kinds appeared in NEW (or all)")
     p.set_defaults(func=run)

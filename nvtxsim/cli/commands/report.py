@@ -13,27 +13,37 @@ from nvtxsim.cli.output import check_writable, deliver, terminal_width
 from nvtxsim.errors import int_option
 from nvtxsim.reporting.summary import RENDERERS, outside_warnings, render_table
 from nvtxsim.cli.progress import progress_after
-from nvtxsim.reporting.pipeline import DETAIL_FORMATS, DetailRequest, add_detail_arguments, load_with_progress, render_detail, request_from_args
+from nvtxsim.reporting.pipeline import DETAIL_FORMATS, DetailRequest, add_detail_arguments, attach_findings, failed_findings, load_with_progress, render_detail, request_from_args
 
 FORMATS = tuple(RENDERERS) + DETAIL_FORMATS
 
 
-def make_report(path: "str | Path", *, domain: Optional[str] = DEFAULT_DOMAIN, progress: Optional[bool] = False, domain_given: bool = False) -> Report:
+def make_report(
+    path: "str | Path", *, domain: Optional[str] = DEFAULT_DOMAIN, progress: Optional[bool] = False, domain_given: bool = False, request: Optional[DetailRequest] = None
+) -> Report:
     """Load → analyse one export (the programmatic form of ``nvtxsim report``).
 
     ``domain_given``: the user named ``domain``, so its absence is an error; otherwise an export
     without it is reported over every domain (see :func:`~nvtxsim.analysis.projection.resolve_domain`).
+    ``request``: its findings settings (the findings are computed when it asks for them).
     """
     from nvtxsim.analysis.selection import Detail
     from nvtxsim.analysis.gpu import graph_hints
 
     export = load_with_progress(path, progress=progress)
     domain, widened = resolve_domain(export, domain, given=domain_given)
-    report = summarize(export, domain=domain)
+    detail = Detail(export, domain=domain)
+    if request is not None and (request.findings or request.fail_on):
+        from nvtxsim.analysis.findings import prefetch
+
+        prefetch(detail)  # a streamed export: its few sync/memcpy calls are read while the projection runs
+    report = summarize(export, detail.gpu, domain=domain)
+    detail.__dict__["report"] = report
     if widened:
         report.warnings.insert(0, widened)
-    detail = Detail(export, domain=domain)
     report.warnings.extend(graph_hints(detail) + outside_warnings(detail, in_memory_only=True))
+    if request is not None:
+        attach_findings(detail, request)
     return report
 
 
@@ -68,7 +78,7 @@ def run_report(
     # One progress display (stderr, terminals only, after 1 s) over load, analysis and rendering.
     with progress_after(f"loading {Path(path).name}") as progress:
         if request.is_classic and fmt in RENDERERS:
-            report = make_report(path, domain=domain, progress=False, domain_given=domain_given)
+            report = make_report(path, domain=domain, progress=False, domain_given=domain_given, request=request)
             progress.stage("rendering")
             text = render(report, fmt, to_terminal=term, wide=wide)
         else:
@@ -76,6 +86,10 @@ def run_report(
             progress.stage("analysing")
             text = render_detail(export, fmt, request, domain=domain, domain_given=domain_given, to_terminal=term, width=terminal_width(wide=wide) if term else None, progress=False)
     deliver(text, out, force=force, protect=[path], stream=stream)
+    failed = failed_findings(request)
+    if failed:
+        sys.stderr.write("".join(f"nvtxsim: --fail-on {line}\n" for line in failed))
+        return 1
     return 0
 
 

@@ -64,12 +64,49 @@ def render_comparison(c: Comparison, fmt: str, *, width: Optional[int] = None, c
         return csv_text(ViewTable("compare", "", [], [asdict(p) for p in c.phases]))
     t = comparison_table(c)
     if fmt == "table":
-        return table_text(t, width=width, color=color)
+        return table_text(t, width=width, color=color) + _findings_text(c, width)
     if fmt == "markdown":
-        return markdown_text(t)
+        return markdown_text(t) + _findings_markdown(c)
     if fmt == "html":
         return _html(c, t)
     raise NvtxsimError(f"compare has no format {fmt!r}")
+
+
+def _findings_lines(c: Comparison) -> list[tuple[str, str]]:
+    """(what, text) per appeared / gone finding: the block under the comparison."""
+    from nvtxsim.reporting.findings import finding_line
+
+    d = c.findings
+    if d is None:
+        return []
+    return [("appeared", finding_line(f)) for f in d.appeared] + [("gone", finding_line(f)) for f in d.gone]
+
+
+def _findings_text(c: Comparison, width: Optional[int]) -> str:
+    from nvtxsim.reporting.findings import fit_line
+
+    if c.findings is None:
+        return ""
+    lines = _findings_lines(c)
+    head = f"\nFindings: {len(c.findings.appeared)} appeared, {len(c.findings.gone)} went away, {len(c.findings.kept)} in both"
+    return "\n".join([head] + [fit_line(f"{what:<8} {text}", width) for what, text in lines]) + "\n"
+
+
+def _findings_markdown(c: Comparison) -> str:
+    from nvtxsim.reporting.escaping import markdown_cell
+
+    if c.findings is None:
+        return ""
+    lines = ["", "### Findings", "", f"{len(c.findings.appeared)} appeared, {len(c.findings.gone)} went away, {len(c.findings.kept)} in both", ""]
+    lines += [f"- **{what}** {markdown_cell(text)}" for what, text in _findings_lines(c)]
+    return "\n".join(lines) + "\n"
+
+
+def _findings_html(c: Comparison) -> str:
+    if c.findings is None:
+        return ""
+    items = "".join(f"<li><b>{what}</b> {html.escape(text)}</li>" for what, text in _findings_lines(c))
+    return f'<section><h2>Findings</h2><p class="sub">{len(c.findings.appeared)} appeared, {len(c.findings.gone)} went away, {len(c.findings.kept)} in both</p><ul>{items}</ul></section>'
 
 
 def _forest(c: Comparison) -> str:
@@ -115,6 +152,6 @@ def _html(c: Comparison, t: ViewTable) -> str:
         f"<style>{_CSS}</style></head><body><header><h1>nvtxsim compare</h1><p class=\"src\">{html.escape(t.title)}</p>{verdict}</header><main>"
         f"<section><h2>Median change per phase</h2><p class=\"sub\">dot: Δ median; bar: {int(c.settings.confidence * 100)} % bootstrap interval"
         f"{'; dashed: --fail-above' if c.settings.fail_above is not None else ''}</p>{_forest(c)}</section>"
-        f"<section><h2>All phases</h2>{_table_html(t)}</section></main>"
+        f"<section><h2>All phases</h2>{_table_html(t)}</section>{_findings_html(c)}</main>"
         f"<footer>made by nvtxsim {html.escape(__version__)} · self-contained, works offline</footer></body></html>\n"
     )

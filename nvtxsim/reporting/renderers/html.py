@@ -40,7 +40,7 @@ def _table_html(t: ViewTable, limit: Optional[int] = None) -> str:
     )
     rows = t.rows if limit is None else t.rows[:limit]
     body = []
-    for row in rows:
+    for i, row in enumerate(rows):
         tds = []
         for c in t.columns:
             v = row.get(c.key, "")
@@ -50,7 +50,8 @@ def _table_html(t: ViewTable, limit: Optional[int] = None) -> str:
                 text = "&nbsp;&nbsp;" * int(row.get("depth", 0)) + html.escape(str(v))
             cls = "l" if c.unit in ("str", "tree") else "r"
             tds.append(f'<td class="{cls}" data-v="{sort}">{text}</td>')
-        body.append("<tr>" + "".join(tds) + "</tr>")
+        anchor = f' id="phase-{i}"' if t.name == "summary" else ""  # findings link to their phase's row (by position)
+        body.append(f"<tr{anchor}>" + "".join(tds) + "</tr>")
     more = f'<p class="note">{len(t.rows) - len(rows)} more rows in the JSON/CSV output.</p>' if limit is not None and len(t.rows) > limit else ""
     notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in t.notes if n)
     if not t.rows:
@@ -223,7 +224,7 @@ def render_html(detail: Detail, options: Any) -> str:
     titles = {
         "summary": "Phases", "tree": "Nesting and self time", "iterations": "Per iteration", "slowest": "Slowest iterations",
         "kernels": "Top kernels", "copies": "Copies", "syncs": "Synchronization waits", "gpu": "GPU idle, queue, graphs",
-        "gpus": "Per GPU", "threads": "Per thread",
+        "gpus": "Per GPU", "threads": "Per thread", "findings": "Findings (all)", "overlap": "Other threads' GPU work (time overlap)",
     }
     for t in tables:
         sections.append(
@@ -231,6 +232,11 @@ def render_html(detail: Detail, options: Any) -> str:
         )
     heading = [f"<bdi>{html.escape(part)}</bdi>" for part in heading_parts(s, counts_sep=" · ")]  # a bidi override in a name stays inside its part
     warnings = "".join(f'<p class="warn">{html.escape(w)}</p>' for w in rep.warnings)
+    findings = ""
+    if rep.findings is not None:
+        from nvtxsim.reporting.findings import findings_html
+
+        findings = findings_html(rep.findings, [p.label for p in rep.phases])
     nav = " · ".join(f'<a href="#v-{t.name}">{html.escape(titles.get(t.name, t.name))}</a>' for t in tables)
     return fill_page(
         _TEMPLATE,
@@ -240,6 +246,7 @@ def render_html(detail: Detail, options: Any) -> str:
         WARNINGS=warnings,
         NAV=nav,
         SECTIONS="\n".join(sections),
+        FINDINGS=findings,
         CSS=_CSS,
         JS=_JS,
         DATA=html_json(data),
@@ -264,6 +271,7 @@ _TEMPLATE = """<!DOCTYPE html>
 <body>
 <header><h1>nvtxsim report</h1><p class="src">%HEADING%</p>%WARNINGS%<nav>Plots · %NAV%</nav></header>
 <main>
+%FINDINGS%
 <section id="plots">
 <div class="plot"><h2>CPU vs GPU per phase</h2><p class="sub">total CPU range time, GPU busy time (union of the ops launched inside) and GPU projected span</p><div id="bars"></div></div>
 <div class="plot"><h2>Per-phase time per iteration</h2><p class="sub" id="it-sub"></p><div class="ctl" id="it-ctl"></div><div id="lines"></div></div>
@@ -293,6 +301,7 @@ table.data tr:hover td{background:#f0f5ff}.l{text-align:left}.r{text-align:right
 svg text{font:11px system-ui,sans-serif;fill:var(--fg)}svg .ax{stroke:#c5cad3}svg .grid{stroke:#eceef2}
 .ctl{font-size:12px;margin:0 0 6px}.ctl label{margin-right:10px;cursor:pointer;white-space:nowrap}.ctl .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;vertical-align:-1px}
 #timeline{border:1px solid var(--bd);border-radius:6px;cursor:grab;user-select:none}#timeline.drag{cursor:grabbing}
+ol.findings{margin:4px 0 0;padding-left:22px}ol.findings li{margin:0 0 6px}.f-high b{color:#b3261e}.f-medium b{color:#8a5300}.f-low b{color:var(--mut)}.adv{color:var(--mut)}
 #tip{position:fixed;pointer-events:none;background:#1d2330;color:#fff;font-size:12px;padding:5px 8px;border-radius:4px;display:none;max-width:520px;z-index:9;white-space:pre-line}
 footer{color:var(--mut);font-size:12px;padding:10px 28px 24px}
 """

@@ -97,6 +97,10 @@ def render_views(report: Report, tables: list[ViewTable], fmt: str, *, width: Op
         t = tables[0]
         return render_csv(report) if t.name == "summary" else csv_text(t)
     parts = []
+    if report.findings is not None and fmt in ("table", "markdown") and not any(t.name == "summary" for t in tables):
+        from nvtxsim.reporting.findings import block_lines, block_markdown
+
+        parts.append("\n".join(block_lines(report.findings, width)) + "\n" if fmt == "table" else block_markdown(report.findings))
     for t in tables:
         if fmt == "table":
             parts.append(render_table(report, width=width, color=color) if t.name == "summary" else table_text(t, width=width, color=color))

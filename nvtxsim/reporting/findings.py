@@ -1,0 +1,181 @@
+"""How the findings show: a short block at the top of the table and markdown reports, the
+``findings`` and ``overlap`` views, and the HTML section before the plots.
+
+The block is at most ``BLOCK_FINDINGS`` findings of two lines each (what, where, how much; then the
+advice), every line at most ``BLOCK_WIDTH`` cells, so it reads in an 80-column terminal whatever
+the names are (long phase names are shortened in the middle).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Optional
+
+from nvtxsim.analysis.findings import Finding, Findings
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.reporting.escaping import markdown_cell, printable
+from nvtxsim.reporting.renderers.terminal import cell_width, one_line, shorten_middle
+from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
+from nvtxsim.reporting.viewtable import Column, ViewTable
+
+BLOCK_FINDINGS = 5
+BLOCK_WIDTH = 80
+PHASE_CELLS = 24
+
+
+def _pct(x: Optional[float]) -> str:
+    return f"{100 * x:.0f} %" if x is not None else "?"
+
+
+def _threads(threads: dict) -> str:
+    names = list(threads)
+    return names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "") if names else "?"
+
+
+def evidence_text(f: Finding) -> str:
+    """The numbers behind a finding in a few words."""
+    e = f.evidence
+    k = f.kind
+    if k == "sync":
+        per = f" ({e['calls_per_iteration']:g}/it)" if "calls_per_iteration" in e else ""
+        return f"{e['calls']:,} calls{per}: " + ", ".join(e["apis"])
+    if k == "pageable_copy":
+        dirs = ", ".join(f"{fmt_bytes(v['bytes'])} {d}" for d, v in e["directions"].items())
+        pinned = [v["pinned_gbps"] for v in e["directions"].values() if v.get("pinned_gbps")]
+        rate = f" at {e['gbps']:.3g} GB/s" if e.get("gbps") else ""
+        return dirs + rate + (f" (pinned: {max(pinned):.3g})" if pinned else "")
+    if k == "launch_bound":
+        return f"{e['launches_per_range']:g} launches/range, {fmt_ns(e['gpu_per_launch_ns'])} GPU each"
+    if k == "cpu_bound":
+        return f"GPU busy {_pct(e['gpu_busy_share'])} of its CPU time"
+    if k == "gpu_bound":
+        return f"GPU {fmt_ns(e['gpu_busy_ns'])} for {fmt_ns(e['cpu_work_ns'])} CPU"
+    if k == "outlier_iterations":
+        its = ", ".join(map(str, e["iterations"][:6])) + ("…" if e["count"] > 6 else "")
+        return f"iterations {its}: up to {fmt_ns(e['max_ns'])}, median {fmt_ns(e['median_ns'])}"
+    if k in ("other_thread_gpu", "unattributed_gpu"):
+        return f"{e['launches']:,} launches from {_threads(e['threads'])}"
+    return ""
+
+
+def _cost(f: Finding) -> str:
+    return f"{fmt_ns(f.cost_per_iteration_ns)}/it" if f.cost_per_iteration_ns is not None else fmt_ns(f.cost_ns)
+
+
+def _fit(text: str, cells: int) -> str:
+    """``text`` cut at its end to ``cells`` (the start says what it is about)."""
+    if cell_width(text) <= cells:
+        return text
+    out, used = [], 0
+    for ch in text:
+        w = cell_width(ch)
+        if used + w > cells - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…"
+
+
+def finding_line(f: Finding) -> str:
+    """One finding in one line of plain text: severity, kind, phase, cost, share, evidence."""
+    return f"{f.severity} {f.kind} in {one_line(f.phase)}: {_cost(f)} ({_pct(f.evidence.get('share_of_time'))}) · {one_line(evidence_text(f))}"
+
+
+def fit_line(text: str, width: Optional[int]) -> str:
+    """``text`` printable and cut to the block's width (80 cells, or a narrower terminal)."""
+    return _fit(printable(text), min(width or BLOCK_WIDTH, BLOCK_WIDTH))
+
+
+def block_lines(fs: Findings, width: Optional[int] = None) -> list[str]:
+    """The terminal block: a title, then two lines per finding (facts, advice), never wider than 80 cells."""
+    w = min(width or BLOCK_WIDTH, BLOCK_WIDTH)
+    shown = fs.items[:BLOCK_FINDINGS]
+    more = f"; all {len(fs.items)}: --view findings" if len(fs.items) > len(shown) else ""
+    if not fs.items:
+        return [_fit("Findings: none (no sync, copy, launch, CPU or GPU bottleneck over the thresholds)", w)]
+    lines = [_fit(f"Findings (most costly first{more})", w)]
+    for f in shown:
+        phase = shorten_middle(one_line(f.phase), PHASE_CELLS)
+        head = f"{f.severity:<6} {f.kind} in {phase}: {_cost(f)} ({_pct(f.evidence.get('share_of_time'))})"
+        lines.append(_fit(f"{head} · {printable(evidence_text(f))}", max(w, cell_width(head))))
+        lines.append(_fit(f"       → {f.advice}", w))
+    return lines + [_fit(f"note: {n}", w) for n in fs.notes]
+
+
+def block_text(fs: Findings, width: Optional[int] = None) -> str:
+    return "\n".join(block_lines(fs, width)) + "\n\n"
+
+
+def block_markdown(fs: Findings) -> str:
+    """The block as a markdown list: ``### Findings`` then one item per finding (facts, then the advice)."""
+    lines = ["### Findings", ""]
+    if not fs.items:
+        lines.append("None over the thresholds.")
+    for i, f in enumerate(fs.items[:BLOCK_FINDINGS], 1):
+        lines.append(f"{i}. **{f.severity}** {f.kind} in {markdown_cell(f.phase)}: {markdown_cell(_cost(f))} ({_pct(f.evidence.get('share_of_time'))})")
+        lines.append(f"   {markdown_cell(evidence_text(f))}; {markdown_cell(f.advice)}")
+    if len(fs.items) > BLOCK_FINDINGS:
+        lines.append(f"\n({len(fs.items) - BLOCK_FINDINGS} more: --view findings)")
+    lines += [f"\n> {markdown_cell(n)}" for n in fs.notes]
+    return "\n".join(lines) + "\n\n"
+
+
+# --------------------------------------------------------------------------- views
+
+C = Column
+FINDING_COLUMNS = [
+    C("severity", "Severity"), C("kind", "Kind"), C("phase", "Phase"), C("cost_per_iteration_ns", "per iter", "ns"), C("cost_ns", "cost", "ns"),
+    C("share", "of time", "pct"), C("evidence_text", "Evidence"), C("advice", "Advice"),
+]
+
+
+def findings_table(fs: Findings) -> ViewTable:
+    rows = [{**f.as_dict(), "share": f.evidence.get("share_of_time"), "evidence_text": evidence_text(f)} for f in fs.items]
+    base = f"per iteration over {fs.iterations} iterations" if fs.iterations else "iterations unknown: cost over the capture"
+    notes = [f"cost: time the problem costs ({base}); of time: share of the wall time inside the phases ({fmt_ns(fs.reference_ns)})"]
+    return ViewTable("findings", "Findings: what is slow, why, and what to do (most costly first)", FINDING_COLUMNS, rows, notes + fs.notes)
+
+
+def overlap_table(d: Detail) -> ViewTable:
+    """Other threads' GPU work by the phase open at launch: a time-overlap attribution beside nsys's columns."""
+    from nvtxsim.analysis.findings import OUTSIDE, other_thread_gpu
+
+    busy = {p.label: p.gpu_busy_total_ns for p in d.report.phases}
+    rows = [
+        {"phase": r.phase, "gpu_busy_nsys_ns": busy.get(r.phase, 0), "other_gpu_ns": r.gpu_busy_ns, "launches": r.launches, "ops": r.ops,
+         "threads": r.threads, "threads_text": ", ".join(f"{t} ×{n}" for t, n in r.threads.items())}
+        for r in other_thread_gpu(d)
+    ]
+    cols = [
+        C("phase", "Phase (open at launch)"), C("gpu_busy_nsys_ns", "GPU busy (nsys)", "ns"), C("other_gpu_ns", "other threads (overlap)", "ns"),
+        C("launches", "launches", "int"), C("ops", "ops", "int"), C("threads_text", "Threads"),
+    ]
+    notes = [
+        "time-overlap attribution, not nsys's: GPU work launched outside every range of its own thread, counted for the innermost "
+        f"phase open on another thread of the process at launch time ({OUTSIDE}: none open); the summary's GPU columns stay nsys-exact"
+    ]
+    return ViewTable("overlap", "GPU work of other threads by the phase open at launch (time overlap)", cols, rows, notes)
+
+
+# --------------------------------------------------------------------------- html
+
+
+def phase_anchor(phase: str, phases: list[str]) -> str:
+    """The id of a phase's row in the summary table (by position: names are data)."""
+    return f"phase-{phases.index(phase)}" if phase in phases else "v-summary"
+
+
+def findings_html(fs: Findings, phases: list[str]) -> str:
+    """The section before the plots: one line per finding, linking to its phase's row."""
+    if not fs.items:
+        return '<section id="findings"><h2>Findings</h2><p class="note">None over the thresholds.</p></section>'
+    items = []
+    for f in fs.items:
+        link = f'<a href="#{phase_anchor(f.phase, phases)}">{html.escape(f.phase)}</a>'
+        items.append(
+            f'<li class="f-{html.escape(f.severity)}"><b>{html.escape(f.severity)}</b> {html.escape(f.kind)} in {link}: '
+            f'{html.escape(_cost(f))} ({html.escape(_pct(f.evidence.get("share_of_time")))}) · {html.escape(evidence_text(f))}'
+            f'<br><span class="adv">→ {html.escape(f.advice)}</span></li>'
+        )
+    notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in fs.notes)
+    return f'<section id="findings"><h2>Findings</h2><p class="sub">most costly first; details: the Findings table below</p><ol class="findings">{"".join(items)}</ol>{notes}</section>'
