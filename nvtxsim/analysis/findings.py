@@ -30,7 +30,7 @@ import numpy as np
 
 from nvtxsim.analysis.gpu import is_sync_api
 from nvtxsim.analysis.iterations import Iterations, per_iteration
-from nvtxsim.analysis.launches import api_name
+from nvtxsim.analysis.launches import api_name, ops_of
 from nvtxsim.analysis.projection import _union_length
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.analysis.tree import RangeTree, build, innermost
@@ -458,19 +458,18 @@ def _open_elsewhere(ctx: _Context, start: np.ndarray, tid: np.ndarray) -> np.nda
 def other_thread_gpu(detail: Detail, ctx: Optional[_Context] = None) -> list[OtherThreadGpu]:
     """GPU work nsys attributes to no range, split by the phase open on another thread at launch time."""
     ctx = ctx or _Context(detail, "iteration", 0)
+    from nvtxsim.analysis.unattributed import outside_calls
+
     api, ops, link = ctx.ex.api, detail.ops, detail.link
     if api is None or len(ops) == 0 or len(ctx.tree.nesting.ranges) == 0:
         return []
-    calls = np.flatnonzero(link.count > 0)
-    own = innermost(ctx.ex, ctx.tree.nesting, api.start[calls], api.end[calls], api.global_tid[calls])
-    calls = calls[own < 0]
+    calls = outside_calls(detail)  # nsys attributes these to no range
     pos = _open_elsewhere(ctx, api.start[calls], api.global_tid[calls])
     in_skipped = (pos >= 0) & ~ctx.kept[np.maximum(pos, 0)]
     calls, pos = calls[~in_skipped], pos[~in_skipped]
     labels = np.where(pos >= 0, ctx.r.label[ctx.tree.nesting.ranges[np.maximum(pos, 0)]].astype(np.int64), -1)
-    cnt = link.count[calls]
-    op = link.op_order[np.repeat(link.lo[calls], cnt) + (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
-    op_label = np.repeat(labels, cnt)
+    op = ops_of(link, calls)
+    op_label = np.repeat(labels, link.count[calls])
     out = []
     for lab in np.unique(labels):
         m, om = labels == lab, op_label == lab

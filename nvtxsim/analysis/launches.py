@@ -214,6 +214,13 @@ def op_pairs(export: Export, ops: Ops, link: Launches, ranges: np.ndarray, *, cr
     return OpPairs(np.repeat(rng, n), link.op_order[pos], np.repeat(call, n))
 
 
+def ops_of(link: Launches, calls: np.ndarray) -> np.ndarray:
+    """The GPU ops (indices into Ops) the given calls launched, call after call."""
+    cnt = link.count[calls]
+    total = int(cnt.sum())
+    return link.op_order[np.repeat(link.lo[calls], cnt) + (np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+
+
 def queue_delay(export: Export, ops: Ops, pairs: OpPairs) -> np.ndarray:
     """Per pair: GPU start minus the end of the launching call, 0 when the op started before the call
     returned (nsys ``kernexectrace`` "Queue Dur", which it leaves empty in that case)."""

@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from nvtxsim.analysis.launches import ops_of
 from nvtxsim.analysis.projection import _union_length, select_ranges
 from nvtxsim.analysis.selection import Detail
 
@@ -51,6 +52,18 @@ def inside_own_ranges(tid: np.ndarray, start: np.ndarray, end: np.ndarray, r_tid
     return inside
 
 
+def outside_calls(detail: Detail) -> np.ndarray:
+    """The CUDA calls (indices into Export.api) that launched GPU work and lie in no range of their own thread."""
+    ex, api, link = detail.export, detail.export.api, detail.link
+    assert api is not None
+    calls = np.flatnonzero(link.count > 0)
+    r = ex.ranges
+    sel = select_ranges(ex, detail.domain)
+    sel = sel[~r.cross_thread[sel]]  # like nsys: a range ended on another thread projects nothing
+    inside = inside_own_ranges(api.global_tid[calls], api.start[calls], api.end[calls], r.global_tid[sel], r.start[sel], r.end[sel])
+    return calls[~inside]
+
+
 def outside_phases(detail: Detail, *, in_memory_only: bool = False) -> Optional[OutsideGpu]:
     """The GPU work no reported range of its launching thread contains; None when there is none.
 
@@ -64,17 +77,10 @@ def outside_phases(detail: Detail, *, in_memory_only: bool = False) -> Optional[
     ops, api = detail.ops, ex.api
     if len(ops) == 0:
         return None
-    link = detail.link
-    calls = np.flatnonzero(link.count > 0)
-    r = ex.ranges
-    sel = select_ranges(ex, detail.domain)
-    sel = sel[~r.cross_thread[sel]]  # like nsys: a range ended on another thread projects nothing
-    inside = inside_own_ranges(api.global_tid[calls], api.start[calls], api.end[calls], r.global_tid[sel], r.start[sel], r.end[sel])
-    calls = calls[~inside]
+    calls = outside_calls(detail)
     if len(calls) == 0:
         return None
-    cnt = link.count[calls]
-    op = link.op_order[np.repeat(link.lo[calls], cnt) + (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+    op = ops_of(detail.link, calls)
     one = lambda idx: int(_union_length(np.zeros(len(idx), dtype=np.int64), ops.start[idx], ops.end[idx], 1)[0])  # noqa: E731
     tids, n = np.unique(api.global_tid[calls], return_counts=True)
     threads = {detail.thread_name(int(t)): int(k) for t, k in sorted(zip(tids, n), key=lambda tn: -tn[1])}

@@ -12,6 +12,7 @@ import html
 from typing import Optional
 
 from nvtxsim.analysis.findings import Finding, Findings
+from nvtxsim.analysis.projection import Report
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.reporting.escaping import markdown_cell, printable
 from nvtxsim.reporting.renderers.terminal import cell_width, one_line, shorten_middle
@@ -102,8 +103,13 @@ def block_lines(fs: Findings, width: Optional[int] = None) -> list[str]:
     return lines + [_fit(f"note: {n}", w) for n in fs.notes]
 
 
-def block_text(fs: Findings, width: Optional[int] = None) -> str:
-    return "\n".join(block_lines(fs, width)) + "\n\n"
+def before_table(report: Report, width: Optional[int] = None) -> list[str]:
+    """The block framed by blank lines, for between the summary's heading and its table ([] without findings)."""
+    return [""] + block_lines(report.findings, width) + [""] if report.findings is not None else []
+
+
+def before_markdown(report: Report) -> str:
+    return block_markdown(report.findings) if report.findings is not None else ""
 
 
 def block_markdown(fs: Findings) -> str:

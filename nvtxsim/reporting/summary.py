@@ -8,7 +8,7 @@ formats (table, markdown) pick units per value.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, Report
 from nvtxsim.reporting.escaping import csv_table, json_text, markdown_cell, printable
@@ -133,29 +133,26 @@ def outside_warnings(detail: "Detail", *, in_memory_only: bool = False) -> list[
     return [outside_note(o)] if o is not None and o.share >= MIN_SHARE else []
 
 
-def render_table(report: Report, *, width: int | None = None, color: bool | None = None) -> str:
-    """The summary for a terminal ``width`` columns wide (None: whole, as wide as it needs); bold header when ``color``."""
+def render_table(report: Report, *, width: int | None = None, color: bool | None = None, before: Sequence[str] = ()) -> str:
+    """The summary for a terminal ``width`` columns wide (None: whole, as wide as it needs); bold header when ``color``.
+
+    ``before``: lines between the heading and the table (the Findings block)."""
     columns = _human_columns(report)
     rows = [[get(p) for _, get in columns] for p in report.phases]
-    heading = terminal.fit_parts(heading_parts(report.source), width)
-    if report.findings is not None:
-        from nvtxsim.reporting.findings import block_lines
-
-        heading += [""] + block_lines(report.findings, width) + [""]
+    heading = terminal.fit_parts(heading_parts(report.source), width) + list(before)
     text = terminal.render(
         (SUMMARY_COLUMNS + MEMORY_SUMMARY_COLUMNS)[: len(columns)], rows, heading=heading, width=width, color=bool(color), empty="no NVTX ranges in the selected domain"
     )
     return text + "".join(f"{ln}\n" for ln in terminal.notes_lines(report.warnings, width, prefix="warning: "))
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: Report, *, before: str = "") -> str:
+    """The summary as a markdown table; ``before``: markdown between the heading and the table (the Findings block)."""
     cell = markdown_cell
     columns = _human_columns(report)
     lines = [f"**{cell(_heading(report))}**", ""]
-    if report.findings is not None:
-        from nvtxsim.reporting.findings import block_markdown
-
-        lines.append(block_markdown(report.findings))
+    if before:
+        lines.append(before)
     lines.append("| " + " | ".join(h for h, _ in columns) + " |")
     lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(columns) - 1)) + "|")
     for p in report.phases:

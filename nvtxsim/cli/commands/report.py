@@ -11,7 +11,8 @@ from typing import Optional, TextIO
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN, Report, resolve_domain, summarize
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
 from nvtxsim.errors import int_option
-from nvtxsim.reporting.summary import RENDERERS, outside_warnings, render_table
+from nvtxsim.reporting.findings import before_markdown, before_table
+from nvtxsim.reporting.summary import RENDERERS, outside_warnings, render_markdown, render_table
 from nvtxsim.cli.progress import progress_after
 from nvtxsim.reporting.pipeline import DETAIL_FORMATS, DetailRequest, add_detail_arguments, attach_findings, failed_findings, load_with_progress, render_detail, request_from_args
 
@@ -49,7 +50,10 @@ def make_report(
 
 def render(report: Report, fmt: str, *, to_terminal: bool = False, wide: bool = False) -> str:
     if fmt == "table":
-        return render_table(report, color=to_terminal, width=terminal_width(wide=wide) if to_terminal else None)
+        width = terminal_width(wide=wide) if to_terminal else None
+        return render_table(report, color=to_terminal, width=width, before=before_table(report, width))
+    if fmt == "markdown":
+        return render_markdown(report, before=before_markdown(report))
     return RENDERERS[fmt](report)
 
 

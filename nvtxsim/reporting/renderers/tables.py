@@ -96,16 +96,16 @@ def render_views(report: Report, tables: list[ViewTable], fmt: str, *, width: Op
             raise NvtxsimError("csv holds one table: ask for one --view (or use json, markdown or html for several)")
         t = tables[0]
         return render_csv(report) if t.name == "summary" else csv_text(t)
+    from nvtxsim.reporting.findings import before_markdown, before_table, block_lines, block_markdown
+
     parts = []
     if report.findings is not None and fmt in ("table", "markdown") and not any(t.name == "summary" for t in tables):
-        from nvtxsim.reporting.findings import block_lines, block_markdown
-
         parts.append("\n".join(block_lines(report.findings, width)) + "\n" if fmt == "table" else block_markdown(report.findings))
     for t in tables:
         if fmt == "table":
-            parts.append(render_table(report, width=width, color=color) if t.name == "summary" else table_text(t, width=width, color=color))
+            parts.append(render_table(report, width=width, color=color, before=before_table(report, width)) if t.name == "summary" else table_text(t, width=width, color=color))
         elif fmt == "markdown":
-            parts.append(render_markdown(report) if t.name == "summary" else markdown_text(t))
+            parts.append(render_markdown(report, before=before_markdown(report)) if t.name == "summary" else markdown_text(t))
         else:
             raise NvtxsimError(f"format {fmt!r} does not render views")
     return "\n".join(parts)
