@@ -149,7 +149,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         epilog="examples:\n"
         "  python -m nvtxsim run scripts/reinforcement_learning/rsl_rl/train.py --task Isaac-Cartpole-v0 --headless\n"
         "  nvtxsim profile -o cartpole -- python -m nvtxsim run train.py --task Isaac-Cartpole-v0 --headless\n"
-        "  nvtxsim profile --iterations 100:120 -- python -m nvtxsim run train.py ...   # env steps 100..119",
+        "  nvtxsim profile --iterations 100:120 -- python -m nvtxsim run train.py ...   # env steps 100..119\n"
+        "  NVTXSIM_LIVE=live.jsonl python -m nvtxsim run train.py ...   # live per-phase timing, one line per 100 env steps",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-m", dest="module", action="store_true", help="run a module (like python -m MODULE)")
