@@ -86,3 +86,16 @@ def test_profile_memory_flag_adds_the_nsys_switch():
     assert "--cuda-memory-usage=true" in capture.build_profile_command(n, req)
     with pytest.raises(NvtxsimError):
         capture.build_profile_command(n, capture.ProfileRequest(command=["x"], output=Path("o"), trace=("nvtx",), memory=True))
+
+
+def test_events_with_bare_pids_still_match_their_process(tmp_path):
+    import sqlite3
+
+    p = tmp_path / "bare.sqlite"
+    make_loop_export(p, PHASES, resident_bytes=3 * MiB)
+    con = sqlite3.connect(p)
+    con.execute("UPDATE CUDA_GPU_MEMORY_USAGE_EVENTS SET globalPid = 4242 << 24")  # host/VM bits left out
+    con.commit()
+    con.close()
+    by = {q.name: q for q in Detail(load(p)).report.phases}
+    assert by["pairwise"].gpu_mem_peak_bytes == 7 * MiB

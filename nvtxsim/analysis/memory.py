@@ -53,9 +53,8 @@ def range_memory(export: Export, ranges: np.ndarray) -> RangeMemory | None:
     r = export.ranges
     n = len(ranges)
     peak, rise, net = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    ev_pid = mem.global_pid & PID_MASK
+    ev_pid, rng_pid = _process_keys(mem.global_pid, r.global_tid[ranges])
     one_group = not np.any(ev_pid)  # no globalPid column: every event belongs to every range
-    rng_pid = r.global_tid[ranges] & PID_MASK
     for pid in np.unique(ev_pid):
         ev = np.flatnonzero(ev_pid == pid)
         sel = np.arange(n) if one_group else np.flatnonzero(rng_pid == pid)
@@ -67,6 +66,15 @@ def range_memory(export: Export, ranges: np.ndarray) -> RangeMemory | None:
         p, s, d = _window_levels(t, level, r.start[ranges[sel]], r.end[ranges[sel]])
         peak[sel], rise[sel], net[sel] = p, s, d
     return RangeMemory(peak=peak, rise=rise, net=net)
+
+
+def _process_keys(event_gpid: np.ndarray, range_gtid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keys that tie memory events to the ranges' processes: the full serialized globalPid, or the
+    bare PID bits when no event matches that way (a writer that leaves the host/VM bits out)."""
+    ev, rg = event_gpid & PID_MASK, range_gtid & PID_MASK
+    if len(ev) and len(rg) and not np.isin(ev, rg).any():
+        return (event_gpid >> 24) & 0xFFFFFF, (range_gtid >> 24) & 0xFFFFFF
+    return ev, rg
 
 
 def _window_levels(t: np.ndarray, level: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
