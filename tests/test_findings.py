@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,76 @@ def test_skip_first_and_no_iterations(tmp_path):
     no_it = find(d, by="no_such_range")
     assert no_it and all(f.cost_per_iteration_ns is None for f in no_it)
     assert "sync" in _kinds(no_it, "nvtxsim:reward")
+
+
+# --------------------------------------------------------------------------- real H200 captures (scripts/gpu/findings.sh)
+
+GPU_DATA = Path(__file__).parent / "data" / "gpu"
+REAL = {  # (phase, kind) planted by scripts/gpu/findings_workload.py
+    ("nvtxsim:sim_step", "launch_bound"),
+    ("nvtxsim:render", "gpu_bound"),
+    ("nvtxsim:camera_readout", "pageable_copy"),
+    ("nvtxsim:reward", "sync"),
+    ("nvtxsim:reset", "cpu_bound"),
+    ("nvtxsim:observation", "outlier_iterations"),
+    ("nvtxsim:policy_update", "other_thread_gpu"),
+    (OUTSIDE, "unattributed_gpu"),
+}
+needs_real = pytest.mark.skipif(not (GPU_DATA / "findings_planted.sqlite.gz").exists(), reason="H200 captures not in this checkout")
+
+
+@pytest.fixture(scope="module")
+def real():
+    return {v: find(Detail(load(GPU_DATA / f"findings_{v}.sqlite.gz")), skip_first=2) for v in ("planted", "clean")}
+
+
+@needs_real
+@pytest.mark.parametrize("phase,kind", sorted(REAL))
+def test_h200_planted_problem_is_found(real, phase, kind):
+    assert kind in _kinds(real["planted"], phase), [(f.phase, f.kind) for f in real["planted"]]
+
+
+@needs_real
+def test_h200_planted_evidence(real):
+    by = {(f.phase, f.kind): f for f in real["planted"]}
+    assert set(by[("nvtxsim:observation", "outlier_iterations")].evidence["iterations"]) == {9, 27, 45}
+    assert list(by[("nvtxsim:policy_update", "other_thread_gpu")].evidence["threads"])[0].startswith("pt_autograd")
+    assert by[("nvtxsim:reward", "sync")].evidence["apis"] == {"cudaStreamSynchronize": 116}  # .item() and nonzero(), 58 iterations
+    copy = by[("nvtxsim:camera_readout", "pageable_copy")]
+    assert copy.severity == "high" and copy.evidence["directions"]["D→H"]["copies"] == 58
+    assert by[("nvtxsim:sim_step", "launch_bound")].evidence["launches_per_range"] == 300
+
+
+@needs_real
+def test_h200_clean_run_raises_none_of_the_planted_problems(real):
+    kinds = {f.kind for f in real["clean"]}
+    assert not kinds & {"sync", "pageable_copy", "launch_bound", "cpu_bound", "other_thread_gpu"}, kinds
+
+
+@needs_real
+def test_cli_fail_on_json_html_and_compare(tmp_path):
+    import subprocess
+    import sys
+
+    planted, clean = (str(GPU_DATA / f"findings_{v}.sqlite.gz") for v in ("planted", "clean"))
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "nvtxsim", *args], capture_output=True, text=True)
+
+    p = cli("report", planted, "--skip-first", "2", "--fail-on", "sync,pageable_copy", "-f", "json")
+    assert p.returncode == 1 and "--fail-on sync in nvtxsim:reward" in p.stderr and "pageable_copy in nvtxsim:camera_readout" in p.stderr
+    doc = json.loads(p.stdout)
+    assert {"phase", "kind", "severity", "cost_ns", "cost_per_iteration_ns", "evidence", "advice"} <= set(doc["findings"][0])
+    assert cli("report", clean, "--skip-first", "2", "--fail-on", "sync,pageable_copy").returncode == 0
+    assert cli("report", clean, "--fail-on", "nonsense").returncode == 2
+    text = cli("report", planted, "--skip-first", "2").stdout.splitlines()
+    block = text[2 : text.index("", 3)]
+    assert block[0].startswith("Findings") and len(block) <= 11 and all(len(line) <= 80 for line in block)
+    page = tmp_path / "r.html"
+    assert cli("report", planted, "-f", "html", "-o", str(page)).returncode == 0
+    html = page.read_text()
+    assert html.index('id="findings"') < html.index('id="plots"') and 'href="#phase-' in html
+    c = cli("compare", clean, planted, "--by", "iteration", "--skip-first", "2", "--fail-on", "sync", "-f", "json")
+    assert c.returncode == 1 and "new finding sync in nvtxsim:reward" in c.stderr
+    appeared = {(f["phase"], f["kind"]) for f in json.loads(c.stdout)["findings"]["appeared"]}
+    assert {("nvtxsim:reward", "sync"), ("nvtxsim:camera_readout", "pageable_copy")} <= appeared
