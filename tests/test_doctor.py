@@ -83,3 +83,71 @@ def test_doctor_with_real_nsys():
     assert text.returncode == 0
     assert f"nsys      {version}" in text.stdout or f"{version} at" in text.stdout
     assert "will capture:" in text.stdout and "can profile: yes" in text.stdout
+
+
+# --------------------------------------------------------------------------- children given up on (issue 13)
+
+HANGING_NSYS = """#!/bin/sh
+# A stand-in nsys that hangs after starting a helper of its own (as nsys starts the program and its daemon).
+case "$*" in
+  *--help*) exit 0 ;;
+esac
+if [ "$1" = "--version" ] && [ -n "$FAKE_NSYS_FAST_VERSION" ]; then
+  echo 'NVIDIA Nsight Systems version 2022.4.2.1-2022.4.2.1'; exit 0
+fi
+sleep 300 &
+echo "$$ $!" >> "$FAKE_NSYS_PIDS"
+sleep 300
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except OSError:
+        return True
+
+
+def _fake(tmp_path, monkeypatch):
+    fake = tmp_path / "nsys"
+    fake.write_text(HANGING_NSYS)
+    fake.chmod(0o755)
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("FAKE_NSYS_PIDS", str(pids))
+    monkeypatch.setenv("NSYS", str(fake))
+    return fake, pids
+
+
+def _all_pids(pids: Path) -> list[int]:
+    return [int(p) for line in pids.read_text().splitlines() for p in line.split()]
+
+
+def test_doctor_ends_the_nsys_it_gives_up_on(tmp_path, monkeypatch):
+    fake, pids = _fake(tmp_path, monkeypatch)
+    monkeypatch.setattr(capture, "QUERY_TIMEOUT", 1.0)
+    d = doctor.diagnose(quick=True)
+    nsys_check = next(c for c in d.checks if c.name == "nsys")
+    assert nsys_check.status == doctor.FAIL
+    started = _all_pids(pids)
+    assert started and all(_gone(p) for p in started), "nsys (or what it started) outlived doctor's timeout"
+
+
+def test_a_capture_that_hangs_is_ended_with_what_it_started(tmp_path, monkeypatch):
+    fake, pids = _fake(tmp_path, monkeypatch)
+    monkeypatch.setenv("FAKE_NSYS_FAST_VERSION", "1")
+    nsys = capture.find_nsys()
+    req = capture.ProfileRequest(command=["true"], output=tmp_path / "out")
+    from nvtxsim.errors import NvtxsimError
+
+    with pytest.raises(NvtxsimError, match="did not finish"):
+        capture.run_profile(nsys, req, timeout=1, log=open(tmp_path / "log", "w"))
+    started = _all_pids(pids)
+    assert started and all(_gone(p) for p in started)
+
+
+def test_run_bounded_returns_normally():
+    out = capture.run_bounded([sys.executable, "-c", "print('hi')"], 30)
+    assert out.returncode == 0 and out.stdout.strip() == "hi"
+    with pytest.raises(subprocess.TimeoutExpired):
+        capture.run_bounded([sys.executable, "-c", "import time; time.sleep(30)"], 0.5)

@@ -85,9 +85,7 @@ class Nsys:
         """Long switches ``nsys SUBCOMMAND --help`` lists (cached; empty when help fails)."""
         if subcommand not in self._switches:
             try:
-                out = subprocess.run(
-                    [str(self.path), subcommand, "--help"], capture_output=True, text=True, errors="replace", timeout=60
-                )
+                out = run_bounded([str(self.path), subcommand, "--help"], QUERY_TIMEOUT)
                 text = out.stdout + out.stderr
             except (OSError, subprocess.SubprocessError):
                 text = ""
@@ -105,10 +103,14 @@ def parse_version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in m.group(1).split(".")) if m else ()
 
 
-def nsys_version(path: "str | Path", timeout: float = 60) -> Optional[str]:
+#: Seconds a quick nsys query (``--version``, ``--help``) may take before it is given up (and ended).
+QUERY_TIMEOUT = 60.0
+
+
+def nsys_version(path: "str | Path", timeout: Optional[float] = None) -> Optional[str]:
     """Version of an nsys executable (``2022.4.2.1``), or None when it does not run."""
     try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, errors="replace", timeout=timeout)
+        out = run_bounded([str(path), "--version"], QUERY_TIMEOUT if timeout is None else timeout)
     except (OSError, subprocess.SubprocessError):
         return None
     m = _VERSION_RE.search(out.stdout + out.stderr)
@@ -355,17 +357,97 @@ def _wait(proc: "subprocess.Popen[bytes]", timeout: Optional[float] = None) -> i
     try:
         return proc.wait(timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        end_process_tree(proc)
         raise NvtxsimError(f"nsys did not finish within {timeout:.0f} s and was stopped") from None
     except KeyboardInterrupt:
         sys.stderr.write("nvtxsim: interrupted; waiting for nsys to write the report (Ctrl-C again to abort)\n")
         try:
             return proc.wait()
         except KeyboardInterrupt:
-            proc.kill()
-            proc.wait()
+            end_process_tree(proc, grace=1.0)
             raise
+
+
+# --------------------------------------------------------------------------- child processes we give up on
+
+
+def _descendants(pid: int) -> list[int]:
+    """Processes below ``pid`` (children, grandchildren ...), from /proc; empty where there is none."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def end_process_tree(proc: "subprocess.Popen[Any]", grace: float = 5.0) -> None:
+    """End a child we give up on, and everything it started (nsys starts the program and helpers):
+    SIGTERM, ``grace`` seconds, then SIGKILL for what is left. Never leaves a zombie."""
+    import signal
+    import time
+
+    if proc.poll() is not None:
+        return
+    tree = [proc.pid, *_descendants(proc.pid)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in tree:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 5.0)
+        while time.monotonic() < deadline and (proc.poll() is None or any(_alive(p) for p in tree[1:])):
+            time.sleep(0.05)
+        if proc.poll() is not None and not any(_alive(p) for p in tree[1:]):
+            break
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie that only waits for its parent to reap it counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+
+
+def run_bounded(argv: Sequence[str], timeout: float, **kwargs: Any) -> "subprocess.CompletedProcess[str]":
+    """``subprocess.run(argv, capture_output=True, text=True)`` that, when ``timeout`` passes (or we are
+    interrupted), ends the child and all it started before raising - never a process left behind."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        end_process_tree(proc, grace=1.0)
+        try:  # collect what was written; a process that escaped the tree may hold the pipes: do not wait for it
+            proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def exit_status(returncode: int) -> int:
@@ -445,7 +527,7 @@ def export_sqlite(nsys: Nsys, report: Path, target: Path, *, force: bool = False
         argv.append("--quiet=true")
     argv.append(str(report))
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=3600)
+        out = run_bounded(argv, 3600)
         if out.returncode != 0 or not tmp.exists():
             lines = [ln.strip() for ln in (out.stderr + out.stdout).splitlines() if ln.strip()]
             last = lines[-1] if lines else f"exit code {out.returncode}"
@@ -524,8 +606,7 @@ def importer_missing_libraries(nsys: Nsys) -> tuple[Optional[Path], list[str]]:
     if importer is None or shutil.which("ldd") is None:
         return importer, []
     try:
-        out = subprocess.run(["ldd", str(importer)], capture_output=True, text=True, errors="replace", timeout=30,
-                             env=dict(os.environ))
+        out = run_bounded(["ldd", str(importer)], 30, env=dict(os.environ))
     except (OSError, subprocess.SubprocessError):
         return importer, []
     missing = sorted({ln.split("=>")[0].strip() for ln in out.stdout.splitlines() if "not found" in ln})
@@ -549,6 +630,8 @@ __all__ = [
     "build_profile_command",
     "profile_env",
     "run_profile",
+    "run_bounded",
+    "end_process_tree",
     "export_sqlite",
     "ensure_sqlite",
     "has_gpu",

@@ -162,8 +162,7 @@ def gpu_facts() -> dict[str, Any]:
     smi = shutil.which("nvidia-smi")
     if smi:
         try:
-            out = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, errors="replace", timeout=20)
+            out = capture.run_bounded([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"], 20)
             if out.returncode == 0:
                 for line in out.stdout.splitlines():
                     name, _, drv = line.partition(",")
@@ -190,7 +189,7 @@ def torch_facts(timeout: float = 90) -> Optional[dict[str, Any]]:
     if importlib.util.find_spec("torch") is None:
         return None
     try:
-        out = subprocess.run([sys.executable, "-c", _TORCH_PROBE], capture_output=True, text=True, errors="replace", timeout=timeout)
+        out = capture.run_bounded([sys.executable, "-c", _TORCH_PROBE], timeout)
         return json.loads(out.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return {"error": "import torch failed or took too long"}
