@@ -444,3 +444,91 @@ def test_import_hook_instruments_runner_created_by_unmodified_script(tmp_path):
                            capture_output=True, text=True, cwd=tmp_path,
                            env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert "WRAPPED []" in plain.stdout
+
+
+# --------------------------------------------------------------------------- RL loop levels (issue 17)
+
+
+def _fake_rsl_rl():
+    """An rsl_rl-shaped runner (module names are what instrument_runner goes by) and its learn() loop."""
+    class PPO:
+        def act(self, obs):
+            return obs
+
+        def process_env_step(self, *args):
+            pass
+
+        def compute_returns(self, obs):
+            pass
+
+        def update(self):
+            return {}
+
+    class Env:
+        num_envs = 16
+
+        def step(self, actions):
+            with __import__("nvtxsim").phase("iteration"):
+                return actions
+
+    class OnPolicyRunner:
+        def __init__(self):
+            self.alg, self.env = PPO(), Env()
+
+        def learn(self, iterations, steps):
+            for _ in range(iterations):
+                for _ in range(steps):
+                    obs = self.env.step(self.alg.act(0))
+                    self.alg.process_env_step(obs)
+                self.alg.compute_returns(obs)
+                self.alg.update()
+
+    PPO.__module__ = "rsl_rl.algorithms.ppo"
+    OnPolicyRunner.__module__ = "rsl_rl.runners.on_policy_runner"
+    return PPO, OnPolicyRunner
+
+
+def test_instrument_runner_installs_nothing_while_nothing_records():
+    import nvtxsim
+    from nvtxsim.isaaclab import instrument_runner
+
+    PPO, Runner = _fake_rsl_rl()
+    before = dict(PPO.__dict__)
+    nvtxsim.disable()
+    try:
+        handle = instrument_runner(Runner())
+    finally:
+        nvtxsim.enable()
+    assert handle.idle and dict(PPO.__dict__) == before  # like @phase / instrument(): nothing replaced
+    patched = {".".join(p.split(".")[-2:]) for p in handle.patched}  # qualnames of classes made in a function
+    assert {"PPO.act", "PPO.process_env_step", "PPO.compute_returns", "PPO.update"} <= patched
+    handle.restore()
+    assert dict(PPO.__dict__) == before
+
+
+def test_loop_levels_from_sibling_calls():
+    from nvtxsim.isaaclab import instrument_runner, loop
+
+    PPO, Runner = _fake_rsl_rl()
+    runner = Runner()
+    with RangeRecorder() as rec:
+        handle = instrument_runner(runner)
+        assert not handle.idle
+        runner.learn(2, 3)
+        runner.alg.act(0)  # an action outside the loop (play): a step begins, and the next begin ends it
+        runner.alg.act(0)
+        loop.reset()
+    handle.restore()
+    spans = rec.spans
+    par = parents(spans)
+    count = names(spans)
+    assert count["learning_iteration"] == 3 and count["rollout"] == 3 and count["step"] == 8
+    from nesting import children_count, inside
+
+    assert children_count(spans, par, "learning_iteration", "step")[:2] == [3, 3]
+    assert children_count(spans, par, "step", "policy", direct=True) == [1] * 8
+    assert inside(spans, par, "iteration", "step") == (6, 6)
+    assert inside(spans, par, "process_env_step", "step") == (6, 6)
+    assert inside(spans, par, "compute_returns", "rollout") == (0, 2)
+    assert inside(spans, par, "policy_update", "learning_iteration") == (2, 2)
+    assert rec.payloads == {"learning_iteration": 16, "rollout": 16, "step": 16}  # runner.env.num_envs

@@ -150,6 +150,12 @@ def assert_env_step_nesting(spans: list[Span], *, steps: int, decimation: int, v
         assert count["policy_update"] == 1 and count["compute_returns"] == 1
         assert count["process_env_step"] == steps and count["policy"] >= steps
         assert inside(spans, par, "iteration", "policy") == (0, steps)  # act and env.step are siblings
+        # ... inside one RL step each (rsl-rl-lib 3.0.1 and 5.5.1), in the learning iteration's rollout
+        assert count["step"] == steps and count["learning_iteration"] == 1 and count["rollout"] == 1
+        assert children_count(spans, par, "step", "iteration", direct=True) == [1] * steps
+        assert children_count(spans, par, "step", "process_env_step", direct=True) == [1] * steps
+        assert children_count(spans, par, "rollout", "step", direct=True) == [steps]
+        assert inside(spans, par, "policy_update", "learning_iteration") == (1, 1)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
