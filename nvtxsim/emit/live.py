@@ -51,6 +51,7 @@ _PENDING_MAX = 200_000  # GPU event pairs per window; past that GPU time is skip
 _now = time.perf_counter_ns
 _tls = threading.local()  # .stack: [(phase, event or None, t0)] of the ranges open on this thread
 _session: Optional["_Session"] = None
+_POOL: deque = deque()  # idle CUDA events (created with enable_timing), reused by every session of this process
 _rec_enter = _r.phase._recording_enter
 _rec_exit = _r.phase._recording_exit
 
@@ -129,7 +130,7 @@ class _Session:
         self.gpu = False  # CUDA in use: record events
         self.torch: Any = None
         self.capturing: Callable[[], bool] = bool  # torch.cuda.is_current_stream_capturing once CUDA is in use
-        self.pool: deque = deque()  # idle CUDA events
+        self.pool = _POOL  # idle CUDA events, kept across start()/stop()
         import queue  # here, not at import: ``import nvtxsim`` stays light when live timing is off
 
         self.full = queue.Full
@@ -492,6 +493,7 @@ def _after_fork_in_child() -> None:
     """In a forked child live timing is off: fresh locks, the parent's writer thread does not exist here."""
     global _session, _lock
     _lock = threading.Lock()
+    _POOL.clear()  # the parent's CUDA events mean nothing here
     if _session is not None:
         _session = None
         try:
