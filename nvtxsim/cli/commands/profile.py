@@ -38,8 +38,6 @@ def _request(args: argparse.Namespace) -> capture.ProfileRequest:
         parse_trigger(trigger)  # a bad rule fails before anything runs
         if args.iterations is not None:
             raise NvtxsimError("--trigger and --iterations: one capture window per run, pick one")
-        if args.trigger_iterations < 1:
-            raise NvtxsimError("--trigger-iterations must be >= 1")
     spec = args.iterations if args.iterations is not None else os.environ.get(ENV_ITERATIONS, "").strip() or None
     window = parse_iterations(spec) if spec and trigger is None else None
     output = capture.output_stem(args.output) if args.output else capture.default_output()
