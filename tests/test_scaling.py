@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 from synth import LoopPhase, make_loop_export
 
-from nvtxsim.analysis.scaling import PowerFit, classify, fit_power, parse_runs, parse_size
+from nvtxsim.analysis.scaling import PowerFit, classify, fit_power, memory_budget, parse_runs, parse_size, predict
+from nvtxsim.cli.commands.scaling import sweep as scaling_sweep
 from nvtxsim.cli.main import main
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.renderers.scaling import as_dict
 
 NS = (1024, 2048, 4096, 8192, 16384)
 HOSTILE = "<img src=x onerror=alert(1)>|x"
@@ -232,3 +234,60 @@ def test_profile_sweep_bad_input(tmp_path, capsys):
         rc = main(["profile", *args, "-o", str(tmp_path / "s"), "--", "python3", "-c", "pass"])
         err = capsys.readouterr().err
         assert rc == 2 and message in err, (args, err)
+
+
+# --------------------------------------------------------------------------- the H200 sweep (scripts/gpu/scaling.sh)
+
+GPU_DIR = Path(__file__).resolve().parent / "data" / "gpu" / "scaling"
+GPU_NS = (1024, 2048, 4096, 8192, 16384)
+GiB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def h200() -> dict:
+    if not all((GPU_DIR / f"scaling_{n}.sqlite.gz").exists() for n in GPU_NS):
+        pytest.skip("H200 scaling exports not present")
+    sc = scaling_sweep([f"{GPU_DIR / f'scaling_{n}.sqlite.gz'}={n}" for n in GPU_NS], "num_envs", skip_first=2)
+    sc.prediction = predict(sc, 65536)
+    sc.budget = memory_budget(sc, 80 * GiB)
+    return as_dict(sc)
+
+
+def by_run(doc: dict, phase: str) -> list[dict]:
+    return next(p["per_run"] for p in doc["phases"] if p["phase"] == phase)
+
+
+def test_h200_gpu_and_memory_classes(h200):
+    """Known costs: pairwise N² (time and memory), physics and reward linear, policy fixed-size."""
+    by = {p["phase"]: p for p in h200["phases"]}
+    expected = {"nvtxsim:pairwise": ("superlinear", 2.0), "nvtxsim:physics": ("linear", 1.0), "nvtxsim:reward": ("linear", 1.0), "nvtxsim:policy": ("constant", 0.0)}
+    for phase, (cls, k) in expected.items():
+        p = by[phase]
+        assert (p["gpu_class"], p["memory_class"]) == (cls, cls), phase
+        assert abs(p["gpu_exponent"] - k) < 0.15 and abs(p["memory_exponent"] - k) < 0.05, phase
+        assert not p["fit"]["gpu"]["class_uncertain"] and not p["fit"]["memory"]["class_uncertain"], phase
+    # At 1,024 envs the N² phase sits near its launch floor: the raw log-log slope is well below 2.
+    assert by["nvtxsim:pairwise"]["fit"]["gpu"]["loglog_slope"] < 1.8
+    assert by["nvtxsim:pairwise"]["per_run"][-1]["memory_bytes"] == pytest.approx(4 * 16384**2, rel=0.01)
+    assert by["nvtxsim:physics"]["per_run"][-1]["memory_bytes"] == pytest.approx(16384 * 4096 * 4 * 2, rel=0.01)
+    assert all(r["iterations"] == 10 for r in by["nvtxsim:pairwise"]["per_run"])
+
+
+def test_h200_memory_budget_and_prediction(h200):
+    b = h200["memory_budget"]
+    # pairwise holds 4·N² bytes (N×N float32) plus 32 KiB per env of state: 80 GiB fit about 142,400 envs.
+    assert 138_000 < b["largest_value"] < 147_000 and b["limited_by"] == "nvtxsim:pairwise"
+    pred = {p["phase"]: p for p in h200["predict"]["phases"]}
+    assert pred["nvtxsim:pairwise"]["memory_bytes"] == pytest.approx(4 * 65536**2, rel=0.02)
+    assert pred["nvtxsim:policy"]["gpu_ns"] == pytest.approx(by_run(h200, "nvtxsim:policy")[-1]["gpu_ns"], rel=0.1)
+
+
+def test_h200_report_memory_view(capsys):
+    path = GPU_DIR / "scaling_16384.sqlite.gz"
+    if not path.exists():
+        pytest.skip("H200 scaling exports not present")
+    assert main(["report", str(path), "--view", "memory", "-f", "json"]) == 0
+    rows = {r["phase"]: r for r in json.loads(capsys.readouterr().out)["views"]["memory"]["rows"]}
+    assert rows["nvtxsim:pairwise"]["rise_max_bytes"] == pytest.approx(GiB, rel=0.01)
+    assert rows["nvtxsim:physics"]["rise_median_bytes"] == pytest.approx(512 << 20, rel=0.01)
+    assert abs(rows["nvtxsim:physics"]["net_mean_bytes"]) < (1 << 20)  # frees what it allocates

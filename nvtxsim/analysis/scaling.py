@@ -249,13 +249,34 @@ def loglog_slope(x: np.ndarray, y: np.ndarray, rel: np.ndarray) -> tuple[float, 
 
 
 def quadratic(x: np.ndarray, y: np.ndarray, rel: np.ndarray) -> list[float]:
-    """a + b·N + c·N² by weighted ``numpy.linalg.lstsq`` (x scaled for conditioning)."""
+    """a + b·N + c·N² with a, b, c ≥ 0: weighted ``numpy.linalg.lstsq`` on every subset of the three
+    terms, the best fit whose coefficients are all non-negative (that is the non-negative least
+    squares optimum). Relative weights; x scaled for conditioning."""
     scale = float(x.max())
     u = x / scale
     A = np.stack([np.ones_like(u), u, u * u], axis=1)
     sw = 1.0 / (np.maximum(rel, MIN_REL_SPREAD) * np.maximum(y, 1e-300))
-    coef, *_ = np.linalg.lstsq(A * sw[:, None], y * sw, rcond=None)
-    return [float(coef[0]), float(coef[1] / scale), float(coef[2] / scale**2)]
+    Aw, yw = A * sw[:, None], y * sw
+    best, best_sse = np.zeros(3), float((yw**2).sum())
+    for cols in ((0, 1, 2), (0, 1), (0, 2), (1, 2), (0,), (1,), (2,)):
+        c, *_ = np.linalg.lstsq(Aw[:, cols], yw, rcond=None)
+        if (c < 0).any():
+            continue
+        sse = float(((yw - Aw[:, cols] @ c) ** 2).sum())
+        if sse < best_sse * (1 - 1e-12):
+            best, best_sse = np.zeros(3), sse
+            best[list(cols)] = c
+    return [float(best[0]), float(best[1] / scale), float(best[2] / scale**2)]
+
+
+def solve_quadratic(q: list[float], target: float) -> float | None:
+    """The largest N ≥ 0 with a + b·N + c·N² ≤ target (None: not even at 0; inf: never exceeded)."""
+    a, b, c = q
+    if a > target:
+        return None
+    if c > 0:
+        return (-b + math.sqrt(b * b + 4 * c * (target - a))) / (2 * c)
+    return (target - a) / b if b > 0 else math.inf
 
 
 @dataclass
@@ -274,6 +295,18 @@ class MetricFit:
     slope_err: float | None = None
     quadratic: list[float] | None = None
     note: str = ""
+
+    @property
+    def model(self) -> str:
+        """What predicts this metric: memory adds up constant, per-env and pairwise buffers, so the
+        non-negative quadratic; times sit on launch-latency floors, so the floor-plus-power fit."""
+        return "quadratic" if self.metric in ("memory", "peak") and self.quadratic is not None else "power"
+
+    def at(self, n: float) -> float:
+        if self.model == "quadratic":
+            a, b, c = self.quadratic or (0.0, 0.0, 0.0)
+            return a + b * n + c * n * n
+        return self.power.at(n) if self.power is not None else 0.0
 
     @property
     def uncertain(self) -> bool:
@@ -296,6 +329,7 @@ class MetricFit:
             "growth_exponent": p.exponent if p else None,
             "growth_over_sweep": p.growth if p and math.isfinite(p.growth) else None,
             "quadratic": self.quadratic,
+            "predicts_with": self.model if self.power is not None else None,
             "note": self.note,
         }
 
@@ -386,8 +420,9 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
         }
         if memory:
             fits["memory"] = fit_metric("memory", x, [r.phases[name].memory for r in runs], rng)
+            fits["peak"] = fit_metric("peak", x, [r.phases[name].peak for r in runs], rng)
         out.append(PhaseScaling(phase=name, fits=fits, per_run=_per_run(runs, name, fits)))
-    loop_peak = fit_metric("peak", x, [r.phases[key].peak for r in runs], rng) if memory else None
+    loop_peak = out[0].fits["peak"] if memory and out and out[0].phase == key else None
     sc = Scaling(param=param, runs=runs, phases=out, loop_peak=loop_peak)
     sc.notes = [n for r in runs for n in r.notes]
     if any(r.has_memory for r in runs) and not memory:
@@ -433,13 +468,23 @@ def predict(sc: Scaling, value: float) -> dict:
     for ph in sc.phases:
         row = {"phase": ph.phase}
         for m, f in ph.fits.items():
-            unit = "bytes" if m == "memory" else "ns"
-            row[f"{m}_{unit}"] = f.power.at(value) if f.power else 0.0
+            row[f"{m}_{'bytes' if m in ('memory', 'peak') else 'ns'}"] = f.at(value)
         phases.append(row)
     doc = {"value": value, "phases": phases, "extrapolated": value > max(sc.values) or value < min(sc.values)}
-    if sc.loop_peak is not None and sc.loop_peak.power is not None:
-        doc["peak_bytes"] = sc.loop_peak.power.at(value)
+    peaks = _peak_fits(sc)
+    if peaks:
+        doc["peak_bytes"] = max(f.at(value) for _, f in peaks)
     return doc
+
+
+def _peak_fits(sc: Scaling) -> list[tuple[str, MetricFit]]:
+    """The absolute-peak fits that bound an iteration's peak: one per phase inside it (the iteration's
+    peak is the largest of theirs; fitting each phase's own a + b·N + c·N² follows a peak that moves
+    from one phase to another as N grows, which one polynomial over the iteration cannot)."""
+    fits = [(ph.phase, ph.fits["peak"]) for ph in sc.phases[1:] if "peak" in ph.fits and ph.fits["peak"].quadratic is not None]
+    if not fits and sc.loop_peak is not None and sc.loop_peak.quadratic is not None:
+        fits = [(sc.phases[0].phase, sc.loop_peak)]
+    return fits
 
 
 def memory_budget(sc: Scaling, budget: int) -> dict:
@@ -448,18 +493,20 @@ def memory_budget(sc: Scaling, budget: int) -> dict:
         raise NvtxsimError("--memory-budget needs GPU memory events in every run (profile with nvtxsim profile --memory)")
     if sc.refused:
         raise NvtxsimError(f"--memory-budget: {sc.refused}")
-    p = sc.loop_peak.power
-    doc: dict = {"budget_bytes": budget, "largest_value": None, "peak_at_largest_bytes": None}
-    if p is None or p.floor > budget:
+    doc: dict = {"budget_bytes": budget, "largest_value": None, "peak_at_largest_bytes": None, "model": "per phase a + b·N + c·N² (a, b, c ≥ 0)"}
+    peaks = _peak_fits(sc)
+    limits = [solve_quadratic(f.quadratic, budget) for _, f in peaks]
+    if not peaks or any(v is None for v in limits):
         doc["note"] = "the fitted peak exceeds the budget at any value"
         return doc
-    if p.coef <= 0:
+    v = min(limits)
+    if math.isinf(v):
         doc["note"] = "peak memory does not grow with the parameter: any value fits"
         return doc
-    v = ((budget - p.floor) / p.coef) ** (1.0 / p.exponent)
     if all(float(r.spec.value).is_integer() for r in sc.runs):
         v = math.floor(v)
     doc["largest_value"] = v
-    doc["peak_at_largest_bytes"] = p.at(v)
+    doc["peak_at_largest_bytes"] = max(f.at(v) for _, f in peaks)
+    doc["limited_by"] = peaks[limits.index(min(limits))][0]
     doc["extrapolated"] = v > max(sc.values)
     return doc

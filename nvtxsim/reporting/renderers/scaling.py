@@ -133,7 +133,8 @@ def budget_lines(sc: Scaling) -> list[str]:
     if b.get("largest_value") is None:
         return [head + b.get("note", "no value fits")]
     extra = " (extrapolated)" if b.get("extrapolated") else ""
-    return [head + f"largest {sc.param} = {_num(b['largest_value'])}{extra}, fitted peak {fmt_bytes(b['peak_at_largest_bytes'])}"]
+    limit = f", limited by {b['limited_by']}" if b.get("limited_by") else ""
+    return [head + f"largest {sc.param} = {_num(b['largest_value'])}{extra}, fitted peak {fmt_bytes(b['peak_at_largest_bytes'])}{limit}"]
 
 
 # --------------------------------------------------------------------------- documents

@@ -37,7 +37,7 @@ def _plot(title: str, values: list[float], series: list[tuple[MetricFit, str, st
     ys = [v * math.exp(s * f.rel[i]) for f, _, _ in pts for i, v in enumerate(f.centres) if v > 0 for s in (-1, 1)]
     for f, _, _ in pts:
         if f.power is not None:
-            ys += [y for y in (f.power.at(x) for x in xs) if y > 0]
+            ys += [y for y in (f.at(x) for x in xs) if y > 0]
     x0, x1 = min(xs) / 1.3, max(xs) * 1.3
     y0, y1 = min(ys) / 1.5, max(ys) * 1.5
     sx = lambda x: L + (W - L - R) * (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))  # noqa: E731
@@ -51,7 +51,7 @@ def _plot(title: str, values: list[float], series: list[tuple[MetricFit, str, st
     for k, (f, name, col) in enumerate(pts):
         if f.power is not None:
             grid = [x0 * (x1 / x0) ** (i / 60) for i in range(61)]
-            path = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(f.power.at(x)):.1f}" for i, x in enumerate(grid) if f.power.at(x) > 0)
+            path = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(f.at(x)):.1f}" for i, x in enumerate(grid) if f.at(x) > 0)
             out.append(f'<path d="{path}" fill="none" stroke="{col}" stroke-width="1.5" stroke-dasharray="5 3" opacity="0.8"/>')
         for i, (x, v) in enumerate(zip(values, f.centres)):
             if v <= 0:
@@ -92,6 +92,6 @@ def render_scaling_html(sc: Scaling, tables: list[ViewTable], lines: list[str]) 
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nvtxsim scaling</title>'
         f"<style>{css}</style></head><body><header><h1>nvtxsim scaling: {html.escape(sc.param)}</h1><p class=\"src\">{html.escape(src)}</p>{notes}</header><main>"
-        f'<section><h2>Per phase, log-log</h2><p class="sub">dots: median per iteration with its ± relative standard error; dashed: fitted a + b·N^k</p>{"".join(figs)}</section>'
+        f'<section><h2>Per phase, log-log</h2><p class="sub">dots: median per iteration with its ± relative standard error; dashed: the fit that predicts (time: a + b·N^k; memory: a + b·N + c·N², all terms ≥ 0)</p>{"".join(figs)}</section>'
         f"{sections}</main><footer>made by nvtxsim {html.escape(__version__)} · self-contained, works offline</footer></body></html>\n"
     )
