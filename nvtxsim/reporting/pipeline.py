@@ -80,7 +80,9 @@ def render_detail(
 
             text += "".join(f"\n{ln}" for ln in notes_lines(report.warnings, width, prefix="warning: ")) + "\n"
         elif "summary" not in request.views and report.warnings and fmt == "markdown":
-            text += "".join(f"\nwarning: {w}" for w in report.warnings) + "\n"
+            from nvtxsim.reporting.escaping import markdown_cell
+
+            text += "".join(f"\n> warning: {markdown_cell(w)}\n" for w in report.warnings)
         return text
 
 
