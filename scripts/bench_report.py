@@ -262,9 +262,25 @@ def bench_size(args, base: Path, work: Path, times: int, nsys: str | None, repor
         row["ratio_cpu"] = theirs["cpu_s"] / max(ours["cpu_s"], 1e-9)
     else:
         row["numbers"] = "nsys not run" if nsys else "no nsys"
+    if args.findings_ab:
+        row.update(bench_findings(args, path, cmd_ours, env))
     if not args.keep and times != 1:
         path.unlink()
     return row
+
+
+def bench_findings(args, path: Path, cmd_ours: list[str], env: dict) -> dict:
+    """The report with its findings (the default) against --no-findings: interleaved pairs, medians, in one run."""
+    on, off = [], []
+    run(cmd_ours + [str(path)], timeout=args.ours_timeout, env=env)  # untimed warm-up
+    for _ in range(args.findings_ab):
+        off.append(run(cmd_ours + ["--no-findings", str(path)], timeout=args.ours_timeout, env=env))
+        on.append(run(cmd_ours + [str(path)], timeout=args.ours_timeout, env=env))
+    med = lambda runs, key: sorted(r[key] for r in runs)[len(runs) // 2]  # noqa: E731
+    out = {"findings_on_wall_s": med(on, "wall_s"), "findings_off_wall_s": med(off, "wall_s"), "findings_on_cpu_s": med(on, "cpu_s"), "findings_off_cpu_s": med(off, "cpu_s")}
+    out["findings_ratio_wall"] = out["findings_on_wall_s"] / out["findings_off_wall_s"]
+    out["findings_ratio_cpu"] = out["findings_on_cpu_s"] / max(out["findings_off_cpu_s"], 1e-9)
+    return out
 
 
 # --------------------------------------------------------------------------- many ranks
@@ -347,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--as-is", action="store_true", help="leave the bytecode settings of the environment alone (see above)")
     ap.add_argument("--keep", action="store_true", help="keep the scaled exports")
     ap.add_argument("--json", type=Path, help="write all measurements here")
+    ap.add_argument("--findings-ab", type=int, default=0, metavar="N", help="also time N interleaved pairs of the report with and without --no-findings per size")
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
@@ -411,6 +428,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['ours_rss_mb']:.0f} | {fmt_s(r.get('nsys_wall_s'))}{'+' if r.get('nsys_timed_out') else ''} | {fmt_s(r.get('nsys_cpu_s'))} | "
             f"{r.get('nsys_rss_mb', 0):.0f} | {rtxt} | {r.get('numbers', '-')} |"
         )
+    if args.findings_ab:
+        print()
+        print(f"Findings cost (median of {args.findings_ab} interleaved pairs: default report vs --no-findings)")
+        print("| size | without s | with s | with / without (wall) | without CPU s | with CPU s | with / without (CPU) |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for r in rows:
+            print(
+                f"| x{r['times']} | {fmt_s(r['findings_off_wall_s'])} | {fmt_s(r['findings_on_wall_s'])} | {r['findings_ratio_wall']:.3f} | "
+                f"{fmt_s(r['findings_off_cpu_s'])} | {fmt_s(r['findings_on_cpu_s'])} | {r['findings_ratio_cpu']:.3f} |"
+            )
     if args.cache:
         print()
         print("| size | nvtxsim s | cached nvtxsim s | cached RSS MB |")

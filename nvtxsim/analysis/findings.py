@@ -64,7 +64,7 @@ ADVICE = {  # one concrete sentence each, at most 71 characters (the terminal bl
     "sync": "replace .item()/.cpu()/nonzero() by tensor ops, or move them out",
     "pageable_copy": "copy via pinned memory (pin_memory=True) with non_blocking=True",
     "launch_bound": "fuse these kernels: CUDA-graph or torch.compile this function",
-    "cpu_bound": "vectorise this Python loop into tensor ops on the GPU",
+    "cpu_bound": "CPU-limited: vectorise Python loops into tensor ops, or torch.compile",
     "other_thread_gpu": "not in this phase's nsys GPU columns: see --view overlap",
     "gpu_bound": "GPU-limited: speed up its top kernels (--view kernels)",
     "outlier_iterations": "look for compilation, GC or I/O there; skip warm-up: --skip-first",
@@ -93,7 +93,7 @@ def severity(share: float) -> str:
 class _Context:
     """Shared per-report data: nesting, per-label self numbers, iterations, the reference time."""
 
-    def __init__(self, detail: Detail, by: str, skip_first: int) -> None:
+    def __init__(self, detail: Detail, by: Optional[str], skip_first: int) -> None:
         self.d = detail
         self.ex = detail.export
         self.r = detail.export.ranges
@@ -455,9 +455,14 @@ def _open_elsewhere(ctx: _Context, start: np.ndarray, tid: np.ndarray) -> np.nda
     return best
 
 
+def context(detail: Detail, by: Optional[str] = None, skip_first: int = 0) -> _Context:
+    """The shared data of the findings for ``detail`` (iterations keyed on ``by``, the first ``skip_first`` left out)."""
+    return _Context(detail, by, skip_first)
+
+
 def other_thread_gpu(detail: Detail, ctx: Optional[_Context] = None) -> list[OtherThreadGpu]:
     """GPU work nsys attributes to no range, split by the phase open on another thread at launch time."""
-    ctx = ctx or _Context(detail, "iteration", 0)
+    ctx = ctx or _Context(detail, None, 0)
     from nvtxsim.analysis.unattributed import outside_calls
 
     api, ops, link = ctx.ex.api, detail.ops, detail.link
@@ -541,7 +546,7 @@ class Findings:
         return [f.as_dict() for f in self.items]
 
 
-def analyse(detail: Detail, *, by: str = "iteration", skip_first: int = 0, threads: Optional[bool] = None) -> Findings:
+def analyse(detail: Detail, *, by: Optional[str] = None, skip_first: int = 0, threads: Optional[bool] = None) -> Findings:
     """All findings of the report's selection, most costly first.
 
     ``threads``: look for other_thread_gpu and unattributed_gpu, which join every CUDA call to its
@@ -572,7 +577,7 @@ def analyse(detail: Detail, *, by: str = "iteration", skip_first: int = 0, threa
     return Findings(found, ctx.iterations, ctx.reference_ns, notes)
 
 
-def for_detail(detail: Detail, *, by: str = "iteration", skip_first: int = 0) -> Findings:
+def for_detail(detail: Detail, *, by: Optional[str] = None, skip_first: int = 0) -> Findings:
     """:func:`analyse`, computed once per (detail, by, skip_first): the block, the views and the page share it."""
     cache = detail.__dict__.setdefault("_findings", {})
     if (by, skip_first) not in cache:
@@ -603,6 +608,6 @@ def diff(base: Findings, new: Findings) -> FindingsDiff:
     return FindingsDiff([f for k, f in n.items() if k not in b], [f for k, f in b.items() if k not in n], [(b[k], n[k]) for k in n if k in b])
 
 
-def find(detail: Detail, *, by: str = "iteration", skip_first: int = 0, threads: Optional[bool] = None) -> list[Finding]:
+def find(detail: Detail, *, by: Optional[str] = None, skip_first: int = 0, threads: Optional[bool] = None) -> list[Finding]:
     """:func:`analyse`'s findings only."""
     return analyse(detail, by=by, skip_first=skip_first, threads=threads).items

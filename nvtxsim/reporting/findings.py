@@ -25,7 +25,9 @@ PHASE_CELLS = 24
 
 
 def _pct(x: Optional[float]) -> str:
-    return f"{100 * x:.0f} %" if x is not None else "?"
+    if x is None:
+        return "?"
+    return f"{100 * x:.1f} %" if x < 0.01 else f"{100 * x:.0f} %"
 
 
 def _threads(threads: dict) -> str:
@@ -142,15 +144,15 @@ def findings_table(fs: Findings) -> ViewTable:
     return ViewTable("findings", "Findings: what is slow, why, and what to do (most costly first)", FINDING_COLUMNS, rows, notes + fs.notes)
 
 
-def overlap_table(d: Detail) -> ViewTable:
+def overlap_table(d: Detail, *, by: Optional[str] = None, skip_first: int = 0) -> ViewTable:
     """Other threads' GPU work by the phase open at launch: a time-overlap attribution beside nsys's columns."""
-    from nvtxsim.analysis.findings import OUTSIDE, other_thread_gpu
+    from nvtxsim.analysis.findings import OUTSIDE, context, other_thread_gpu
 
     busy = {p.label: p.gpu_busy_total_ns for p in d.report.phases}
     rows = [
         {"phase": r.phase, "gpu_busy_nsys_ns": busy.get(r.phase, 0), "other_gpu_ns": r.gpu_busy_ns, "launches": r.launches, "ops": r.ops,
          "threads": r.threads, "threads_text": ", ".join(f"{t} ×{n}" for t, n in r.threads.items())}
-        for r in other_thread_gpu(d)
+        for r in other_thread_gpu(d, context(d, by, skip_first))
     ]
     cols = [
         C("phase", "Phase (open at launch)"), C("gpu_busy_nsys_ns", "GPU busy (nsys)", "ns"), C("other_gpu_ns", "other threads (overlap)", "ns"),

@@ -305,7 +305,7 @@ def findings(d: Detail, o: ViewOptions) -> ViewTable:
 def overlap(d: Detail, o: ViewOptions) -> ViewTable:
     from nvtxsim.reporting.findings import overlap_table
 
-    return overlap_table(d)
+    return overlap_table(d, by=o.by, skip_first=o.skip_first)
 
 
 VIEWS: dict[str, Callable[[Detail, ViewOptions], ViewTable]] = {

@@ -56,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.findings or fail_on:
         from nvtxsim.analysis.findings import diff, for_detail
 
-        by = args.by or "iteration"
-        result.findings = diff(*(for_detail(d, by=by, skip_first=args.skip_first) for d in (base, new)))
+        result.findings = diff(*(for_detail(d, by=args.by, skip_first=args.skip_first) for d in (base, new)))
     term = args.output is None and sys.stdout.isatty()
     text = render_comparison(result, args.format, width=terminal_width(wide=args.wide) if term else None, color=term)
     deliver(text, args.output, force=args.force, protect=[args.base, args.new])
