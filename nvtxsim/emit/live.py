@@ -157,7 +157,9 @@ class _Session:
             self.flush(iteration - 1)
             self.first = iteration
         self._check_gpu()
-        _r.set_live(True, _METHODS if self.measuring(iteration) else None)
+        methods = _METHODS if self.measuring(iteration) else None
+        if methods is not _r._live_methods:  # swap the class's methods only when sampling switches
+            _r.set_live(True, methods)
 
     def _observe_trigger(self, iteration: int) -> None:
         times = self.cpu.get(self.trigger.name)
