@@ -119,3 +119,21 @@ def test_ranks_widen_per_rank_and_named_domain_fails(no_nvtxsim: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.count(NOTE) >= 2 and "\niteration " in proc.stdout
     proc = cli("report", str(no_nvtxsim), str(no_nvtxsim), "-j", "1", "--domain", "nvtxsim")
     assert proc.returncode == 2 and "domains in this export: default" in proc.stderr
+
+
+TORCH_EXPORT = ROOT / "tests" / "data" / "gpu" / "torch_nvtx_h200.sqlite.gz"
+
+
+@pytest.mark.skipif(not TORCH_EXPORT.exists(), reason="H200 capture of scripts/gpu/torch_nvtx.sh not committed yet")
+def test_h200_torch_cuda_nvtx_and_emit_nvtx_without_flags(tmp_path: Path) -> None:
+    """torch.cuda.nvtx (default domain), nvtx.annotate(domain="data") and emit_nvtx, captured by nsys 2025.3."""
+    from tests.test_terminal_width import assert_fits, tty
+
+    proc = cli("report", str(TORCH_EXPORT))
+    assert proc.returncode == 0, proc.stderr
+    assert NOTE in proc.stdout and "data" in proc.stdout.split(NOTE, 1)[1].split("\n", 1)[0]
+    for name in ("train_step", "forward", "backward", "optimizer", "data:make_batch"):
+        assert name in proc.stdout
+    text = tty(["report", str(TORCH_EXPORT), "--view", "summary,tree,kernels"], 80, tmp_path)
+    assert_fits(text, 80)
+    assert "train_step" in text
