@@ -84,7 +84,7 @@ def entries(
     """
     out: list[M.Target] = []
     for t in M.ENV_TARGETS + M.CLASS_TARGETS + (M.RUNNER_TARGETS if runners else ()):
-        if not t.applies_to(version) or t.kind == "policy_factory":
+        if not t.applies_to(version) or t.kind in ("policy_factory", "loop"):  # loop: hooks, no range of their own
             continue
         if t.scope == "task" and t.attr in ABSTRACT_TASK_HOOKS:
             continue
