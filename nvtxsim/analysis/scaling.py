@@ -471,6 +471,14 @@ def predict(sc: Scaling, value: float) -> dict:
             row[f"{m}_{'bytes' if m in ('memory', 'peak') else 'ns'}"] = f.at(value)
         phases.append(row)
     doc = {"value": value, "phases": phases, "extrapolated": value > max(sc.values) or value < min(sc.values)}
+    others = phases[1:]
+    if others:
+        # The phases are fitted one by one, the iteration on its own: far out their curves disagree.
+        # The phases' sum is what the iteration's time would be if it were nothing but its phases.
+        doc["phases_sum_cpu_ns"] = sum(r["cpu_ns"] for r in others)
+        doc["phases_sum_gpu_ns"] = sum(r["gpu_ns"] for r in others)
+        if "memory_bytes" in phases[0]:  # the iteration holds at least what any phase inside it rises by
+            phases[0]["memory_bytes"] = max([phases[0]["memory_bytes"]] + [r["memory_bytes"] for r in others])
     peaks = _peak_fits(sc)
     if peaks:
         doc["peak_bytes"] = max(f.at(value) for _, f in peaks)

@@ -118,6 +118,11 @@ def prediction_table(sc: Scaling) -> ViewTable | None:
     memory = sc.loop_peak is not None
     cols = [C("phase", "Phase"), C("cpu_ns", "CPU/iter", "ns"), C("gpu_ns", "GPU/iter", "ns")] + ([C("memory_bytes", "mem", "bytes")] if memory else [])
     notes = []
+    if "phases_sum_cpu_ns" in p:
+        notes.append(
+            f"{p['phases'][0]['phase']}: its own fit; its phases' predictions add up to {fmt_ns(p['phases_sum_cpu_ns'])} CPU, "
+            f"{fmt_ns(p['phases_sum_gpu_ns'])} GPU (each curve extrapolates on its own; nested phases count in both)"
+        )
     if "peak_bytes" in p:
         notes.append(f"peak GPU memory per iteration: {fmt_bytes(p['peak_bytes'])}")
     if p.get("extrapolated"):
