@@ -158,7 +158,7 @@ class _Session:
             self.first = iteration
         self._check_gpu()
         methods = _METHODS if self.measuring(iteration) else None
-        if methods is not _r._live_methods:  # swap the class's methods only when sampling switches
+        if methods is not _r._live_methods and _session is self:  # swap only when sampling switches, never after _fail
             _r.set_live(True, methods)
 
     def _observe_trigger(self, iteration: int) -> None:
