@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     elif budget is not None and sc.loop_peak is None:
         memory_budget(sc, budget)  # the clearer error: no memory events at all
     term = args.output is None and sys.stdout.isatty()
-    text = render_scaling(sc, args.format, width=terminal_width() if term else None, color=term)
+    text = render_scaling(sc, args.format, width=terminal_width(wide=args.wide) if term else None, color=term)
     deliver(text, args.output, force=args.force, protect=[s.path for s in specs])
     if sc.refused:
         print(f"nvtxsim: error: {sc.refused}", file=sys.stderr)
@@ -87,6 +87,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")
     p.add_argument("--by", default="iteration", metavar="NAME", help="range that marks one loop iteration (default: iteration)")
     p.add_argument("--skip-first", type=int_option("--skip-first"), default=0, metavar="N", help="leave out the first N iterations of each run (warm-up)")
     p.add_argument("--predict", metavar="VALUE", help="time per iteration per phase and memory at this parameter value")

@@ -40,12 +40,14 @@ def _slope(f: MetricFit | None) -> str:
 
 def class_table(sc: Scaling) -> ViewTable:
     memory = sc.loop_peak is not None
-    cols = [C("phase", "Phase"), C("cpu_class", "CPU"), C("cpu_exp", "k CPU"), C("cpu_slope", "log-log CPU"), C("gpu_class", "GPU"), C("gpu_exp", "k GPU")]
+    # Everything but the phase is "num": shown whole or left out on a narrow terminal, never shortened.
+    # Table order is the priority on a narrow terminal: classes, then exponents, then the rest.
+    cols = [C("phase", "Phase"), C("cpu_class", "CPU", "num"), C("gpu_class", "GPU", "num")] + ([C("memory_class", "memory", "num")] if memory else [])
+    cols += [C("cpu_exp", "k CPU", "num"), C("gpu_exp", "k GPU", "num")] + ([C("memory_exp", "k mem", "num")] if memory else [])
+    cols.append(C("cpu_slope", "log-log CPU", "num"))
+    cols += [C("cpu_last", f"CPU/iter @{_num(sc.values[-1])}", "num"), C("gpu_last", f"GPU/iter @{_num(sc.values[-1])}", "num")]
     if memory:
-        cols += [C("memory_class", "memory"), C("memory_exp", "k mem")]
-    cols += [C("cpu_last", f"CPU/iter @{_num(sc.values[-1])}"), C("gpu_last", f"GPU/iter @{_num(sc.values[-1])}")]
-    if memory:
-        cols.append(C("mem_last", f"mem @{_num(sc.values[-1])}"))
+        cols.append(C("mem_last", f"mem @{_num(sc.values[-1])}", "num"))
     rows = []
     for ph in sc.phases:
         row = {"phase": ph.phase}
@@ -81,11 +83,11 @@ def _num(v: float) -> str:
 def run_table(sc: Scaling) -> ViewTable:
     """Per phase and run: the per-iteration values the fits used, and the throughput cost."""
     memory = sc.loop_peak is not None
-    cols = [C("phase", "Phase"), C("value_text", sc.param), C("iterations", "iters", "int"), C("cpu_ns", "CPU/iter", "ns"), C("cpu_err", "±"),
+    cols = [C("phase", "Phase"), C("value_text", sc.param, "num"), C("iterations", "iters", "int"), C("cpu_ns", "CPU/iter", "ns"), C("cpu_err", "±", "num"),
             C("gpu_ns", "GPU/iter", "ns"), C("share_of_iteration", "of iter", "pct")]
     if memory:
         cols += [C("memory_bytes", "mem", "bytes"), C("peak_bytes", "peak", "bytes")]
-    cols.append(C("throughput", f"{sc.param}·steps/s"))
+    cols.append(C("throughput", f"{sc.param}·steps/s", "num"))
     rows = []
     for ph in sc.phases:
         for r in ph.per_run:
