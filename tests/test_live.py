@@ -437,3 +437,18 @@ def test_gpu_events_paired_pooled_and_skipped_while_capturing(monkeypatch, clean
     last = records[2]["phases"]
     assert last["nvtxsim:sim_step"]["count"] == 2 and last["nvtxsim:sim_step"]["gpu_ns"] == 1000  # iteration 5 left out
     assert created == [8] and 8 <= _FakeEvent.created <= 12  # resolved events are reused (20 without the pool)
+
+
+def test_off_leaves_the_fast_path_as_it_was(tmp_path, clean_live):
+    """Started and stopped: the phase class has its C-level no-op methods again (no profiler here)."""
+    assert not ranges.is_recording()
+    before = (ranges.phase.__dict__["__enter__"], ranges.phase.__dict__["__exit__"])
+    window.configure(None)
+    live.start(None, every=2, sample=3)
+    for _ in range(5):
+        nvtxsim.step()
+        with nvtxsim.phase("sim_step"):
+            pass
+    live.stop()
+    assert (ranges.phase.__dict__["__enter__"], ranges.phase.__dict__["__exit__"]) == before
+    assert before[0] is ranges._IDLE_ENTER and not ranges.is_measuring() and window.on_step is None
