@@ -10,7 +10,12 @@ whole CLI on it in several formats and views.
 
 The only acceptable outcomes are a report (exit 0) or one ``nvtxsim: error:`` line (exit 2). Any
 other exception, or a case running longer than ``--case-timeout``, is a failure: hypothesis shrinks
-it to a minimal mutation list, the file is saved under ``--out`` and the script exits 1.
+it to a minimal mutation list, the file is saved under ``--out`` and the script exits 1. A report
+must also keep text from the export as data (issue 13): JSON and Perfetto are strict JSON (no NaN or
+Infinity), CSV rows read back whole with no formula cell, markdown holds no raw ``<``, HTML has its
+two script blocks and no other, terminal text no control, escape or bidi character. Names are
+drawn from tests/hostile_names.py among others; key columns (a real ``rowid``, duplicated
+``eventId``) are mutated too.
 
     python scripts/fuzz_export.py --seconds 600            # a long run
     python scripts/fuzz_export.py --seconds 30 --seed 1    # what the test suite runs
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import gzip
 import io
 import json
@@ -29,6 +35,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+import re
 import traceback
 from pathlib import Path
 
@@ -40,6 +47,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 import nvtxsim.cli.main as cli  # noqa: E402
+from hostile_names import HOSTILE  # noqa: E402
 
 REAL_SEED = REPO / "tests" / "data" / "reliability" / "cpu_loop_2022_4.sqlite.gz"
 IMPORTANT = [
@@ -54,7 +62,10 @@ RUNS = [  # (argv tail, how often: every case / every 4th case)
     (("-f", "markdown",), 4),
     (("-f", "html",), 4),
     (("-f", "perfetto", "--domain", "all"), 4),
+    (("-f", "csv", "--domain", "all", "--view", "tree"), 4),
+    (("-f", "markdown", "--view", "all"), 4),
 ]
+UNSAFE_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 class CaseTimeout(Exception):
@@ -76,6 +87,8 @@ values = st.one_of(
     st.text(max_size=40),
     st.binary(max_size=40),
     st.sampled_from(["x" * 100_000, "\x1b[31m", "", "\udcff".encode("utf-8", "surrogatepass").decode("utf-8", "replace")]),
+    st.sampled_from(HOSTILE),
+    st.text(alphabet=st.sampled_from(list("<>&\"'=+-@|*_`[]()%$~\\\t\r\n\x00\x1b\u202e\u2066\u2028 aZ")), max_size=30),
 )
 table = st.one_of(st.sampled_from(IMPORTANT), st.integers(0, 200))  # a name, or an index into the file's tables
 column = st.integers(0, 30)
@@ -88,6 +101,7 @@ sql_mutation = st.one_of(
     st.tuples(st.just("rename_column"), table, column),
     st.tuples(st.just("nvtx_row"), st.lists(values, min_size=6, max_size=6)),
     st.tuples(st.just("string"), st.integers(0, 200), values),
+    st.tuples(st.just("key"), st.sampled_from(["rowid", "_rowid_", "oid", "eventId"]), st.integers(0, 3)),
 )
 byte_mutation = st.one_of(
     st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(0, 7)),
@@ -138,6 +152,10 @@ def _apply_one(con: sqlite3.Connection, m) -> None:
     if kind == "nvtx_row":
         cols = ["start", "end", "eventType", "globalTid", "textId", "domainId"]
         con.execute(f"INSERT INTO NVTX_EVENTS ({', '.join(cols)}) VALUES (?, ?, ?, ?, ?, ?)", m[1])
+        return
+    if kind == "key":  # a real column that shadows the rowid, or an eventId that repeats
+        con.execute(f"ALTER TABLE NVTX_EVENTS ADD COLUMN {m[1]} INTEGER")
+        con.execute(f"UPDATE NVTX_EVENTS SET {m[1]} = {['1', '_rowid_ % 3', '-_rowid_', 'NULL'][m[2]] if m[1] != '_rowid_' else 'NULL'}")
         return
     if kind == "string":
         ids = [r[0] for r in con.execute("SELECT id FROM StringIds ORDER BY id LIMIT 500")]
@@ -206,12 +224,45 @@ def run_cli(path: Path, argv: tuple[str, ...]) -> None:
         rc = cli.main(["report", str(path), *argv])
     text = err.getvalue()
     if rc == 0:
-        if "-f" in argv and argv[argv.index("-f") + 1] == "json":
-            json.loads(out.getvalue())  # a report in JSON must be valid JSON
+        check_output(argv[argv.index("-f") + 1] if "-f" in argv else "table", out.getvalue())
         return
     lines = text.strip().splitlines()
     if rc != 2 or len(lines) != 1 or not lines[0].startswith("nvtxsim: error: ") or out.getvalue():
         raise Failure(f"exit {rc}, stderr {text[-500:]!r}, stdout {out.getvalue()[:200]!r}")
+
+
+def _refuse_constant(token: str):
+    raise Failure(f"non-standard JSON constant {token}")
+
+
+def check_output(fmt: str, text: str) -> None:
+    """Text from the export stayed data in ``fmt`` (issue 13)."""
+    if fmt in ("json", "perfetto"):
+        json.loads(text, parse_constant=_refuse_constant)
+    elif fmt == "csv":
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+        if rows and any(len(r) != len(rows[0]) for r in rows):
+            raise Failure("a CSV row does not have the header's width")
+        for r in rows[1:]:
+            for v in r:
+                if v[:1] in ("=", "+", "-", "@", "\t", "\r") and not _number(v):
+                    raise Failure(f"CSV formula cell {v[:40]!r}")
+    elif fmt == "markdown":
+        if "<" in text:
+            raise Failure("raw '<' in markdown output")
+    elif fmt == "html":
+        if len(re.findall(r"<script\b", text, re.I)) != 2 or len(re.findall(r"</script", text, re.I)) != 2:
+            raise Failure("the HTML page does not have exactly its two script blocks")
+    elif UNSAFE_TERMINAL.search(text):
+        raise Failure(f"terminal output holds {UNSAFE_TERMINAL.search(text).group()!r}")
+
+
+def _number(v: str) -> bool:
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
 
 
 def signature(exc: BaseException) -> str:
