@@ -452,3 +452,27 @@ def test_off_leaves_the_fast_path_as_it_was(tmp_path, clean_live):
     live.stop()
     assert (ranges.phase.__dict__["__enter__"], ranges.phase.__dict__["__exit__"]) == before
     assert before[0] is ranges._IDLE_ENTER and not ranges.is_measuring() and window.on_step is None
+
+
+SPAWNS = textwrap.dedent(
+    """
+    import subprocess, sys, nvtxsim
+    for i in range(6):
+        nvtxsim.step()
+        with nvtxsim.phase("iteration"):
+            if i == 1:  # a worker started with exec inherits NVTXSIM_LIVE: it appends, never truncates
+                subprocess.run([sys.executable, "-c", "import nvtxsim\\nfor _ in range(3):\\n    nvtxsim.step()\\n"
+                                "    with nvtxsim.phase('worker'): pass"], check=True)
+    """
+)
+
+
+def test_exec_children_append_to_the_same_file(tmp_path):
+    out = tmp_path / "live.jsonl"
+    out.write_text("stale line from an earlier run\\n")
+    r = _run([str(_script(tmp_path, SPAWNS))], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="100")
+    assert r.returncode == 0, r.stderr
+    recs = _lines(out)  # the stale line is gone (truncated at the parent's first step)
+    by_pid = {rec["pid"]: rec for rec in recs}
+    assert len(recs) == 2 and len(by_pid) == 2
+    assert sorted(next(iter(rec["phases"])) for rec in recs) == ["nvtxsim:iteration", "nvtxsim:worker"]

@@ -153,6 +153,8 @@ class _Session:
             if self.trigger is not None:
                 self._observe_trigger(max(self.iteration, 0))
         self.iteration, self.stepped = iteration, True
+        if self.file is None and self.path is not None and not self.open_file():
+            return
         if iteration - self.first >= self.every:
             self.flush(iteration - 1)
             self.first = iteration
@@ -276,9 +278,9 @@ class _Session:
         import json
 
         if self.path is not None:
+            if self.file is None and not self.open_file():
+                return False
             try:
-                if self.file is None:
-                    self.file = open(self.path, "a" if self.append else "w", encoding="utf-8")
                 self.file.write(json.dumps(record, separators=(",", ":")) + "\n")
                 self.file.flush()
             except Exception as exc:
@@ -297,6 +299,18 @@ class _Session:
                 self.callback = None
                 _report(f"live timing: the callback failed ({type(exc).__name__}: {exc}); it is not called again")
         return True
+
+    def open_file(self) -> bool:
+        """Open (truncate, unless appending) the file: at the first step(), so that nvtxsim's own commands,
+        which never step, leave it alone, and children exec'd later append after the truncation."""
+        try:
+            if not self.append:
+                open(self.path, "w").close()
+            self.file = open(self.path, "a", encoding="utf-8")  # O_APPEND: lines of other processes are never overwritten
+            return True
+        except Exception as exc:
+            _fail(self, f"live timing: cannot write {self.path} ({type(exc).__name__}: {exc}); live timing turned off")
+            return False
 
     def close(self, timeout: float) -> None:
         try:
