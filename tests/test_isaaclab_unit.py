@@ -532,3 +532,14 @@ def test_loop_levels_from_sibling_calls():
     assert inside(spans, par, "compute_returns", "rollout") == (0, 2)
     assert inside(spans, par, "policy_update", "learning_iteration") == (2, 2)
     assert rec.payloads == {"learning_iteration": 16, "rollout": 16, "step": 16}  # runner.env.num_envs
+
+
+def test_map_says_which_calls_begin_and_end_the_loop_levels():
+    by_name = {t.dotted: t for t in M.RUNNER_TARGETS}
+    assert M.describe(by_name["rsl_rl.algorithms.ppo.PPO.act"]) == "policy; begins step"
+    assert M.describe(by_name["rsl_rl.algorithms.ppo.PPO.update"]) == "policy_update; ends rollout; ends learning_iteration"
+    assert M.describe(by_name["skrl.agents.torch.base.Agent.post_interaction"]) == "ends step"  # a hook, no range
+    assert M.describe(by_name["rl_games.common.a2c_common.A2CBase.play_steps"]) == "begins rollout; ends rollout"
+    assert M.describe(by_name["rl_games.algos_torch.a2c_continuous.A2CAgent.train_actor_critic"]) == "policy_update"
+    for lib, methods in M.LOOP_EVENTS.items():  # every loop hook is patched on runner instances too
+        assert set(methods) <= set(M.RUNNER_METHODS[lib]), lib

@@ -272,6 +272,14 @@ LOOP_EVENTS: dict[str, dict[str, tuple[Optional[Event], Optional[Event]]]] = {
                  "discount_values": ((END, P.STEP), None)},
 }
 
+def describe(t: Target) -> str:
+    """What an entry records: its range and the loop levels it begins or ends (``policy; begins step``)."""
+    events = LOOP_EVENTS.get(t.package, {}).get(t.attr) if t.owner else None
+    parts = [] if t.kind == "loop" else [t.phase]
+    parts += [f"{ev[0]}s {ev[1]}" for ev in (events or ()) if ev is not None]
+    return "; ".join(parts)
+
+
 #: Env base classes: (module, class name).
 ENV_CLASSES: tuple[tuple[str, str], ...] = (
     (_DIRECT, "DirectRLEnv"),

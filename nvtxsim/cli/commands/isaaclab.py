@@ -39,6 +39,7 @@ def _version(text: str, *, need_install: bool) -> Optional[int]:
 
 def run_check(args: argparse.Namespace) -> int:
     from nvtxsim.isaaclab.check import check
+    from nvtxsim.isaaclab.phasemap import describe
 
     with contextlib.redirect_stdout(sys.stderr):  # imported modules may print (warp does): keep stdout clean
         version = _version(args.version, need_install=True)
@@ -46,8 +47,8 @@ def run_check(args: argparse.Namespace) -> int:
     failures = result.failures(strict=args.strict)
     if args.json:
         rows = [
-            {"entry": r.target.dotted, "range": r.target.phase, "status": r.status, "detail": r.detail,
-             "optional": r.target.optional}
+            {"entry": r.target.dotted, "range": None if r.target.kind == "loop" else r.target.phase,
+             "records": describe(r.target), "status": r.status, "detail": r.detail, "optional": r.target.optional}
             for r in result.results
         ]
         json.dump({"version": version, "entries": rows, "ok": not failures}, sys.stdout, indent=2)
@@ -57,7 +58,7 @@ def run_check(args: argparse.Namespace) -> int:
             width = max(len(r.target.dotted) for r in result.results) if result.results else 0
             for r in result.results:
                 status = r.status + (" (optional)" if r.target.optional and r.status in ("missing", "property") else "")
-                print(f"{status:<24} {r.target.dotted:<{width}}  -> {r.target.phase}" + (f"  [{r.detail}]" if r.detail else ""))
+                print(f"{status:<24} {r.target.dotted:<{width}}  -> {describe(r.target)}" + (f"  [{r.detail}]" if r.detail else ""))
         print(result.summary())
         for r in failures:
             print(f"unresolved: {r.target.dotted}: {r.detail}")
