@@ -476,3 +476,25 @@ def test_exec_children_append_to_the_same_file(tmp_path):
     by_pid = {rec["pid"]: rec for rec in recs}
     assert len(recs) == 2 and len(by_pid) == 2
     assert sorted(next(iter(rec["phases"])) for rec in recs) == ["nvtxsim:iteration", "nvtxsim:worker"]
+
+
+# --------------------------------------------------------------------------- zero-edit Isaac Lab script
+
+
+def test_nvtxsim_run_isaaclab_script_writes_live_lines(tmp_path):
+    """``NVTXSIM_LIVE=FILE python -m nvtxsim run train.py``: env steps are the iterations, hooks are the phases."""
+    sys.path.insert(0, str(ROOT / "tests" / "isaaclab_support"))
+    try:
+        import deps
+    finally:
+        sys.path.pop(0)
+    if deps.missing_reason():
+        pytest.skip(deps.missing_reason())
+    out = tmp_path / "live.jsonl"
+    proc = deps.run("3.0.0", ["-m", "nvtxsim", "run", ROOT / "tests" / "isaaclab_support" / "train_light.py", "--steps", "4",
+                              "--iterations", "2"], extra_env={"NVTXSIM_LIVE": str(out), "NVTXSIM_LIVE_EVERY": "3"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = _lines(out)
+    assert [rec["iterations"] for rec in recs] == [[0, 2], [3, 5], [6, 7]]  # 8 env steps
+    assert sum(rec["phases"]["nvtxsim:iteration"]["count"] for rec in recs) == 8
+    assert {"nvtxsim:sim_step", "nvtxsim:policy"} <= {k for rec in recs for k in rec["phases"]}
