@@ -132,13 +132,17 @@ def render_live_html(log: LiveLog, t: ViewTable) -> str:
     from nvtxsim._version import __version__
     from nvtxsim.reporting.renderers.html import _CSS, _table_html
 
+    main_pid = log.windows[0].get("pid") if log.windows else None
+    windows = [w for w in log.windows if w.get("pid") == main_pid]  # one line per process would zigzag
     figs = []
     for row in t.rows[:PLOT_MAX]:
-        cpu, gpu = series(log.windows, row["phase"], "cpu"), series(log.windows, row["phase"], "gpu")
+        cpu, gpu = series(windows, row["phase"], "cpu"), series(windows, row["phase"], "gpu")
         if cpu or gpu:
             figs.append(_plot(row["phase"], cpu, gpu))
     more = f'<p class="note">{len(t.rows) - PLOT_MAX} more phases in the table.</p>' if len(t.rows) > PLOT_MAX else ""
     notes = "".join(f'<p class="sub">{html.escape(n)}</p>' for n in t.notes)
+    if len(log.pids) > 1:
+        notes += f'<p class="sub">plots: process {html.escape(str(main_pid))} (the first in the file)</p>'
     css = _CSS + ".grid2{display:flex;flex-wrap:wrap;gap:10px 24px}figure.lp{margin:0}figcaption{font-size:12.5px;font-weight:600}"
     plots = "".join(figs) or '<p class="note">Nothing to plot.</p>'
     return (
