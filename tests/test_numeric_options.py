@@ -51,3 +51,24 @@ def test_good_numbers_still_parse():
     parser = build_parser(only="compare")
     args = parser.parse_args(["compare", "a", "b", "--seed", "7", "--fail-above", "2.5", "--confidence", "0.9", "--resamples", "10"])
     assert (args.seed, args.fail_above, args.confidence, args.resamples) == (7, 2.5, 0.9, 10)
+
+
+STRING_NUMBERS = {
+    ("scaling", "--predict"): ["nan", "inf", "-1", "0", "x"],
+    ("scaling", "--memory-budget"): ["nan", "-5G", "infG", "x"],
+    ("profile", "--iterations"): ["5:3", "nan:3", "-1:4", "a:b", "3"],
+}
+
+
+@pytest.mark.parametrize(("command", "option", "value"), [(c, o, v) for (c, o), vs in STRING_NUMBERS.items() for v in vs])
+def test_numbers_given_as_text_are_validated_too(capsys, command, option, value, tmp_path):
+    if command == "scaling":
+        from hostile_corpus import real_export
+
+        src = real_export(tmp_path / "run.sqlite")
+        head = [f"{src}=1", f"{src}=2", "--param", "n"]
+    else:
+        head = []
+    rc = main([command, *head, f"{option}={value}", *TAIL.get(command, [])])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.startswith("nvtxsim: error:") and err.count("\n") == 1, err
