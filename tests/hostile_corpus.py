@@ -106,6 +106,15 @@ def _check_unicode_names(rep: dict) -> None:
     assert {"\x1b[31mred\x1b[0m", "new\nline", "[bold]markup[/bold]", "päyload ✓ 🚀", "a,b;\"c\""} <= names
 
 
+def _check_some_phases(rep: dict) -> None:
+    assert rep["phases"] and all(isinstance(p["name"], str) for p in rep["phases"])
+
+
+def _check_keys(rep: dict) -> None:
+    ph = phases(rep)
+    assert {k: (v["instances"], v["cpu_total_ns"]) for k, v in ph.items()} == {"nvtxsim:a": (3, 15), "nvtxsim:b": (3, 21), "nvtxsim:c": (3, 27)}
+
+
 def _check_only_domain_rows(rep: dict) -> None:
     assert rep["phases"] == []
     assert any("nvtx>=0.2.12" in w for w in rep["warnings"])
@@ -293,6 +302,24 @@ def build_corpus(root: Path) -> list[Case]:
     con.commit()
     con.close()
     cases.append(Case("control_and_markup_names", p, "report", check=_check_unicode_names))
+
+    # 17b. every name hostile to some output kind (markup, script, formulas, escapes, bidi, placeholders)
+    from hostile_names import hostile_names_export
+
+    cases.append(Case("hostile_names_everywhere", hostile_names_export(root / "hostile_names.sqlite"), "report", check=_check_some_phases))
+
+    # 17c. key columns that do not tell rows apart: a real column named rowid, a repeated eventId
+    p = root / "keys.sqlite"
+    con = new_export(p)
+    add_domain(con)
+    for i, (name, dur) in enumerate([("a", 5), ("b", 7), ("c", 9)] * 3):
+        add_range(con, 100 * i, 100 * i + dur, None, text=name)
+    con.execute("ALTER TABLE NVTX_EVENTS ADD COLUMN rowid INTEGER")
+    con.execute("ALTER TABLE NVTX_EVENTS ADD COLUMN eventId INTEGER")
+    con.execute("UPDATE NVTX_EVENTS SET rowid = 1, eventId = 7")
+    con.commit()
+    con.close()
+    cases.append(Case("rowid_column_and_repeated_event_id", p, "report", check=_check_keys))
 
     # 18. only domain create/destroy rows (nvtx>=0.2.12 under old nsys)
     p = root / "domains_only.sqlite"

@@ -63,7 +63,7 @@ CASE_KINDS = [
     "header_then_garbage", "flipped_bits_0", "flipped_bits_1", "flipped_bits_2", "flipped_bits_3", "zeroed_pages_0",
     "zeroed_pages_1", "zeroed_pages_2", "corrupt_schema_page", "bad_page_size_field", "header_claims_more_pages",
     "sqlite_not_nsys", "wrong_columns", "wrong_value_types", "nulls", "negative_reversed_impossible_times",
-    "huge_empty_non_utf8_names", "control_and_markup_names", "only_domain_rows", "dangling_and_duplicate_string_ids",
+    "huge_empty_non_utf8_names", "control_and_markup_names", "hostile_names_everywhere", "rowid_column_and_repeated_event_id", "only_domain_rows", "dangling_and_duplicate_string_ids",
     "endless_view", "without_rowid", "cuda_tables_impossible_values",
     "gpu_work_without_ranges",
     "gzip_corrupt_stream", "gzip_random_bytes",
