@@ -132,9 +132,9 @@ def collect_run(spec: RunSpec, detail, *, by: str = "iteration", skip_first: int
         raise NvtxsimError(f"{spec.path}: no iterations of {it.key!r} left (after --skip-first {skip_first})")
     ex = detail.export
     key_mem = range_memory(ex, it.key_range)
+    member_mem = range_memory(ex, it.members)
     rise = peak = None
-    if key_mem is not None:
-        member_mem = range_memory(ex, it.members)
+    if key_mem is not None and member_mem is not None:
         rise = per_iteration_max(it, key_mem.rise, member_mem.rise)
         peak = per_iteration_max(it, key_mem.peak, member_mem.peak)
     phases: dict[str, PhaseSamples] = {}
@@ -419,8 +419,8 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
             "gpu": fit_metric("gpu", x, [r.phases[name].gpu for r in runs], rng),
         }
         if memory:
-            fits["memory"] = fit_metric("memory", x, [r.phases[name].memory for r in runs], rng)
-            fits["peak"] = fit_metric("peak", x, [r.phases[name].peak for r in runs], rng)
+            fits["memory"] = fit_metric("memory", x, [_required(r.phases[name].memory) for r in runs], rng)
+            fits["peak"] = fit_metric("peak", x, [_required(r.phases[name].peak) for r in runs], rng)
         out.append(PhaseScaling(phase=name, fits=fits, per_run=_per_run(runs, name, fits)))
     loop_peak = out[0].fits["peak"] if memory and out and out[0].phase == key else None
     sc = Scaling(param=param, runs=runs, phases=out, loop_peak=loop_peak)
@@ -430,6 +430,12 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
     if len(runs) < MIN_RUNS:
         sc.refused = f"classes need at least {MIN_RUNS} runs (got {len(runs)}): per-run values shown, no classes"
     return sc
+
+
+def _required(samples: np.ndarray | None) -> np.ndarray:
+    """Memory samples of a run known to have memory events."""
+    assert samples is not None
+    return samples
 
 
 def _per_run(runs: Sequence[RunData], name: str, fits: dict[str, MetricFit]) -> list[dict]:
@@ -451,7 +457,7 @@ def _per_run(runs: Sequence[RunData], name: str, fits: dict[str, MetricFit]) -> 
         }
         if "memory" in fits:
             row["memory_bytes"] = fits["memory"].centres[i]
-            row["peak_bytes"] = float(np.max(r.phases[name].peak)) if r.phases[name].peak is not None and len(r.phases[name].peak) else 0.0
+            row["peak_bytes"] = float(np.max(_required(r.phases[name].peak)))
         if name == key:
             row["steps_per_s"] = steps_per_s(r.spec.value, iter_ns)
         else:
@@ -464,13 +470,13 @@ def predict(sc: Scaling, value: float) -> dict:
     """Time per iteration per phase (and memory) at ``value`` from the floor-plus-power fits."""
     if sc.refused:
         raise NvtxsimError(f"--predict: {sc.refused}")
-    phases = []
+    phases: list[dict] = []
     for ph in sc.phases:
-        row = {"phase": ph.phase}
+        row: dict = {"phase": ph.phase}
         for m, f in ph.fits.items():
             row[f"{m}_{'bytes' if m in ('memory', 'peak') else 'ns'}"] = f.at(value)
         phases.append(row)
-    doc = {"value": value, "phases": phases, "extrapolated": value > max(sc.values) or value < min(sc.values)}
+    doc: dict = {"value": value, "phases": phases, "extrapolated": value > max(sc.values) or value < min(sc.values)}
     others = phases[1:]
     if others:
         # The phases are fitted one by one, the iteration on its own: far out their curves disagree.
@@ -503,8 +509,9 @@ def memory_budget(sc: Scaling, budget: int) -> dict:
         raise NvtxsimError(f"--memory-budget: {sc.refused}")
     doc: dict = {"budget_bytes": budget, "largest_value": None, "peak_at_largest_bytes": None, "model": "per phase a + b·N + c·N² (a, b, c ≥ 0)"}
     peaks = _peak_fits(sc)
-    limits = [solve_quadratic(f.quadratic, budget) for _, f in peaks]
-    if not peaks or any(v is None for v in limits):
+    solved = [solve_quadratic(f.quadratic or [0.0, 0.0, 0.0], budget) for _, f in peaks]
+    limits = [v for v in solved if v is not None]
+    if not peaks or len(limits) < len(solved):
         doc["note"] = "the fitted peak exceeds the budget at any value"
         return doc
     v = min(limits)

@@ -202,7 +202,7 @@ def _csv_table(sc: Scaling) -> ViewTable:
     """One row per (phase, run) with the phase's classes and exponents repeated: one flat table."""
     rows = []
     for ph in sc.phases:
-        head = {"param": sc.param, "phase": ph.phase}
+        head: dict = {"param": sc.param, "phase": ph.phase}
         for m in METRICS:
             f = ph.fits.get(m)
             head[f"{m}_class"] = f.cls if f else ""
