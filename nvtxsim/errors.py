@@ -1,8 +1,12 @@
-"""User-facing errors: one line, exit code 2, never a traceback."""
+"""User-facing errors: one line, exit code 2, never a traceback; and the NVTXSIM_DEBUG log of silent fallbacks."""
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Callable
+
+DEBUG_ENV = "NVTXSIM_DEBUG"
 
 
 class NvtxsimError(Exception):
@@ -54,3 +58,20 @@ def float_option(option: str, *, low: float = 0.0, high: float = float("inf"), l
         return value
 
     return parse
+def debugging() -> bool:
+    """NVTXSIM_DEBUG is set: fallbacks are logged, internal errors show their traceback."""
+    return bool(os.environ.get(DEBUG_ENV))
+
+
+def debug(message: str, *, exc: BaseException | None = None) -> None:
+    """Log a fallback that changes nothing in the results (a slower path taken) to stderr under NVTXSIM_DEBUG.
+
+    Fallbacks stay silent by default but never hidden: a bug that makes a fast path fall back
+    shows here, with its traceback when ``exc`` is given."""
+    if not debugging():
+        return
+    print(f"nvtxsim: debug: {message}", file=sys.stderr)
+    if exc is not None:
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import nvtxsim.analysis.stream as stream
+import nvtxsim.export.streamed as streamed
 from nvtxsim.export import cache
 from nvtxsim.analysis.projection import summarize
 from nvtxsim.export.reader import load
@@ -55,12 +56,12 @@ def test_cached_report_equals_uncached_and_export_is_untouched(export):
 
 def test_hit_does_not_read_the_export(export, monkeypatch):
     load(export, cache=True)
-    import nvtxsim.export.reader as load_mod
+    import nvtxsim.export.reader as reader_mod
 
     def boom(*a, **k):
         raise AssertionError("the export was read despite a valid cache entry")
 
-    monkeypatch.setattr(load_mod, "connect", boom)
+    monkeypatch.setattr(reader_mod, "connect", boom)
     assert _report(export, cache=True)["phases"]
 
 
@@ -135,7 +136,7 @@ def test_streamed_export_caches_its_projection(tmp_path, monkeypatch):
     assert _report(path, cache=True) == ref  # streams, then stores the projection
     monkeypatch.setattr(stream._Projector, "run", lambda self: (_ for _ in ()).throw(AssertionError("streamed again")))
     ex = load(path, cache=True)
-    assert isinstance(ex.api, stream.LazyApiCalls)
+    assert isinstance(ex.api, streamed.LazyApiCalls)
     assert summarize(ex, domain=None).as_dict() == ref
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nvtxsim.analysis.projection import DIRECTIONS, RangeGpu, project, select_ranges, summarize
+from nvtxsim.analysis.projection import RangeGpu, project, select_ranges, summarize
+from nvtxsim.export.schema import SUMMARY_DIRECTIONS as DIRECTIONS
 from nvtxsim.cli.commands.report import make_report
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.reader import Export, Ranges, load

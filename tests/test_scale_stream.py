@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import nvtxsim.analysis.stream as stream
-from nvtxsim.analysis.projection import project, summarize
+from nvtxsim.analysis.projection import project, project_stream, summarize
+import nvtxsim.export.streamed as streamed
 from nvtxsim.export.reader import load
 from nsys_util import needs_nsys, nsys_stats, sum_by_name
 from synth import make_export
@@ -50,14 +51,14 @@ def tiny_windows(monkeypatch):
 def _streamed(path, monkeypatch):
     monkeypatch.setenv("NVTXSIM_STREAM_ROWS", "0")
     ex = load(path)
-    assert isinstance(ex.api, stream.LazyApiCalls)
-    return ex, stream.project_stream(ex)
+    assert isinstance(ex.api, streamed.LazyApiCalls)
+    return ex, project_stream(ex)
 
 
 def _in_memory(path, monkeypatch):
     monkeypatch.setenv("NVTXSIM_STREAM_ROWS", str(1 << 60))
     ex = load(path)
-    assert not isinstance(ex.api, stream.LazyApiCalls)
+    assert not isinstance(ex.api, streamed.LazyApiCalls)
     return ex, project(ex)
 
 

@@ -35,7 +35,9 @@ from nvtxsim.analysis.projection import _union_length
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.analysis.tree import RangeTree, build, innermost
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.export.reader import PID_MASK, RUNTIME_TABLE, ApiCalls, connect
+from nvtxsim.export.columns import ApiCalls
+from nvtxsim.export.schema import PID_MASK, RUNTIME_TABLE
+from nvtxsim.export.tables import connect
 
 KINDS = (
     "sync", "pageable_copy", "launch_bound", "cpu_bound", "other_thread_gpu", "gpu_bound", "outlier_iterations", "unattributed_gpu",
@@ -184,7 +186,7 @@ def notable_calls(detail: Detail) -> ApiCalls:
     ids = [i for i, v in ex.strings.items() if is_sync_api(v) or _is_copy_api(api_name(v))]
     if not ids:
         return empty
-    from nvtxsim.analysis.stream import source_of
+    from nvtxsim.export.streamed import source_of
 
     src = source_of(ex)
     if src is not None and "name_id" not in api.__dict__:
@@ -207,7 +209,7 @@ def prefetch(detail: Detail) -> None:
     query overlaps the projection's pass over the file (SQLite releases the GIL while it scans)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from nvtxsim.analysis.stream import source_of
+    from nvtxsim.export.streamed import source_of
 
     if detail.export.api is None or source_of(detail.export) is None or "_notable_calls" in detail.__dict__:
         return
@@ -565,7 +567,7 @@ def analyse(detail: Detail, *, by: Optional[str] = None, skip_first: int = 0, th
     for f in outliers:
         blocked[f.phase] = blocked.get(f.phase, 0) + f.evidence["phase_excess_ns"]
     if threads is None:
-        from nvtxsim.analysis.stream import source_of
+        from nvtxsim.export.streamed import source_of
 
         threads = source_of(detail.export) is None
         if not threads and detail.has_cuda:

@@ -67,7 +67,8 @@ def load_frames(path: "str | os.PathLike[str]", *, domain: Optional[str] = None,
 
 def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
     """DataFrames of an already loaded :class:`~nvtxsim.analysis.selection.Detail`."""
-    from nvtxsim.analysis.launches import KIND_NAMES, api_name, copy_direction
+    from nvtxsim.analysis.launches import api_name, copy_direction
+    from nvtxsim.export.schema import KIND_NAMES
     from nvtxsim.analysis.iterations import per_iteration
     from nvtxsim.analysis.tree import innermost
 

@@ -21,7 +21,7 @@ import numpy as np
 from nvtxsim import phases
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.export.reader import PID_MASK
+from nvtxsim.export.schema import PID_MASK
 
 QUANTILES = (0.5, 0.9, 0.99)
 

@@ -1,11 +1,17 @@
-"""Which range launched which GPU op, as explicit (range, op) pairs.
+"""The join of CUDA API calls to GPU ops, and of calls to the ranges around them: every attribution starts here.
 
-``analyse.project`` reduces attribution straight to per-range numbers; the detail
-views (kernels, copies, queue delay, per-GPU splits, self time) need the pairs
-themselves. The rule is nsys's: an op belongs to a range when the whole CUDA API
-call that launched it lies inside the range on the range's thread. Graph-level
-CUDA graph executions (``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``) are joined like
-kernels, so graph launches are attributed however the graph was traced.
+* :func:`launches` joins calls to ops on (process, correlation id), once;
+* :func:`call_windows` / :func:`contained` find the calls wholly inside each range on its thread;
+* :func:`op_pairs` gives the explicit (range, op) pairs the detail views need (kernels,
+  copies, queue delay, per-GPU splits); :func:`nvtxsim.analysis.projection.project` reduces
+  the same join straight to per-range numbers;
+* :func:`innermost` / :func:`op_owners` give the one range that launched each op (the
+  innermost range around its call), for the tree's self time, the timeline and the frames.
+
+The rule is nsys's: an op belongs to a range when the whole CUDA API call that launched it
+lies inside the range on the range's thread. Graph-level CUDA graph executions
+(``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``) are joined like kernels, so graph launches are
+attributed however the graph was traced.
 """
 
 from __future__ import annotations
@@ -16,13 +22,8 @@ from typing import Optional
 
 import numpy as np
 
-from nvtxsim.analysis.projection import call_windows, expand_segments
-from nvtxsim.export.reader import KERNEL, MEMCPY, MEMSET, PID_MASK, Export
-
-GRAPH = 3  # op kind of a graph-level graph execution
-KIND_NAMES = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset", GRAPH: "graph"}
-#: CUPTI copyKind → direction label.
-COPY_KINDS = {1: "htod", 2: "dtoh", 8: "dtod", 10: "ptop", 11: "unified_htod", 12: "unified_dtoh", 13: "unified_dtod"}
+from nvtxsim.export.columns import Export, distinct
+from nvtxsim.export.schema import COPY_KINDS, GRAPH, MEMCPY, MEMSET, PID_MASK
 
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 _GRAPH_LAUNCH = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch)$")
@@ -133,43 +134,93 @@ def contained(
     return rng[keep], call[keep]
 
 
+def expand_segments(offsets_lo: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For segments [lo, lo+len): (segment index per element, element index)."""
+    total = int(lengths.sum())
+    seg = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    if total == 0:
+        return seg, np.zeros(0, dtype=np.int64)
+    firsts = np.cumsum(lengths) - lengths
+    within = np.arange(total, dtype=np.int64) - np.repeat(firsts, lengths)
+    return seg, np.repeat(offsets_lo, lengths) + within
+
+
+def call_windows(
+    r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_tid: np.ndarray, c_start: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per range, the calls ``[lo, hi)`` of its thread that start inside it.
+
+    ``c_tid``/``c_start`` are sorted by (thread, start); a range on a thread without calls
+    gets an empty window. The caller keeps the candidates that also end inside the range.
+    """
+    lo = np.zeros(len(r_start), dtype=np.int64)
+    hi = np.zeros(len(r_start), dtype=np.int64)
+    if len(r_start) == 0 or len(c_tid) == 0:
+        return lo, hi
+    thread_bounds = np.searchsorted(c_tid, distinct(c_tid))
+    thread_ids = c_tid[thread_bounds]
+    thread_bounds = np.r_[thread_bounds, len(c_tid)]
+    t = np.minimum(np.searchsorted(thread_ids, r_tid), len(thread_ids) - 1)
+    on_thread = thread_ids[t] == r_tid
+    for k in distinct(t[on_thread]):
+        sel = np.flatnonzero(on_thread & (t == k))
+        a, b = thread_bounds[k], thread_bounds[k + 1]
+        cs = c_start[a:b]
+        lo[sel] = a + np.searchsorted(cs, r_start[sel], side="left")
+        hi[sel] = a + np.searchsorted(cs, r_end[sel], side="right")
+    return lo, hi
+
+
+def launch_key(pid_code: np.ndarray, corr: np.ndarray) -> np.ndarray:
+    """One int64 per launch: a small code of the process above the correlation id (ids repeat across processes)."""
+    return (pid_code.astype(np.int64) << 32) | (corr.astype(np.int64) & 0xFFFFFFFF)
+
+
 @dataclass
 class Launches:
-    """GPU ops per CUDA API call: ``op_order[lo[c]:hi[c]]`` are the ops call ``c`` launched."""
+    """GPU ops per CUDA API call: ``op_order[lo[c]:hi[c]]`` are the ops call ``c`` launched.
+
+    The ops are grouped by launch (process, correlation id): group ``g`` is
+    ``op_order[group_start[g]:group_start[g + 1]]``, and ``launch_id[c]`` is the group of call ``c``."""
 
     op_order: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
     launch_id: np.ndarray  # per call: index of its (process, correlation id) group, -1 if it launched nothing
+    group_start: np.ndarray  # per group, its first position in op_order; one extra entry: len(op_order)
 
     @property
     def count(self) -> np.ndarray:
         return self.hi - self.lo
 
+    def op_call(self, n_ops: int) -> np.ndarray:
+        """Per op, the call that launched it (-1: none); with repeated correlation ids, the last such call."""
+        out = np.full(n_ops, -1, dtype=np.int64)
+        calls = np.flatnonzero(self.hi > self.lo)
+        _, pos = expand_segments(self.lo[calls], self.count[calls])
+        out[self.op_order[pos]] = np.repeat(calls, self.count[calls])
+        return out
 
-def launches(export: Export, ops: Ops) -> Launches:
-    """Join calls to ops on (process, correlation id); correlation ids repeat across processes."""
+
+def launches(export: Export, ops) -> Launches:
+    """Join calls to ``ops`` (GpuOps or Ops) on (process, correlation id); correlation ids repeat across processes."""
     api = export.api
     n_calls = len(api) if api is not None else 0
     if n_calls == 0 or len(ops) == 0:
         z = np.zeros(n_calls, dtype=np.int64)
-        return Launches(np.zeros(0, dtype=np.int64), z, z.copy(), np.full(n_calls, -1, dtype=np.int64))
+        return Launches(np.zeros(0, dtype=np.int64), z, z.copy(), np.full(n_calls, -1, dtype=np.int64), np.zeros(1, dtype=np.int64))
     assert api is not None
-    pids = np.unique(np.concatenate([ops.global_pid, api.global_tid & PID_MASK]))
-
-    def key(pid_bits: np.ndarray, corr: np.ndarray) -> np.ndarray:
-        return (np.searchsorted(pids, pid_bits).astype(np.int64) << 32) | (corr.astype(np.int64) & 0xFFFFFFFF)
-
-    okey = key(ops.global_pid, ops.correlation_id)
+    call_pid = api.global_tid & PID_MASK
+    pids = distinct(np.concatenate([ops.global_pid, call_pid]))
+    okey = launch_key(np.searchsorted(pids, ops.global_pid), ops.correlation_id)
     order = np.argsort(okey, kind="stable")
     skey = okey[order]
-    ckey = key(api.global_tid & PID_MASK, api.correlation_id)
+    ckey = launch_key(np.searchsorted(pids, call_pid), api.correlation_id)
     lo = np.searchsorted(skey, ckey, side="left")
     hi = np.searchsorted(skey, ckey, side="right")
-    uniq = skey[np.r_[True, skey[1:] != skey[:-1]]] if len(skey) else skey  # already sorted
-    lid = np.searchsorted(uniq, ckey)
-    lid = np.where(hi > lo, lid, -1)
-    return Launches(order, lo.astype(np.int64), hi.astype(np.int64), lid.astype(np.int64))
+    first = np.flatnonzero(np.r_[True, skey[1:] != skey[:-1]])
+    lid = np.where(hi > lo, np.searchsorted(skey[first], ckey), -1)
+    return Launches(order, lo.astype(np.int64), hi.astype(np.int64), lid.astype(np.int64), np.r_[first, len(skey)].astype(np.int64))
 
 
 @dataclass

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nvtxsim.export.reader import PID_MASK, Export
+from nvtxsim.export.columns import Export
+from nvtxsim.export.schema import PID_MASK
 
 
 @dataclass

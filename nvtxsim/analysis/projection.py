@@ -20,12 +20,14 @@ from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
-from nvtxsim.errors import NvtxsimError
-from nvtxsim.export.reader import KERNEL, MEMCPY, MEMSET, PID_MASK, Export, distinct
+from nvtxsim.analysis import stream
+from nvtxsim.analysis.launches import Launches, call_windows, expand_segments, launches
+from nvtxsim.errors import NvtxsimError, debug
+from nvtxsim.export import cache
+from nvtxsim.export.columns import Export, distinct
+from nvtxsim.export.schema import KERNEL, MEMCPY, MEMSET, SUMMARY_DIRECTIONS, summary_direction
+from nvtxsim.export.streamed import Source, source_of
 
-#: CUPTI copyKind → direction label used in reports.
-COPY_DIRECTIONS = {1: "htod", 2: "dtoh", 8: "dtod", 10: "ptop"}
-DIRECTIONS = ("htod", "dtoh", "dtod", "other")
 _PAIR_CHUNK = 4_000_000  # (range, op) pairs held at once
 
 
@@ -54,69 +56,32 @@ class RangeGpu:
     @classmethod
     def empty(cls, n: int) -> "RangeGpu":
         z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
-        return cls(np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64), z(), z(), z(), {d: z() for d in DIRECTIONS})
+        return cls(np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64), z(), z(), z(), {d: z() for d in SUMMARY_DIRECTIONS})
 
 
 @dataclass
-class _Launches:
-    """GPU ops grouped per launch key (process, correlation id)."""
+class _PerLaunch:
+    """GPU ops reduced per launch group (process, correlation id) of a :class:`Launches` join."""
 
-    keys: np.ndarray  # sorted unique int64 keys
     first_start: np.ndarray
     last_end: np.ndarray
     kernels: np.ndarray
     copy_bytes: dict[str, np.ndarray]
-    op_order: np.ndarray  # op indices sorted by key
-    op_offsets: np.ndarray  # op_order[op_offsets[k]:op_offsets[k+1]] are the ops of key k
 
 
-def _launch_keys(pid_bits: np.ndarray, corr: np.ndarray, pid_codes: np.ndarray) -> np.ndarray:
-    code = np.searchsorted(pid_codes, pid_bits)
-    return (code.astype(np.int64) << 32) | (corr.astype(np.int64) & 0xFFFFFFFF)
-
-
-def _group_launches(export: Export, pid_codes: np.ndarray) -> _Launches:
+def _per_launch(export: Export, link: Launches) -> _PerLaunch:
     gpu = export.gpu
     assert gpu is not None
-    key = _launch_keys(gpu.global_pid, gpu.correlation_id, pid_codes)
-    order = np.argsort(key, kind="stable")
-    skey = key[order]
-    starts = np.flatnonzero(np.r_[True, skey[1:] != skey[:-1]]) if len(skey) else np.zeros(0, dtype=np.int64)
-    offsets = np.r_[starts, len(skey)].astype(np.int64)
+    order, starts = link.op_order, link.group_start[:-1]
     n = len(starts)
 
     def seg(values: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
         return ufunc.reduceat(values[order], starts) if n else np.zeros(0, dtype=values.dtype)
 
-    is_kernel = (gpu.kind == KERNEL).astype(np.int64)
-    copy = {}
-    direction = np.full(len(gpu), 3, dtype=np.int8)  # "other"
-    for ck, label in COPY_DIRECTIONS.items():
-        if label in DIRECTIONS:
-            direction[gpu.copy_kind == ck] = DIRECTIONS.index(label)
-    moving = (gpu.kind == MEMCPY)
-    for i, d in enumerate(DIRECTIONS):
-        copy[d] = seg(np.where(moving & (direction == i), gpu.bytes, 0), np.add)
-    return _Launches(
-        keys=skey[starts] if n else np.zeros(0, dtype=np.int64),
-        first_start=seg(gpu.start, np.minimum),
-        last_end=seg(gpu.end, np.maximum),
-        kernels=seg(is_kernel, np.add),
-        copy_bytes=copy,
-        op_order=order,
-        op_offsets=offsets,
-    )
-
-
-def expand_segments(offsets_lo: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For segments [lo, lo+len): (segment index per element, element index)."""
-    total = int(lengths.sum())
-    seg = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-    if total == 0:
-        return seg, np.zeros(0, dtype=np.int64)
-    firsts = np.cumsum(lengths) - lengths
-    within = np.arange(total, dtype=np.int64) - np.repeat(firsts, lengths)
-    return seg, np.repeat(offsets_lo, lengths) + within
+    direction = summary_direction(gpu.copy_kind)
+    moving = gpu.kind == MEMCPY
+    copy = {d: seg(np.where(moving & (direction == i), gpu.bytes, 0), np.add) for i, d in enumerate(SUMMARY_DIRECTIONS)}
+    return _PerLaunch(seg(gpu.start, np.minimum), seg(gpu.end, np.maximum), seg((gpu.kind == KERNEL).astype(np.int64), np.add), copy)
 
 
 def _chunks(lengths: np.ndarray, budget: int) -> Iterator[slice]:
@@ -162,39 +127,42 @@ def _union_length(group: np.ndarray, start: np.ndarray, end: np.ndarray, ngroups
     return out
 
 
-def call_windows(
-    r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_tid: np.ndarray, c_start: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per range, the calls ``[lo, hi)`` of its thread that start inside it.
-
-    ``c_tid``/``c_start`` are sorted by (thread, start); a range on a thread without calls
-    gets an empty window. The caller keeps the candidates that also end inside the range.
-    """
-    lo = np.zeros(len(r_start), dtype=np.int64)
-    hi = np.zeros(len(r_start), dtype=np.int64)
-    if len(r_start) == 0 or len(c_tid) == 0:
-        return lo, hi
-    thread_bounds = np.searchsorted(c_tid, distinct(c_tid))
-    thread_ids = c_tid[thread_bounds]
-    thread_bounds = np.r_[thread_bounds, len(c_tid)]
-    t = np.minimum(np.searchsorted(thread_ids, r_tid), len(thread_ids) - 1)
-    on_thread = thread_ids[t] == r_tid
-    for k in distinct(t[on_thread]):
-        sel = np.flatnonzero(on_thread & (t == k))
-        a, b = thread_bounds[k], thread_bounds[k + 1]
-        cs = c_start[a:b]
-        lo[sel] = a + np.searchsorted(cs, r_start[sel], side="left")
-        hi[sel] = a + np.searchsorted(cs, r_end[sel], side="right")
-    return lo, hi
-
-
 def project(export: Export) -> RangeGpu:
-    """GPU attribution for every range of ``export`` (nsys projection + busy time)."""
-    from nvtxsim.analysis.stream import project_stream  # large exports: one bounded-memory pass (None: not streamed)
+    """GPU attribution for every range of ``export`` (nsys projection + busy time).
 
+    A streamed export is projected in one bounded-memory pass (:mod:`nvtxsim.analysis.stream`)
+    when its tables allow it; otherwise, or when that pass falls back, in memory."""
     streamed = project_stream(export)
-    if streamed is not None:
-        return streamed
+    return streamed if streamed is not None else _project_in_memory(export)
+
+
+def project_stream(export: Export) -> RangeGpu | None:
+    """The streamed projection of a streamed export; None when the export is not streamed or the pass falls back."""
+    src = source_of(export)
+    if src is None:
+        return None
+    if src.projection is not None and len(src.projection.ops) == len(export.ranges):
+        return src.projection
+    if len(export.ranges) == 0:
+        return RangeGpu.empty(0)
+    out = _streamed(export, src)
+    if out is not None:
+        src.projection = out
+        cache.store_projection(export)
+    return out
+
+
+def _streamed(export: Export, src: Source) -> RangeGpu | None:
+    try:
+        return RangeGpu(**stream.project_columns(export, src))
+    except stream.Fallback as exc:
+        debug(f"{export.path}: streamed projection not possible ({exc}); projecting in memory")
+    except (MemoryError, OSError, ValueError, IndexError) as exc:  # a bug or a hostile file: say so under NVTXSIM_DEBUG
+        debug(f"{export.path}: streamed projection failed ({type(exc).__name__}: {exc}); projecting in memory", exc=exc)
+    return None
+
+
+def _project_in_memory(export: Export) -> RangeGpu:
     r = export.ranges
     n = len(r)
     result = RangeGpu.empty(n)
@@ -202,16 +170,12 @@ def project(export: Export) -> RangeGpu:
     if not export.has_cuda or n == 0 or len(gpu) == 0 or len(api) == 0:  # type: ignore[arg-type]
         return result
     assert api is not None and gpu is not None
-    pid_codes = distinct(np.concatenate([gpu.global_pid, api.global_tid & PID_MASK]))
-    launches = _group_launches(export, pid_codes)
+    link = launches(export, gpu)
+    per = _per_launch(export, link)
 
-    # Calls that launched GPU work, with their launch index.
-    call_key = _launch_keys(api.global_tid & PID_MASK, api.correlation_id, pid_codes)
-    pos = np.searchsorted(launches.keys, call_key)
-    pos_c = np.minimum(pos, len(launches.keys) - 1)
-    hit = (launches.keys[pos_c] == call_key) & (api.end >= api.start)
-    c_idx = np.flatnonzero(hit)
-    c_launch = pos_c[c_idx]
+    # Calls that launched GPU work, with their launch group, sorted by (thread, start).
+    c_idx = np.flatnonzero((link.launch_id >= 0) & (api.end >= api.start))
+    c_launch = link.launch_id[c_idx]
     c_tid, c_start, c_end = api.global_tid[c_idx], api.start[c_idx], api.end[c_idx]
     order = np.lexsort((c_start, c_tid))
     c_tid, c_start, c_end, c_launch = c_tid[order], c_start[order], c_end[order], c_launch[order]
@@ -223,7 +187,6 @@ def project(export: Export) -> RangeGpu:
     # Candidate calls per range: start-sorted calls of its thread with start in [r.start, r.end].
     lo, hi = call_windows(r.start[eligible], r.end[eligible], r.global_tid[eligible], c_tid, c_start)
     lengths = np.maximum(hi - lo, 0)
-
     for chunk in _chunks(lengths, _PAIR_CHUNK):
         ranges_c = eligible[chunk]
         seg, call = expand_segments(lo[chunk], lengths[chunk])
@@ -235,28 +198,36 @@ def project(export: Export) -> RangeGpu:
         if need_dedupe:
             pair = np.unique(np.stack([seg, launch], axis=1), axis=0)
             seg, launch = pair[:, 0], pair[:, 1]
-        bounds = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
-        target = ranges_c[seg[bounds]]
-        result.proj_start[target] = np.minimum.reduceat(launches.first_start[launch], bounds)
-        result.proj_end[target] = np.maximum.reduceat(launches.last_end[launch], bounds)
-        result.ops[target] = np.diff(np.r_[bounds, len(seg)])
-        result.kernels[target] = np.add.reduceat(launches.kernels[launch], bounds)
-        for d in DIRECTIONS:
-            result.copy_bytes[d][target] = np.add.reduceat(launches.copy_bytes[d][launch], bounds)
-        # Busy time: union of the individual op intervals of each range; chunks end on range boundaries.
-        nops = launches.op_offsets[launch + 1] - launches.op_offsets[launch]
-        pair_bounds = np.r_[bounds, len(seg)]
-        per_range = np.add.reduceat(nops, bounds)
-        for rs in _chunks(per_range, _PAIR_CHUNK):
-            a, b = pair_bounds[rs.start], pair_bounds[rs.stop]
-            pseg, op_pos = expand_segments(launches.op_offsets[launch[a:b]], nops[a:b])
-            ops = launches.op_order[op_pos]
-            local = seg[a:b][pseg]
-            base = int(local.min())
-            busy = _union_length(local - base, gpu.start[ops], gpu.end[ops], int(local.max()) - base + 1)
-            touched = distinct(local)
-            result.busy[ranges_c[touched]] = busy[touched - base]
+        _reduce_chunk(result, export, link, per, ranges_c, seg, launch)
     return result
+
+
+def _reduce_chunk(result: RangeGpu, export: Export, link: Launches, per: _PerLaunch, ranges_c: np.ndarray, seg: np.ndarray, launch: np.ndarray) -> None:
+    """Add one chunk of (range, launch) pairs, sorted by range, to ``result``."""
+    gpu = export.gpu
+    assert gpu is not None
+    bounds = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
+    target = ranges_c[seg[bounds]]
+    result.proj_start[target] = np.minimum.reduceat(per.first_start[launch], bounds)
+    result.proj_end[target] = np.maximum.reduceat(per.last_end[launch], bounds)
+    result.ops[target] = np.diff(np.r_[bounds, len(seg)])
+    result.kernels[target] = np.add.reduceat(per.kernels[launch], bounds)
+    for d in SUMMARY_DIRECTIONS:
+        result.copy_bytes[d][target] = np.add.reduceat(per.copy_bytes[d][launch], bounds)
+    # Busy time: union of the individual op intervals of each range; chunks end on range boundaries.
+    offsets = link.group_start
+    nops = offsets[launch + 1] - offsets[launch]
+    pair_bounds = np.r_[bounds, len(seg)]
+    per_range = np.add.reduceat(nops, bounds)
+    for rs in _chunks(per_range, _PAIR_CHUNK):
+        a, b = pair_bounds[rs.start], pair_bounds[rs.stop]
+        pseg, op_pos = expand_segments(offsets[launch[a:b]], nops[a:b])
+        ops = link.op_order[op_pos]
+        local = seg[a:b][pseg]
+        base = int(local.min())
+        busy = _union_length(local - base, gpu.start[ops], gpu.end[ops], int(local.max()) - base + 1)
+        touched = distinct(local)
+        result.busy[ranges_c[touched]] = busy[touched - base]
 
 
 # --------------------------------------------------------------------------- per phase
@@ -431,7 +402,7 @@ def summarize(
         return out
 
     busy, ops, kernels = gsum(gpu.busy), gsum(gpu.ops), gsum(gpu.kernels)
-    copies = {d: gsum(gpu.copy_bytes[d]) for d in DIRECTIONS}
+    copies = {d: gsum(gpu.copy_bytes[d]) for d in SUMMARY_DIRECTIONS}
     unclosed = gsum(r.unclosed.astype(np.int64))
     cross = gsum(r.cross_thread.astype(np.int64))
     threads = np.zeros(ng, dtype=np.int64)

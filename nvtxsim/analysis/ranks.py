@@ -23,9 +23,11 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from nvtxsim.analysis.projection import DIRECTIONS, RangeGpu, Report, project, resolve_domain, select_ranges, summarize
+from nvtxsim.analysis.projection import RangeGpu, Report, project, resolve_domain, select_ranges, summarize
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.export.reader import Export, Ranges, load
+from nvtxsim.export.columns import Export, Ranges
+from nvtxsim.export.reader import load
+from nvtxsim.export.schema import SUMMARY_DIRECTIONS
 
 _COUNTS = ("ranges", "cuda_api_calls", "gpu_ops", "kernels", "memcpys", "memsets")
 DASK_TIMEOUT = "20s"  # connecting to the scheduler
@@ -94,7 +96,7 @@ def _phase_arrays(export: Export, gpu: RangeGpu, domain: Optional[str]) -> list[
                 busy_ns=int(gpu.busy[sel].sum()),
                 ops=int(gpu.ops[sel].sum()),
                 kernels=int(gpu.kernels[sel].sum()),
-                copy_bytes={d: int(gpu.copy_bytes[d][sel].sum()) for d in DIRECTIONS},
+                copy_bytes={d: int(gpu.copy_bytes[d][sel].sum()) for d in SUMMARY_DIRECTIONS},
                 unclosed=int(r.unclosed[sel].sum()),
                 cross_thread=int(r.cross_thread[sel].sum()),
                 threads=int(len(np.unique(r.global_tid[sel]))),
@@ -111,7 +113,7 @@ def merge(results: Sequence[RankResult]) -> Report:
     labels: list[tuple[str, str]] = []
     where: dict[tuple[str, str], int] = {}
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("dur", "label", "tid", "unclosed", "cross", "has", "proj", "ops", "kernels", "busy")}
-    copies: dict[str, list[np.ndarray]] = {d: [] for d in DIRECTIONS}
+    copies: dict[str, list[np.ndarray]] = {d: [] for d in SUMMARY_DIRECTIONS}
     for rank, res in enumerate(results):
         for ph in res.phases:
             key = (ph.domain, ph.name)
@@ -143,7 +145,7 @@ def merge(results: Sequence[RankResult]) -> Report:
                 v = np.zeros(n, dtype=np.int64)
                 v[0] = total
                 cols[name].append(v)
-            for d in DIRECTIONS:
+            for d in SUMMARY_DIRECTIONS:
                 v = np.zeros(n, dtype=np.int64)
                 v[0] = ph.copy_bytes.get(d, 0)
                 copies[d].append(v)
@@ -172,7 +174,7 @@ def merge(results: Sequence[RankResult]) -> Report:
         ops=cat(cols["ops"], np.int64),
         kernels=cat(cols["kernels"], np.int64),
         busy=cat(cols["busy"], np.int64),
-        copy_bytes={d: cat(copies[d], np.int64) for d in DIRECTIONS},
+        copy_bytes={d: cat(copies[d], np.int64) for d in SUMMARY_DIRECTIONS},
     )
     combined = Export(
         path=Path("merged"), meta={}, tables=frozenset(), labels=labels, ranges=ranges, api=None, gpu=None, capture_end=None, warnings=[]

@@ -16,7 +16,8 @@ import numpy as np
 from nvtxsim.analysis.projection import RangeGpu, Report, project, select_ranges, summarize
 from nvtxsim.analysis.launches import Launches, OpPairs, Ops, gpu_activity, launches, op_pairs
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.export.reader import PID_MASK, Export
+from nvtxsim.export.columns import Export
+from nvtxsim.export.schema import PID_MASK
 
 TID_MASK = 0xFFFFFF
 

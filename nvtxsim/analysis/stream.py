@@ -1,9 +1,9 @@
-"""Bounded-memory GPU projection for large exports: the CUDA tables are streamed once, in time order.
+"""Bounded-memory GPU projection for streamed exports: the CUDA tables are read once, in time order.
 
-Why: an export with tens of millions of CUDA calls and kernels does not fit in a laptop's
-memory as int64 columns (56M calls x 5 columns alone are 2.2 GB). nsys writes each activity
-table sorted by start time, so the projection can be computed in one pass over the calls and
-the GPU ops, holding only the ranges, small per-range accumulators and the launches that are
+Why: an export too large for its CUDA columns to be held in memory is loaded with the
+streamed backend (:mod:`nvtxsim.export.streamed`). nsys writes each activity table sorted
+by start time, so the projection can be computed in one pass over the calls and the GPU
+ops, holding only the ranges, small per-range accumulators and the launches that are
 still in flight.
 
 The numbers are exactly those of :func:`nvtxsim.analysis.projection.project` (same rows, same nsys rules):
@@ -16,266 +16,34 @@ The numbers are exactly those of :func:`nvtxsim.analysis.projection.project` (sa
   count, copied bytes and busy time. Busy time (the union of op intervals) is exact because
   ops arrive in start order: a running maximum of op ends per range is all the state needed.
 
-Every assumption is checked and any surprise returns None, after which the caller runs the
-in-memory projection instead: tables not sorted by start, an op that starts before the call
-that launched it (it would be read before its call), two calls with one launch key,
-correlation ids outside 0..2^31. Lazy :class:`ApiCalls` / :class:`GpuOps` stand in for the
-columns, so views that need them still get exactly what :func:`nvtxsim.export.reader.load` reads.
+Every assumption is checked and any surprise raises :class:`Fallback`, after which the
+caller projects in memory instead (reading the lazy columns): tables not sorted by start, an
+op that starts before the call that launched it (it would be read before its call), two
+calls with one launch key, correlation ids outside 0..2^31.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator, Optional
 
 import numpy as np
 
-from nvtxsim.analysis.projection import COPY_DIRECTIONS, DIRECTIONS, RangeGpu, call_windows, expand_segments
-from nvtxsim.export.reader import _SANE_TIMES, GPU_TABLES, KERNEL, MEMCPY, PID_MASK, RUNTIME_TABLE, ApiCalls, GpuOps, _columns, _ints, connect
+from nvtxsim.analysis.launches import call_windows, expand_segments, launch_key
+from nvtxsim.export.columns import Export
 from nvtxsim.export.pages import Select, Unsupported
+from nvtxsim.export.schema import KERNEL, MEMCPY, PID_MASK, SUMMARY_DIRECTIONS, summary_direction
+from nvtxsim.export.streamed import Source, _trim
 
-#: Exports with at least this many CUDA calls + GPU ops are streamed (env NVTXSIM_STREAM_ROWS overrides).
-STREAM_MIN_ROWS = 3_000_000
 _CALL_BATCH_BYTES = 4 << 20  # pages per parsed batch (tests make both tiny to exercise the windows)
 _GPU_BATCH_BYTES = 4 << 20
 _WINDOW_CALLS = 400_000  # calls handled per step
 _MAX_CORR = 1 << 31
 _NEG = np.iinfo(np.int64).min // 4
 
-API_WHERE = f"start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL AND {_SANE_TIMES}"
-GPU_WHERE = f"start IS NOT NULL AND end IS NOT NULL AND globalPid IS NOT NULL AND correlationId IS NOT NULL AND {_SANE_TIMES}"
 
-
-class _Fallback(Exception):
-    """The streaming preconditions do not hold: use the in-memory projection."""
-
-
-def _min_rows() -> int:
-    try:
-        return int(os.environ.get("NVTXSIM_STREAM_ROWS", STREAM_MIN_ROWS))
-    except ValueError:
-        return STREAM_MIN_ROWS
-
-
-# --------------------------------------------------------------------------- the source
-
-
-@dataclass
-class Source:
-    """The SQLite file behind a streamed export, and the SQL of each column (as load.py reads it)."""
-
-    path: Path
-    api_cols: set[str]
-    gpu_tables: list[tuple[int, str, set[str]]]  # (kind, table, columns) in load order
-    api_count: Optional[int] = None
-    gpu_counts: Optional[dict[int, int]] = None
-    projection: Optional[RangeGpu] = field(default=None, repr=False)  # filled by a cache
-
-    def connect(self) -> sqlite3.Connection:
-        return connect(self.path)
-
-    # SQL expressions: identical to load._read_api / load._read_gpu.
-    def api_expr(self, name: str) -> str:
-        return {
-            "start": "start",
-            "end": "end",
-            "global_tid": "globalTid",
-            "correlation_id": "correlationId",
-            "name_id": "ifnull(nameId,-1)" if "nameId" in self.api_cols else "-1",
-        }[name]
-
-    @staticmethod
-    def gpu_expr(name: str, kind: int, cols: set[str]) -> str:
-        return {
-            "start": "start",
-            "end": "end",
-            "global_pid": "globalPid",
-            "correlation_id": "correlationId",
-            "device_id": "ifnull(deviceId,-1)" if "deviceId" in cols else "-1",
-            "stream_id": "ifnull(streamId,-1)" if "streamId" in cols else "-1",
-            "bytes": "ifnull(bytes,0)" if "bytes" in cols else "0",
-            "copy_kind": "ifnull(copyKind,-1)" if "copyKind" in cols and kind == MEMCPY else "-1",
-            "name_id": "ifnull(demangledName,-1)" if "demangledName" in cols and kind == KERNEL else "-1",
-        }[name]
-
-    def api_sql(self, names: list[str]) -> str:
-        return f"SELECT {', '.join(self.api_expr(n) for n in names)} FROM {RUNTIME_TABLE} WHERE {API_WHERE}"
-
-    def gpu_sql(self, names: list[str], kind: int, table: str, cols: set[str]) -> str:
-        return f"SELECT {', '.join(self.gpu_expr(n, kind, cols) for n in names)} FROM {table} WHERE {GPU_WHERE}"
-
-    def column(self, conn: sqlite3.Connection, sql: str, rows: Optional[int] = None) -> np.ndarray:
-        """One column, filled batch by batch (``rows`` known: straight into its array, no second copy)."""
-        plan = Select.compile(sql, 1)
-        if plan is not None:
-            try:
-                if rows is not None:
-                    out, at = np.empty(rows, dtype=np.int64), 0
-                    for b in plan.batches(conn):
-                        if at + len(b) > rows:
-                            raise Unsupported("more rows than counted")
-                        out[at : at + len(b)] = b[:, 0]
-                        at += len(b)
-                    if at == rows:
-                        return out
-                    raise Unsupported("fewer rows than counted")
-                parts = [b[:, 0].copy() for b in plan.batches(conn)]
-                return np.concatenate(parts) if len(parts) != 1 else parts[0]
-            except Unsupported:
-                pass
-        return _ints(conn, sql, 1)[:, 0].copy()
-
-    def counts(self) -> tuple[int, dict[int, int]]:
-        """Rows of the runtime and GPU tables that load.py keeps (computed once)."""
-        if self.api_count is None or self.gpu_counts is None:
-            conn = self.connect()
-            try:
-                self.api_count = int(conn.execute(f"SELECT count(*) FROM {RUNTIME_TABLE} WHERE {API_WHERE}").fetchone()[0])
-                self.gpu_counts = {
-                    kind: int(conn.execute(f"SELECT count(*) FROM {table} WHERE {GPU_WHERE}").fetchone()[0]) for kind, table, _ in self.gpu_tables
-                }
-            finally:
-                conn.close()
-        return self.api_count, dict(self.gpu_counts)
-
-
-def _row_estimate(conn: sqlite3.Connection, table: str) -> int:
-    """Rows of ``table`` for the stream-or-not decision: its largest rowid (one b-tree descent;
-    nsys never deletes rows, so it is the count), or ``count(*)`` (a full scan) without rowids."""
-    try:
-        return int(conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0] or 0)
-    except sqlite3.OperationalError:
-        return int(conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
-
-
-def open_source(conn: sqlite3.Connection, tables: frozenset[str], path: Path) -> Optional[Source]:
-    """A :class:`Source` when ``path`` is large enough to stream and its tables suit the fast reader."""
-    if RUNTIME_TABLE not in tables:
-        return None
-    api_cols = _columns(conn, RUNTIME_TABLE)
-    if not {"start", "end", "globalTid", "correlationId"} <= api_cols:
-        return None
-    gpu_tables = []
-    for kind, table in GPU_TABLES.items():
-        if table in tables:
-            cols = _columns(conn, table)
-            if {"start", "end", "globalPid", "correlationId"} <= cols:
-                gpu_tables.append((kind, table, cols))
-    if not gpu_tables:
-        return None
-    rows = sum(_row_estimate(conn, t) for t in [RUNTIME_TABLE] + [t for _, t, _ in gpu_tables])
-    if rows < _min_rows():
-        return None
-    src = Source(path=Path(path).resolve(), api_cols=api_cols, gpu_tables=gpu_tables)
-    names = ["start", "end", "global_tid", "correlation_id", "name_id"]
-    if Select.compile(src.api_sql(names), len(names)) is None:
-        return None
-    gnames = ["start", "end", "global_pid", "correlation_id", "device_id", "stream_id", "bytes", "copy_kind", "name_id"]
-    if any(Select.compile(src.gpu_sql(gnames, k, t, c), len(gnames)) is None for k, t, c in gpu_tables):
-        return None
-    return src
-
-
-# --------------------------------------------------------------------------- lazy columns
-
-
-class LazyApiCalls(ApiCalls):
-    """:class:`ApiCalls` whose columns are read from the export on first use, one at a time."""
-
-    _FIELDS = ("start", "end", "global_tid", "correlation_id", "name_id")
-
-    def __init__(self, source: Source) -> None:  # noqa: D107 (no dataclass __init__: fields are lazy)
-        self._source = source
-
-    def __getattr__(self, name: str):
-        if name.startswith("_") or name not in self._FIELDS:
-            raise AttributeError(name)
-        conn = self._source.connect()
-        try:
-            value = self._source.column(conn, self._source.api_sql([name]), self._source.api_count)
-        finally:
-            conn.close()
-            _trim()
-        self.__dict__[name] = value
-        return value
-
-    def __len__(self) -> int:
-        return self._source.counts()[0]
-
-    def __repr__(self) -> str:
-        return f"LazyApiCalls({len(self)} calls from {self._source.path.name})"
-
-
-class LazyGpuOps(GpuOps):
-    """:class:`GpuOps` whose columns are read from the export on first use, one at a time."""
-
-    _FIELDS = ("start", "end", "global_pid", "correlation_id", "kind", "device_id", "stream_id", "bytes", "copy_kind", "name_id")
-
-    def __init__(self, source: Source) -> None:  # noqa: D107
-        self._source = source
-
-    def __getattr__(self, name: str):
-        if name.startswith("_") or name not in self._FIELDS:
-            raise AttributeError(name)
-        src = self._source
-        if name == "kind":  # the tables are concatenated in load order: the kinds follow from the counts
-            counts = src.counts()[1]
-            value = np.concatenate([np.full(counts[k], k, dtype=np.int8) for k, _, _ in src.gpu_tables])
-        else:
-            conn = src.connect()
-            try:
-                counts = src.gpu_counts or {}
-                parts = [src.column(conn, src.gpu_sql([name], k, t, c), counts.get(k)) for k, t, c in src.gpu_tables]
-            finally:
-                conn.close()
-                _trim()
-            value = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            if name == "copy_kind":
-                value = value.astype(np.int16)
-        self.__dict__[name] = value
-        return value
-
-    def __len__(self) -> int:
-        return sum(self._source.counts()[1].values())
-
-    def __repr__(self) -> str:
-        return f"LazyGpuOps({len(self)} ops from {self._source.path.name})"
-
-
-def lazy_columns(conn: sqlite3.Connection, tables: frozenset[str], path: Path) -> Optional[tuple[LazyApiCalls, LazyGpuOps, dict[int, str]]]:
-    """For a large export: lazy CUDA columns and every StringIds entry; None: read the columns now."""
-    src = open_source(conn, tables, path)
-    if src is None:
-        return None
-    strings: dict[int, str] = {}
-    if "StringIds" in tables:
-        conn.text_factory = lambda b: b.decode("utf-8", "replace")
-        try:
-            for sid, value in conn.execute("SELECT id, value FROM StringIds"):
-                if isinstance(sid, int):
-                    strings[sid] = value if isinstance(value, str) else str(value)
-        finally:
-            conn.text_factory = str
-    return LazyApiCalls(src), LazyGpuOps(src), strings
-
-
-def materialize(export) -> None:
-    """Replace lazy columns by plain ones, read now (before the file behind them goes away)."""
-    if isinstance(export.api, LazyApiCalls):
-        export.api = ApiCalls(**{name: getattr(export.api, name) for name in LazyApiCalls._FIELDS})
-    if isinstance(export.gpu, LazyGpuOps):
-        export.gpu = GpuOps(**{name: getattr(export.gpu, name) for name in LazyGpuOps._FIELDS})
-
-
-def source_of(export) -> Optional[Source]:
-    api, gpu = export.api, export.gpu
-    src = getattr(api, "_source", None) if isinstance(api, LazyApiCalls) else None
-    if src is None or not isinstance(gpu, LazyGpuOps) or gpu._source is not src:
-        return None
-    return src
+class Fallback(Exception):
+    """The streaming preconditions do not hold: project in memory instead."""
 
 
 # --------------------------------------------------------------------------- keys
@@ -357,7 +125,7 @@ class _GpuStream:
         for kind, table, cols in src.gpu_tables:
             plan = Select.compile(src.gpu_sql(self.NAMES, kind, table, cols), len(self.NAMES))
             if plan is None:
-                raise _Fallback("GPU table not readable by the fast path")
+                raise Fallback("GPU table not readable by the fast path")
             self.iters.append([kind, plan.batches(conn, batch_bytes=_GPU_BATCH_BYTES), np.zeros((0, len(self.NAMES)), dtype=np.int64), _NEG, False])
 
     def _fill(self, it: list, bound: Optional[int]) -> None:
@@ -372,7 +140,7 @@ class _GpuStream:
                 continue
             s = batch[:, 0]
             if s[0] < it[3] or np.any(s[1:] < s[:-1]):
-                raise _Fallback("GPU table not sorted by start")
+                raise Fallback("GPU table not sorted by start")
             it[3] = int(s[-1])
             it[2] = np.concatenate([it[2], batch]) if len(it[2]) else batch
 
@@ -401,7 +169,9 @@ class _GpuStream:
 
 
 class _Projector:
-    def __init__(self, export, src: Source) -> None:
+    """The state of one streamed projection: per-range accumulators and the launches in flight."""
+
+    def __init__(self, export: Export, src: Source) -> None:
         self.ex, self.src = export, src
         r = export.ranges
         self.n = n = len(r)
@@ -409,7 +179,7 @@ class _Projector:
         self.pend = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
         self.ops = np.zeros(n, dtype=np.int64)
         self.kernels = np.zeros(n, dtype=np.int64)
-        self.copy = {d: np.zeros(n, dtype=np.int64) for d in DIRECTIONS}
+        self.copy = {d: np.zeros(n, dtype=np.int64) for d in SUMMARY_DIRECTIONS}
         self.busy = np.zeros(n, dtype=np.int64)
         self.rmax = np.full(n, _NEG, dtype=np.int64)  # running max of op ends per range (busy time)
         self.codes = _Codes()
@@ -437,16 +207,16 @@ class _Projector:
 
     def keys(self, pid: np.ndarray, corr: np.ndarray, *, add: bool) -> np.ndarray:
         if len(corr) and (int(corr.min()) < 0 or int(corr.max()) >= _MAX_CORR):
-            raise _Fallback("correlation ids outside 0..2^31")
+            raise Fallback("correlation ids outside 0..2^31")
         code = self.codes.map(pid, add=add)
-        return np.where(code >= 0, (code << 32) | corr, -1)
+        return np.where(code >= 0, launch_key(code, corr), -1)
 
     def pass1(self, conn: sqlite3.Connection) -> None:
         multi = []
         for kind, table, cols in self.src.gpu_tables:
             plan = Select.compile(self.src.gpu_sql(["global_pid", "correlation_id"], kind, table, cols), 2)
             if plan is None:
-                raise _Fallback("GPU table not readable by the fast path")
+                raise Fallback("GPU table not readable by the fast path")
             count = 0
             for batch in plan.batches(conn, batch_bytes=_GPU_BATCH_BYTES):
                 count += len(batch)
@@ -472,7 +242,7 @@ class _Projector:
         cs, ce, ct, key = cs[launch], ce[launch], ct[launch], key[launch]
         sk = np.sort(key)
         if np.any(sk[1:] == sk[:-1]) or self.seen.test(key).any():
-            raise _Fallback("two CUDA calls with one launch key")
+            raise Fallback("two CUDA calls with one launch key")
         self.seen.add(key)
         r = self.ex.ranges
         # Live ranges: started before the last of these calls, not ended before the first.
@@ -558,13 +328,9 @@ class _Projector:
         self.kernels[ug] += np.add.reduceat((k == KERNEL).astype(np.int64), bounds)
         moving = k == MEMCPY
         if moving.any():
-            direction = np.full(len(op), 3, dtype=np.int8)  # "other"
-            cko = ck[op]
-            for code, label in COPY_DIRECTIONS.items():
-                if label in DIRECTIONS:
-                    direction[cko == code] = DIRECTIONS.index(label)
+            direction = summary_direction(ck[op])
             b = nbytes[op]
-            for i, d in enumerate(DIRECTIONS):
+            for i, d in enumerate(SUMMARY_DIRECTIONS):
                 self.copy[d][ug] += np.add.reduceat(np.where(moving & (direction == i), b, 0), bounds)
         self._busy(ug, bounds, ss, es)
 
@@ -594,7 +360,7 @@ class _Projector:
 
     # ------------------------------------------------------------------ driver
 
-    def run(self) -> RangeGpu:
+    def run(self) -> dict:
         conn = self.src.connect()
         try:
             self.pass1(conn)
@@ -602,13 +368,13 @@ class _Projector:
             names = ["start", "end", "global_tid", "correlation_id"]
             plan = Select.compile(self.src.api_sql(names), len(names))
             if plan is None:
-                raise _Fallback("runtime table not readable by the fast path")
+                raise Fallback("runtime table not readable by the fast path")
             last = _NEG
             for batch in _windows(plan.batches(conn, batch_bytes=_CALL_BATCH_BYTES)):
                 self.api_count += len(batch)
                 cs = batch[:, 0]
                 if cs[0] < last or np.any(cs[1:] < cs[:-1]):
-                    raise _Fallback("runtime table not sorted by start")
+                    raise Fallback("runtime table not sorted by start")
                 last = int(cs[-1])
                 self.add_calls(cs, batch[:, 1], batch[:, 2], batch[:, 3])
                 # Every call that starts before `last` has been read: ops starting before it can be resolved.
@@ -616,34 +382,23 @@ class _Projector:
                 self.compact()
             self.add_ops(*gpu.take(None))
         except Unsupported as exc:
-            raise _Fallback(str(exc)) from None
+            raise Fallback(str(exc)) from None
         finally:
             conn.close()
         if self.unmatched:
             lost = np.concatenate(self.unmatched)
             if len(lost) and self.seen.test(lost).any():
-                raise _Fallback("a GPU op starts before the call that launched it")
+                raise Fallback("a GPU op starts before the call that launched it")
         self.src.api_count, self.src.gpu_counts = self.api_count, dict(self.gpu_counts)
         has = self.ops > 0
-        out = RangeGpu(
-            proj_start=np.where(has, self.pstart, -1),
-            proj_end=np.where(has, self.pend, -1),
-            ops=self.ops,
-            kernels=self.kernels,
-            busy=self.busy,
-            copy_bytes=self.copy,
-        )
-        return out
-
-
-def _trim() -> None:
-    """Hand the pass's freed buffers back to the OS, so later steps of a report start from a low RSS."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+        return {
+            "proj_start": np.where(has, self.pstart, -1),
+            "proj_end": np.where(has, self.pend, -1),
+            "ops": self.ops,
+            "kernels": self.kernels,
+            "busy": self.busy,
+            "copy_bytes": self.copy,
+        }
 
 
 def _windows(batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
@@ -661,24 +416,11 @@ def _windows(batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
         yield np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
-def project_stream(export) -> Optional[RangeGpu]:
-    """:func:`nvtxsim.analysis.projection.project` for a streamed export; None when it cannot stream (then project in memory)."""
-    src = source_of(export)
-    if src is None:
-        return None
-    if src.projection is not None and len(src.projection.ops) == len(export.ranges):
-        return src.projection
-    if len(export.ranges) == 0:
-        return RangeGpu.empty(0)
+def project_columns(export: Export, src: Source) -> dict:
+    """The per-range projection columns (the fields of ``RangeGpu``) of a streamed export.
+
+    Raises :class:`Fallback` when the export breaks a streaming precondition."""
     try:
-        out = _Projector(export, src).run()
-    except (_Fallback, MemoryError, OSError, ValueError, IndexError):
-        return None
+        return _Projector(export, src).run()
     finally:
         _trim()
-    src.projection = out
-    if getattr(src, "cache_entry", None) is not None:
-        from nvtxsim.export.cache import store_projection
-
-        store_projection(src)
-    return out

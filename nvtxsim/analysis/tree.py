@@ -22,7 +22,7 @@ import numpy as np
 
 from nvtxsim.analysis.projection import _union_length
 from nvtxsim.analysis.launches import Launches, Ops, unique_pairs
-from nvtxsim.export.reader import Export
+from nvtxsim.export.columns import Export
 
 
 @dataclass

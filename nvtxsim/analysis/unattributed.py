@@ -69,7 +69,7 @@ def outside_phases(detail: Detail, *, in_memory_only: bool = False) -> Optional[
 
     ``in_memory_only``: None for a streamed (very large) export instead of reading every op into memory.
     """
-    from nvtxsim.analysis.stream import source_of
+    from nvtxsim.export.streamed import source_of
 
     ex = detail.export
     if ex.api is None or not ex.has_cuda or (in_memory_only and source_of(ex) is not None):

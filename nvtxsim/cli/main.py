@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from nvtxsim.errors import NvtxsimError
+from nvtxsim.errors import NvtxsimError, debugging
 from nvtxsim.reporting.escaping import printable
 
 _COMMANDS = (
@@ -107,7 +107,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug of ours: still one line, the traceback only on request
-        if os.environ.get("NVTXSIM_DEBUG"):
+        if debugging():
             raise
         print(f"nvtxsim: internal error: {type(exc).__name__}: {printable(str(exc))} (set NVTXSIM_DEBUG=1 for the traceback; please report it)", file=sys.stderr)
         return 3

@@ -6,12 +6,11 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from pathlib import Path
-from contextlib import contextmanager
-from typing import IO, Any, Callable, Iterator, Iterable, Optional, Union
+from typing import IO, Iterable, Optional, Union
 
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.files import replace_via_temp
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -161,12 +160,6 @@ def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False
     return asked
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def is_stream(path: Path) -> bool:
     """An existing character device or FIFO (``-o /dev/stdout``): output goes into it as a stream."""
     try:
@@ -174,28 +167,3 @@ def is_stream(path: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
-
-
-def temp_stem(name: str, limit: int = 180) -> str:
-    """``name`` cut to ``limit`` bytes (whole characters): the temporary name must fit where ``name`` fits."""
-    raw = os.fsencode(name)
-    return name if len(raw) <= limit else os.fsdecode(raw[:limit]).encode("utf-8", "ignore").decode("utf-8", "ignore") or "out"
-
-
-@contextmanager
-def replace_via_temp(path: Path, mode: str = "wb", *, before_replace: Optional[Callable[[], Any]] = None) -> Iterator[IO[Any]]:
-    """Yield a temporary file beside ``path``; on success it replaces ``path`` in one rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{temp_stem(path.name)}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
-    try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
-            yield fh
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results follow the umask like any new file
-        if before_replace is not None:
-            before_replace()
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

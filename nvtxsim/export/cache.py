@@ -38,13 +38,21 @@ from typing import Any, Optional
 import numpy as np
 
 from nvtxsim.envflags import env_flag
-from nvtxsim.cli.output import replace_via_temp
+from nvtxsim.export.columns import Export
+from nvtxsim.export.streamed import LazyApiCalls, LazyGpuOps, Source, source_of
+from nvtxsim.export.tables import name_ranges
+from nvtxsim.files import replace_via_temp
 
-FORMAT = 1
+FORMAT = 2
 ENV = "NVTXSIM_CACHE"
 DIRNAME = ".nvtxsim-cache"
-#: Modules whose code decides what load() returns (and the streamed projection): a change invalidates entries.
-_CODE = ("load.py", "pages.py", "stream.py", "analyse.py", "extras.py", "cache.py")
+#: Modules (relative to the package) whose code decides what load() returns, and the streamed
+#: projection stored with it: a change invalidates entries.
+_CODE = (
+    "export/reader.py", "export/tables.py", "export/columns.py", "export/schema.py", "export/pages.py",
+    "export/streamed.py", "export/extras.py", "export/cache.py", "analysis/stream.py", "analysis/projection.py",
+    "analysis/launches.py",
+)
 
 
 def enabled(flag: Optional[bool] = None) -> bool:
@@ -56,7 +64,7 @@ def enabled(flag: Optional[bool] = None) -> bool:
 
 def _code_hash() -> str:
     h = hashlib.sha1(str(FORMAT).encode())
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]
     for name in _CODE:
         try:
             h.update((here / name).read_bytes())
@@ -213,15 +221,13 @@ def _decode(desc: Any, npz) -> Any:
 # --------------------------------------------------------------------------- entries
 
 
-def _export_state(export) -> tuple[dict, dict[str, np.ndarray]]:
-    from nvtxsim.analysis.stream import LazyApiCalls, LazyGpuOps, source_of
-
+def _export_state(export: Export) -> tuple[dict, dict[str, np.ndarray]]:
     arrays: dict[str, np.ndarray] = {}
     doc: dict[str, Any] = {"fields": {}}
     src = source_of(export)
     for f in dataclasses.fields(export):
         value = getattr(export, f.name)
-        if f.name in ("api", "gpu") and isinstance(value, (LazyApiCalls, LazyGpuOps)):
+        if f.name in ("api", "gpu") and isinstance(value, (LazyApiCalls, LazyGpuOps)) or f.name == "cache_entry":
             continue
         if f.name == "ranges":  # names/domains follow from labels: store the numeric columns only
             value = dataclasses.replace(value, name=np.zeros(0, dtype=object), domain=np.zeros(0, dtype=object))
@@ -242,7 +248,7 @@ def _export_state(export) -> tuple[dict, dict[str, np.ndarray]]:
     return doc, arrays
 
 
-def _write(entry: Path, ident: dict, export) -> None:
+def _write(entry: Path, ident: dict, export: Export) -> None:
     doc, arrays = _export_state(export)
     doc["identity"] = ident
     doc_bytes = json.dumps(doc).encode()
@@ -265,10 +271,7 @@ def _base_name(entry_name: str) -> str:
     return entry_name.rsplit(".", 3)[0]
 
 
-def _read(entry: Path, ident: dict):
-    from nvtxsim.export.reader import Export
-    from nvtxsim.analysis.stream import LazyApiCalls, LazyGpuOps, Source
-
+def _read(entry: Path, ident: dict) -> Optional[Export]:
     fh = _open_entry(entry)
     if fh is None:
         return None
@@ -297,60 +300,65 @@ def _read(entry: Path, ident: dict):
                 src.projection = _decode(doc["projection"], arrays)
             fields["api"], fields["gpu"] = LazyApiCalls(src), LazyGpuOps(src)
     export = Export(**fields)
-    r, labels = export.ranges, export.labels
-    if labels:
-        r.name = np.array([n for _, n in labels], dtype=object)[r.label]
-        r.domain = np.array([d for d, _ in labels], dtype=object)[r.label]
+    name_ranges(export.ranges, export.labels)
     return export
 
 
-def load_cached(path: "str | os.PathLike[str]", *, cuda: bool = True):
-    """:func:`nvtxsim.export.reader.load` through the cache: a valid entry is read, else the export is loaded and stored."""
-    from nvtxsim.export.reader import load
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """Where an export's cache entry lives and what it must match (kept in ``Export.cache_entry``)."""
 
+    path: Path
+    identity: dict
+
+
+def _ident(source: Path, cuda: bool, backend: Optional[str]) -> dict:
+    ident = _identity(source)
+    ident["cuda"] = bool(cuda)
+    ident["backend"] = backend or "auto"
+    return ident
+
+
+def lookup(path: "str | os.PathLike[str]", *, cuda: bool = True, backend: Optional[str] = None) -> Optional[Export]:
+    """The cached export of ``path`` when a valid entry exists, else None (a miss: load and :func:`store` it)."""
     source = Path(path)
     try:
-        ident = _identity(source)
-        ident["cuda"] = bool(cuda)
+        ident = _ident(source, cuda, backend)
         entry = entry_path(source)
     except OSError:
-        return load(source, cuda=cuda, cache=False)  # load() reports the problem with the file
-    if os.path.lexists(entry):
-        try:
-            got = _read(entry, ident)
-        except Exception:  # noqa: BLE001 - whatever a damaged entry raises (BadZipFile, EOFError, ...), it is a miss
-            got = None
-        if got is not None:
-            got.path = source
-            _remember(got, entry, ident)
-            return got
-        _discard(entry)
-    export = load(source, cuda=cuda, cache=False)
+        return None  # load() reports the problem with the file
+    if not os.path.lexists(entry):
+        return None
     try:
+        got = _read(entry, ident)
+    except Exception:  # noqa: BLE001 - whatever a damaged entry raises (BadZipFile, EOFError, ...), it is a miss
+        got = None
+    if got is None:
+        _discard(entry)
+        return None
+    got.path = source
+    got.cache_entry = Entry(entry, ident)
+    return got
+
+
+def store(path: "str | os.PathLike[str]", export: Export, *, cuda: bool = True, backend: Optional[str] = None) -> None:
+    """Write the entry of ``path``; a cache that cannot be written is no reason to fail a report."""
+    source = Path(path)
+    try:
+        ident = _ident(source, cuda, backend)
         entry = entry_path(source, create=True)
         _write(entry, ident, export)
-        _remember(export, entry, ident)
+        export.cache_entry = Entry(entry, ident)
     except (OSError, _Uncacheable, ValueError, TypeError):
-        pass  # a cache that cannot be written is no reason to fail a report
-    return export
+        pass
 
 
-def _remember(export, entry: Path, ident: dict) -> None:
-    """Streamed exports: once the projection is computed, add it to the entry."""
-    from nvtxsim.analysis.stream import source_of
-
-    src = source_of(export)
-    if src is not None:
-        src.cache_entry = (entry, ident, export)
-
-
-def store_projection(src) -> None:
-    """Called by the streamed projection when it has finished: rewrite the entry with it."""
-    info = getattr(src, "cache_entry", None)
-    if info is None:
+def store_projection(export: Export) -> None:
+    """A streamed export's projection was computed: rewrite its cache entry (if it has one) to hold it."""
+    info = export.cache_entry
+    if not isinstance(info, Entry) or source_of(export) is None:
         return
-    entry, ident, export = info
     try:
-        _write(entry, ident, export)
+        _write(info.path, info.identity, export)
     except (OSError, _Uncacheable, ValueError, TypeError):
         pass

@@ -19,15 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
-KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
-MEMORY_TABLE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
-MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
-#: CUPTI memory kinds of a copy's source/destination (srcKind, dstKind).
-PAGEABLE, PINNED = 0, 1
-#: ``memKind`` values that are GPU memory (ENUM_CUDA_MEM_KIND: 2 device, 3 array, 4 managed,
-#: 5 device static); pageable/pinned host memory (0, 1) is left out. NULL counts as device.
-DEVICE_MEMORY_KINDS = (2, 3, 4, 5)
+from nvtxsim.export.schema import DEVICE_MEMORY_KINDS, GRAPH_TRACE_TABLE, MEMCPY_TABLE, MEMORY_TABLE, PAGEABLE, PINNED
 
 
 @dataclass

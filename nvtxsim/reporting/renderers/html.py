@@ -128,8 +128,8 @@ def _timeline(detail: Detail, it: Any) -> dict:
         lanes.append({"label": detail.thread_name(int(tid)), "kind": "cpu", "depth": int(nest.depth[p].max()) + 1 if len(p) else 1, "items": items})
     ops = detail.ops
     if len(ops):
-        from nvtxsim.analysis.gpu import short_kernel_name
-        from nvtxsim.export.reader import KERNEL, MEMCPY, MEMSET
+        from nvtxsim.analysis.gpu import DIRECTION_LABELS, short_kernel_name
+        from nvtxsim.export.schema import KERNEL, MEMCPY, MEMSET, copy_label
         from nvtxsim.analysis.tree import innermost
 
         win = np.flatnonzero((ops.end >= t0) & (ops.start <= t1))
@@ -149,7 +149,6 @@ def _timeline(detail: Detail, it: Any) -> dict:
             owner = innermost(ex, nest, api.start[c[has]], api.end[c[has]], api.global_tid[c[has]])
             ph = np.where(owner >= 0, idx[np.maximum(owner, 0)], -1)
             phase[has] = ph
-        dirs = {1: "H→D", 2: "D→H", 8: "D→D", 10: "P→P"}
         streams = np.stack([ops.device_id[win], ops.stream_id[win]], axis=1)
         for dev, stream in np.unique(streams, axis=0).tolist() if len(win) else []:
             m = np.flatnonzero((streams[:, 0] == dev) & (streams[:, 1] == stream))
@@ -160,7 +159,7 @@ def _timeline(detail: Detail, it: Any) -> dict:
                 if kind == KERNEL:
                     nm = short_kernel_name(ex.string(int(ops.name_id[j])) or "kernel")
                 elif kind == MEMCPY:
-                    nm = f"memcpy {dirs.get(int(ops.copy_kind[j]), 'other')} {int(ops.bytes[j]):,} B"
+                    nm = f"memcpy {DIRECTION_LABELS[copy_label(int(ops.copy_kind[j]))]} {int(ops.bytes[j]):,} B"
                 elif kind == MEMSET:
                     nm = f"memset {int(ops.bytes[j]):,} B"
                 else:

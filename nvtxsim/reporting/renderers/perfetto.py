@@ -16,7 +16,7 @@ import numpy as np
 
 from nvtxsim.analysis.launches import copy_direction
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
-from nvtxsim.export.reader import KERNEL, MEMCPY, MEMSET
+from nvtxsim.export.schema import KERNEL, MEMCPY, MEMSET
 from nvtxsim.reporting.escaping import json_text
 
 GPU_PID_BASE = 1 << 30  # keeps GPU "processes" apart from real pids (< 2^22 on Linux)

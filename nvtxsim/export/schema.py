@@ -1,0 +1,99 @@
+"""Facts about the Nsight Systems SQLite export, in one place: event types, tables, columns, masks, enums.
+
+Everything here is read from nsys's own schema (the ``ENUM_*`` tables of an export and
+``docs/nsys-export.md``); the reader, the streamed backend, the side tables and the
+analyses take these names from here instead of spelling them again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# --------------------------------------------------------------------------- NVTX_EVENTS
+
+#: NVTX event types (ENUM_NSYS_EVENT_TYPE), stable since 2022.4.
+PUSHPOP, STARTEND, MARK, DOMAIN_CREATE, DOMAIN_DESTROY = 59, 60, 34, 75, 76
+NVTXT_PUSHPOP, NVTXT_STARTEND = 70, 71
+RANGE_TYPES = (PUSHPOP, STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND)
+START_END_TYPES = (STARTEND, NVTXT_STARTEND)
+NVTX_TABLE = "NVTX_EVENTS"
+#: Scalar payload columns of NVTX_EVENTS, first non-NULL wins.
+PAYLOAD_COLUMNS = ("int64Value", "uint64Value", "int32Value", "uint32Value", "doubleValue", "floatValue")
+
+# --------------------------------------------------------------------------- CUDA tables
+
+RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+MEMORY_TABLE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
+
+#: Op kinds of the loaded GPU columns (GRAPH: a graph-level CUDA graph execution).
+KERNEL, MEMCPY, MEMSET, GRAPH = 0, 1, 2, 3
+GPU_TABLES = {KERNEL: KERNEL_TABLE, MEMCPY: MEMCPY_TABLE, MEMSET: MEMSET_TABLE}
+KIND_NAMES = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset", GRAPH: "graph"}
+
+#: Columns a CUDA table needs to be read at all.
+API_REQUIRED = frozenset({"start", "end", "globalTid", "correlationId"})
+GPU_REQUIRED = frozenset({"start", "end", "globalPid", "correlationId"})
+
+#: ``copyKind`` of CUPTI_ACTIVITY_KIND_MEMCPY (ENUM_CUDA_MEMCPY_OPER) → direction label; other values
+#: (array copies, host to host, unknown) are "other".
+COPY_KINDS = {1: "htod", 2: "dtoh", 8: "dtod", 10: "ptop", 11: "unified_htod", 12: "unified_dtoh", 13: "unified_dtod"}
+#: Copy directions of the summary's byte columns (``memcpy_<direction>_bytes``): peer-to-peer and
+#: unified-memory copies go to "other", as do the kinds COPY_KINDS does not name.
+SUMMARY_DIRECTIONS = ("htod", "dtoh", "dtod", "other")
+
+
+#: Memory kinds of a copy's source/destination (``srcKind``, ``dstKind``; ENUM_CUDA_MEM_KIND).
+PAGEABLE, PINNED = 0, 1
+#: ``memKind`` values that are GPU memory (2 device, 3 array, 4 managed, 5 device static);
+#: pageable/pinned host memory (0, 1) is left out. NULL counts as device.
+DEVICE_MEMORY_KINDS = (2, 3, 4, 5)
+
+
+def copy_label(copy_kind: int) -> str:
+    """Direction label of one ``copyKind`` value."""
+    return COPY_KINDS.get(int(copy_kind), "other")
+
+
+def summary_direction(copy_kind: np.ndarray) -> np.ndarray:
+    """Index into SUMMARY_DIRECTIONS per ``copyKind`` value (int8)."""
+    out = np.full(len(copy_kind), SUMMARY_DIRECTIONS.index("other"), dtype=np.int8)
+    for code, label in COPY_KINDS.items():
+        if label in SUMMARY_DIRECTIONS:
+            out[copy_kind == code] = SUMMARY_DIRECTIONS.index(label)
+    return out
+
+
+# --------------------------------------------------------------------------- ids and times
+
+#: ``globalTid``/``globalPid`` layout: hardware/VM/process bits above bit 24, thread id below.
+PID_MASK = np.int64(-(1 << 24))  # == 0xFFFFFFFFFF000000 as int64: keeps HW, VM and PID bits
+TID_MASK = 0xFFFFFF
+
+
+def pid_of(global_id: int) -> int:
+    """Process id inside a ``globalTid``/``globalPid``."""
+    return (int(global_id) >> 24) & 0xFFFFFF
+
+
+def tid_of(global_tid: int) -> int:
+    """Thread id inside a ``globalTid``."""
+    return int(global_tid) & TID_MASK
+
+
+MAX_ABS_NS = 1 << 62  # ~146 years: larger timestamps are corrupt (their differences would overflow int64)
+SANE_TIMES = f"start BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end >= start"
+#: Rows of the CUDA tables that the reader keeps (the same filter in every backend).
+API_WHERE = f"start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL AND {SANE_TIMES}"
+GPU_WHERE = f"start IS NOT NULL AND end IS NOT NULL AND globalPid IS NOT NULL AND correlationId IS NOT NULL AND {SANE_TIMES}"
+
+# --------------------------------------------------------------------------- other tables
+
+META_TABLES = ("EXPORT_META_DATA", "META_DATA_EXPORT", "META_DATA_CAPTURE")
+STRINGS_TABLE = "StringIds"
+
+#: Mark that nvtxsim.emit.ranges records for each range_pop() it refused (no open range_push on that thread).
+UNMATCHED_POP_MARK = "unmatched_range_pop"
