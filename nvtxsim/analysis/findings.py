@@ -33,7 +33,8 @@ from nvtxsim.analysis.iterations import Iterations, per_iteration
 from nvtxsim.analysis.launches import api_name, ops_of
 from nvtxsim.analysis.projection import _union_length
 from nvtxsim.analysis.selection import Detail
-from nvtxsim.analysis.tree import RangeTree, build, innermost
+from nvtxsim.analysis.launches import innermost
+from nvtxsim.analysis.tree import RangeTree, build
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import ApiCalls
 from nvtxsim.export.schema import PID_MASK, RUNTIME_TABLE

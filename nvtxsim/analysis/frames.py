@@ -70,7 +70,6 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
     from nvtxsim.analysis.launches import api_name, copy_direction
     from nvtxsim.export.schema import KIND_NAMES
     from nvtxsim.analysis.iterations import per_iteration
-    from nvtxsim.analysis.tree import innermost
 
     pd = pd or _pandas()
     ex = d.export
@@ -118,19 +117,9 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
     api = ex.api
     link = d.link
     n_ops = len(ops)
-    call_of = np.full(n_ops, -1, dtype=np.int64)
-    if api is not None and len(api) and n_ops:
-        calls = np.flatnonzero(link.hi > link.lo)
-        cnt = link.count[calls]
-        firsts = np.cumsum(cnt) - cnt
-        pos = np.repeat(link.lo[calls], cnt) + (np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(firsts, cnt))
-        call_of[link.op_order[pos]] = np.repeat(calls, cnt)
+    call_of = link.op_call(n_ops)
     has_call = call_of >= 0
-    owner_range = np.full(n_ops, -1, dtype=np.int64)
-    if has_call.any():
-        c = call_of[has_call]
-        own = innermost(ex, nest, api.start[c], api.end[c], api.global_tid[c])  # type: ignore[union-attr]
-        owner_range[has_call] = np.where(own >= 0, nest.ranges[np.maximum(own, 0)], -1)
+    owner_range = d.op_owner
     api_names = {int(i): api_name(ex.string(int(i))) for i in np.unique(api.name_id)} if api is not None and len(api) else {}
     launch_tid = np.zeros(n_ops, dtype=np.int64)
     queue = np.zeros(n_ops, dtype=np.int64)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -290,4 +290,63 @@ def copy_direction(ops: Ops, idx: Optional[np.ndarray] = None) -> np.ndarray:
     labels = np.array([COPY_KINDS.get(int(c), "other") for c in range(0, 32)] + ["other"], dtype=object)
     out[copy] = labels[np.clip(ck[copy], 0, 32)]
     out[kind == MEMSET] = "memset"
+    return out
+
+
+# --------------------------------------------------------------------------- the range that launched each op
+
+
+def innermost(export: Export, nesting: Any, c_start: np.ndarray, c_end: np.ndarray, c_tid: np.ndarray) -> np.ndarray:
+    """Per call: position (in ``nesting.ranges``) of the innermost range containing it on its thread, or -1."""
+    r = export.ranges
+    idx = nesting.ranges
+    out = np.full(len(c_start), -1, dtype=np.int64)
+    if len(idx) == 0 or len(c_start) == 0:
+        return out
+    # Positions are sorted by (thread, start): the last range of the thread starting at or before the call ...
+    r_tid, r_start = r.global_tid[idx], r.start[idx]
+    tids, first = np.unique(r_tid, return_index=True)
+    bounds = np.r_[first, len(idx)]
+    t = np.minimum(np.searchsorted(tids, c_tid), len(tids) - 1)
+    on = tids[t] == c_tid
+    cand = np.full(len(c_start), -1, dtype=np.int64)
+    for k in np.unique(t[on]):
+        sel = np.flatnonzero(on & (t == k))
+        a, b = bounds[k], bounds[k + 1]
+        p = a + np.searchsorted(r_start[a:b], c_start[sel], side="right") - 1
+        cand[sel] = np.where(p >= a, p, -1)
+    # ... or the nearest of its ancestors that still contains the call.
+    r_end = r.end[idx]
+    live = np.flatnonzero(cand >= 0)
+    while len(live):
+        c = cand[live]
+        ok = r_end[c] >= c_end[live]
+        out[live[ok]] = c[ok]
+        nxt = nesting.parent[c[~ok]]
+        live = live[~ok]
+        cand[live] = nxt
+        live = live[nxt >= 0]
+    return out
+
+
+def call_owners(export: Export, nesting: Any, link: Launches) -> tuple[np.ndarray, np.ndarray]:
+    """The calls that launched GPU work and, per call, the position (in ``nesting.ranges``, a
+    :class:`~nvtxsim.analysis.tree.Nesting`) of the innermost range around it on its thread, or -1."""
+    api = export.api
+    calls = np.flatnonzero(link.hi > link.lo)
+    if api is None or len(calls) == 0:
+        return calls, np.full(len(calls), -1, dtype=np.int64)
+    return calls, innermost(export, nesting, api.start[calls], api.end[calls], api.global_tid[calls])
+
+
+def op_owners(export: Export, nesting: Any, link: Launches, n_ops: int) -> np.ndarray:
+    """Per op: the position (in ``nesting.ranges``) of the range that launched it - the innermost range
+    around its launching call (with repeated correlation ids, the last such call) - or -1."""
+    call_of = link.op_call(n_ops)
+    out = np.full(n_ops, -1, dtype=np.int64)
+    has = call_of >= 0
+    api = export.api
+    if api is not None and has.any():
+        c = call_of[has]
+        out[has] = innermost(export, nesting, api.start[c], api.end[c], api.global_tid[c])
     return out

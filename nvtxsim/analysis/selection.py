@@ -16,18 +16,12 @@ import numpy as np
 from nvtxsim.analysis.projection import RangeGpu, Report, project, select_ranges, summarize
 from nvtxsim.analysis.launches import Launches, OpPairs, Ops, gpu_activity, launches, op_pairs
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.analysis.launches import op_owners
+from nvtxsim.analysis.tree import Nesting, RangeTree, build, nest
 from nvtxsim.export.columns import Export
-from nvtxsim.export.schema import PID_MASK
+from nvtxsim.export.schema import PID_MASK, pid_of, tid_of
 
-TID_MASK = 0xFFFFFF
-
-
-def pid_of(global_tid: int) -> int:
-    return (int(global_tid) >> 24) & 0xFFFFFF
-
-
-def tid_of(global_tid: int) -> int:
-    return int(global_tid) & TID_MASK
+__all__ = ["Detail", "compile_match", "pid_of", "tid_of"]
 
 
 def compile_match(pattern: Optional[str]) -> Optional[re.Pattern]:
@@ -83,10 +77,19 @@ class Detail:
         return op_pairs(self.export, self.ops, self.link, self.selected)
 
     @cached_property
-    def tree(self):
-        from nvtxsim.analysis.tree import build
+    def nesting(self) -> Nesting:
+        """Parent and depth of the selected ranges."""
+        return nest(self.export, self.selected)
 
-        return build(self.export, self.selected, self.ops, self.link)
+    @cached_property
+    def tree(self) -> RangeTree:
+        return build(self.export, self.selected, self.ops, self.link, nesting=self.nesting)
+
+    @cached_property
+    def op_owner(self) -> np.ndarray:
+        """Per GPU op (``ops``): the selected range that launched it (index into ``Export.ranges``), -1 if none."""
+        pos = op_owners(self.export, self.nesting, self.link, len(self.ops))
+        return np.where(pos >= 0, self.nesting.ranges[np.maximum(pos, 0)], -1) if len(self.nesting.ranges) else np.full(len(pos), -1, dtype=np.int64)
 
     @property
     def has_cuda(self) -> bool:

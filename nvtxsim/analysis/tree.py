@@ -8,7 +8,7 @@ that end on another thread stay in the tree of the thread that started them
 
 * CPU self time = duration minus the union of the children's intervals.
 * GPU time is *busy* time (union of op intervals). Each launch goes to the
-  innermost range around its API call on the launching thread; GPU self = the
+  innermost range around its API call on the launching thread (:func:`nvtxsim.analysis.launches.call_owners`); GPU self = the
   busy time of the range's own launches, GPU inclusive = that of its subtree
   (for properly nested ranges this equals ``RangeGpu.busy``, the nsys rule).
 """
@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from nvtxsim.analysis.projection import _union_length
-from nvtxsim.analysis.launches import Launches, Ops, unique_pairs
+from nvtxsim.analysis.launches import Launches, Ops, call_owners, expand_segments, unique_pairs
 from nvtxsim.export.columns import Export
 
 
@@ -77,39 +77,6 @@ def nest(export: Export, ranges: np.ndarray) -> Nesting:
     return Nesting(idx, np.array(par, dtype=np.int64), np.array(dep, dtype=np.int64))
 
 
-def innermost(export: Export, nesting: Nesting, c_start: np.ndarray, c_end: np.ndarray, c_tid: np.ndarray) -> np.ndarray:
-    """Per call: position (in ``nesting.ranges``) of the innermost range containing it on its thread, or -1."""
-    r = export.ranges
-    idx = nesting.ranges
-    out = np.full(len(c_start), -1, dtype=np.int64)
-    if len(idx) == 0 or len(c_start) == 0:
-        return out
-    # Positions are sorted by (thread, start): the last range of the thread starting at or before the call ...
-    r_tid, r_start = r.global_tid[idx], r.start[idx]
-    tids, first = np.unique(r_tid, return_index=True)
-    bounds = np.r_[first, len(idx)]
-    t = np.minimum(np.searchsorted(tids, c_tid), len(tids) - 1)
-    on = tids[t] == c_tid
-    cand = np.full(len(c_start), -1, dtype=np.int64)
-    for k in np.unique(t[on]):
-        sel = np.flatnonzero(on & (t == k))
-        a, b = bounds[k], bounds[k + 1]
-        p = a + np.searchsorted(r_start[a:b], c_start[sel], side="right") - 1
-        cand[sel] = np.where(p >= a, p, -1)
-    # ... or the nearest of its ancestors that still contains the call.
-    r_end = r.end[idx]
-    live = np.flatnonzero(cand >= 0)
-    while len(live):
-        c = cand[live]
-        ok = r_end[c] >= c_end[live]
-        out[live[ok]] = c[ok]
-        nxt = nesting.parent[c[~ok]]
-        live = live[~ok]
-        cand[live] = nxt
-        live = live[nxt >= 0]
-    return out
-
-
 @dataclass
 class RangeTree:
     """Per selected range (positions as in ``nesting.ranges``): inclusive and self times in ns."""
@@ -122,52 +89,53 @@ class RangeTree:
     children: np.ndarray
 
 
-def build(export: Export, ranges: np.ndarray, ops: Optional[Ops] = None, link: Optional[Launches] = None) -> RangeTree:
+def build(export: Export, ranges: np.ndarray, ops: Optional[Ops] = None, link: Optional[Launches] = None, *, nesting: Optional[Nesting] = None) -> RangeTree:
+    """Inclusive and self CPU/GPU time of the selected ``ranges`` (``nesting``: already computed for them)."""
     r = export.ranges
-    nesting = nest(export, ranges)
+    nesting = nesting if nesting is not None else nest(export, ranges)
     idx, parent = nesting.ranges, nesting.parent
     n = len(idx)
     start, end = r.start[idx], r.end[idx]
     cpu_incl = end - start
-    has_parent = parent >= 0
-    kids = np.flatnonzero(has_parent)
+    kids = np.flatnonzero(parent >= 0)
     p = parent[kids]
-    child_union = _union_length(p, np.maximum(start[kids], start[p]), np.minimum(end[kids], end[p]), n)
-    cpu_self = cpu_incl - child_union
+    cpu_self = cpu_incl - _union_length(p, np.maximum(start[kids], start[p]), np.minimum(end[kids], end[p]), n)
     children = np.bincount(p, minlength=n).astype(np.int64)
     gpu_incl = np.zeros(n, dtype=np.int64)
     gpu_self = np.zeros(n, dtype=np.int64)
-    api = export.api
-    if ops is not None and link is not None and api is not None and len(ops) and n:
-        calls = np.flatnonzero(link.hi > link.lo)
-        owner = innermost(export, nesting, api.start[calls], api.end[calls], api.global_tid[calls])
-        has = owner >= 0
-        calls, owner = calls[has], owner[has]
-        cnt = link.count[calls]
-        total = int(cnt.sum())
-        if total:
-            firsts = np.cumsum(cnt) - cnt
-            pos = np.repeat(link.lo[calls], cnt) + (np.arange(total, dtype=np.int64) - np.repeat(firsts, cnt))
-            op = link.op_order[pos]
-            own = np.repeat(owner, cnt)
-            # The same op can be reached twice only through repeated correlation ids: keep it once per owner.
-            pair = unique_pairs(own, op)
-            own, op = pair[:, 0], pair[:, 1]
-            gpu_self = _union_length(own, ops.start[op], ops.end[op], n)
-            anc_g, anc_o = [own], [op]
-            cur, cur_op = own, op
-            while True:
-                up = parent[cur]
-                keep = up >= 0
-                if not keep.any():
-                    break
-                cur, cur_op = up[keep], cur_op[keep]
-                anc_g.append(cur)
-                anc_o.append(cur_op)
-            g = np.concatenate(anc_g)
-            o = np.concatenate(anc_o)
-            gpu_incl = _union_length(g, ops.start[o], ops.end[o], n)
+    if ops is not None and link is not None and export.api is not None and len(ops) and n:
+        gpu_self, gpu_incl = _gpu_times(export, nesting, ops, link)
     return RangeTree(nesting, cpu_incl, cpu_self, gpu_incl, gpu_self, children)
+
+
+def _gpu_times(export: Export, nesting: Nesting, ops: Ops, link: Launches) -> tuple[np.ndarray, np.ndarray]:
+    """GPU self (own launches) and inclusive (subtree's launches) busy time per position."""
+    n, parent = len(nesting.ranges), nesting.parent
+    calls, owner = call_owners(export, nesting, link)
+    has = owner >= 0
+    calls, owner = calls[has], owner[has]
+    cnt = link.count[calls]
+    if int(cnt.sum()) == 0:
+        return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    _, pos = expand_segments(link.lo[calls], cnt)
+    op = link.op_order[pos]
+    own = np.repeat(owner, cnt)
+    # The same op can be reached twice only through repeated correlation ids: keep it once per owner.
+    pair = unique_pairs(own, op)
+    own, op = pair[:, 0], pair[:, 1]
+    gpu_self = _union_length(own, ops.start[op], ops.end[op], n)
+    anc_g, anc_o = [own], [op]
+    cur, cur_op = own, op
+    while True:
+        up = parent[cur]
+        keep = up >= 0
+        if not keep.any():
+            break
+        cur, cur_op = up[keep], cur_op[keep]
+        anc_g.append(cur)
+        anc_o.append(cur_op)
+    gpu_incl = _union_length(np.concatenate(anc_g), ops.start[np.concatenate(anc_o)], ops.end[np.concatenate(anc_o)], n)
+    return gpu_self, gpu_incl
 
 
 @dataclass

@@ -130,25 +130,9 @@ def _timeline(detail: Detail, it: Any) -> dict:
     if len(ops):
         from nvtxsim.analysis.gpu import DIRECTION_LABELS, short_kernel_name
         from nvtxsim.export.schema import KERNEL, MEMCPY, MEMSET, copy_label
-        from nvtxsim.analysis.tree import innermost
 
         win = np.flatnonzero((ops.end >= t0) & (ops.start <= t1))
-        phase = np.full(len(win), -1, dtype=np.int64)
-        api = ex.api
-        if api is not None and len(api) and len(win):
-            link = detail.link
-            # Launching call of each op in the window, then the innermost selected range around it.
-            call_of = np.full(len(ops), -1, dtype=np.int64)
-            calls = np.flatnonzero(link.hi > link.lo)
-            cnt = link.count[calls]
-            firsts = np.cumsum(cnt) - cnt
-            pos_ops = np.repeat(link.lo[calls], cnt) + (np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(firsts, cnt))
-            call_of[link.op_order[pos_ops]] = np.repeat(calls, cnt)
-            c = call_of[win]
-            has = c >= 0
-            owner = innermost(ex, nest, api.start[c[has]], api.end[c[has]], api.global_tid[c[has]])
-            ph = np.where(owner >= 0, idx[np.maximum(owner, 0)], -1)
-            phase[has] = ph
+        phase = detail.op_owner[win]  # the range that launched each op, -1: none selected
         streams = np.stack([ops.device_id[win], ops.stream_id[win]], axis=1)
         for dev, stream in np.unique(streams, axis=0).tolist() if len(win) else []:
             m = np.flatnonzero((streams[:, 0] == dev) & (streams[:, 1] == stream))

@@ -29,7 +29,6 @@ def _us(ns: np.ndarray, t0: int) -> list[float]:
 def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
     """Metadata and range events (dicts), GPU op events (JSON text) and the trace's otherData."""
     from nvtxsim.analysis.gpu import short_kernel_name
-    from nvtxsim.analysis.tree import innermost
 
     ex = d.export
     r = ex.ranges
@@ -71,19 +70,7 @@ def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, 
         meta.append({"ph": "M", "name": "process_name", "pid": pid_of(gpid), "args": {"name": d.process_name(gpid)}})
 
     if len(ops):
-        api = ex.api
-        phase_of_op = np.full(len(ops), -1, dtype=np.int64)
-        if api is not None and len(api) and len(sel):
-            link = d.link
-            calls = np.flatnonzero(link.hi > link.lo)
-            nest = d.tree.nesting
-            owner = innermost(ex, nest, api.start[calls], api.end[calls], api.global_tid[calls])
-            cnt = link.count[calls]
-            firsts = np.cumsum(cnt) - cnt
-            pos = np.repeat(link.lo[calls], cnt) + (np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(firsts, cnt))
-            own = np.repeat(owner, cnt)
-            ok = own >= 0
-            phase_of_op[link.op_order[pos[ok]]] = nest.ranges[own[ok]]
+        phase_of_op = d.op_owner
         # GPU ops are many: serialise them straight to JSON text, from Python lists, with cached names.
         direction = copy_direction(ops).tolist()
         os_, oe = _us(ops.start, t0), _us(ops.end, t0)
