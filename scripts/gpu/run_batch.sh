@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Made this session's exports: run_batch.sh findings:150 rsl_rl:150 live_accuracy:200, then run_batch.sh scaling:300.
-# Lead's GPU batch: run queued scripts/gpu/*.sh jobs, each into its own folder, tar each folder into $OUT.
+# Made this session's exports: run_batch.sh findings:150 rsl_rl:150 live_accuracy:200; scaling:300; torch_nvtx:120 live_accuracy:240 bench_findings:180.
+# run queued scripts/gpu/*.sh jobs, each into its own folder, tar each folder into $OUT.
 #   source .gpu/env.sh && bash scripts/gpu/run_batch.sh JOB[:SECONDS] ...
 set -uo pipefail
 FINAL=$OUT
