@@ -172,9 +172,12 @@ def test_streamed_export_reads_only_the_calls_it_needs(tmp_path, monkeypatch):
     monkeypatch.setenv("NVTXSIM_STREAM_ROWS", "0")
     ex = load(p)
     d = Detail(ex)
-    prefetch(d)  # started before the projection, as the report does
+    prefetch(d)  # before the projection, as the report does: its pass keeps the calls the findings need
     got = analyse(d)
     assert not {"name_id", "start"} & set(vars(ex.api)), "the call columns were read"
+    from nvtxsim.analysis.stream import source_of
+
+    assert source_of(ex).watched is not None, "the projection's pass did not keep the sync/memcpy calls"
     thread_kinds = {"other_thread_gpu", "unattributed_gpu"}
     # policy_update's own test counts the autograd thread's work, which only the in-memory join sees.
     strip = lambda fs: [(f.phase, f.kind, f.cost_ns) for f in fs if f.kind not in thread_kinds and f.phase != "nvtxsim:policy_update"]  # noqa: E731

@@ -123,12 +123,12 @@ class _Context:
 
     @cached_property
     def calls(self) -> ApiCalls:
-        pending = self.d.__dict__.pop("_notable_calls", None)
-        return pending.result() if pending is not None else notable_calls(self.d)
+        return notable_calls(self.d)
 
     @cached_property
     def tree(self) -> RangeTree:
-        return build(self.ex, self.d.selected)
+        """CPU self times over the report's shared nesting (the GPU columns of the tree are not needed here)."""
+        return build(self.ex, self.d.selected, nesting=self.d.nesting)
 
     @cached_property
     def reference_ns(self) -> int:
@@ -174,49 +174,58 @@ def _is_copy_api(name: str) -> bool:
     return name.startswith(("cudaMemcpy", "cuMemcpy"))
 
 
+def _notable_ids(detail: Detail) -> list[int]:
+    return [i for i, v in detail.export.strings.items() if is_sync_api(v) or _is_copy_api(api_name(v))]
+
+
 def notable_calls(detail: Detail) -> ApiCalls:
     """The CUDA calls the findings look at: synchronizing calls and memcpys (every thread).
 
-    A streamed export (millions of calls, columns read on demand) is not materialised for them:
-    one filtered query reads just these rows, far less than the columns the views would read."""
+    A streamed export (millions of calls, columns read on demand) is not materialised for them: the
+    projection's pass keeps them on its way when :func:`prefetch` asked it to, else one filtered
+    query reads just these rows."""
     ex = detail.export
     api = ex.api
     empty = ApiCalls(*(np.zeros(0, dtype=np.int64) for _ in range(5)))
-    if api is None:
-        return empty
-    ids = [i for i, v in ex.strings.items() if is_sync_api(v) or _is_copy_api(api_name(v))]
+    ids = _notable_ids(detail) if api is not None else []
     if not ids:
         return empty
     from nvtxsim.export.streamed import source_of
 
     src = source_of(ex)
     if src is not None and "name_id" not in api.__dict__:
-        conn = connect(src.path)
-        try:
-            rows = conn.execute(
-                f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME_TABLE} WHERE nameId IN ({','.join(map(str, ids))}) "
-                "AND start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL"
-            ).fetchall()
-        finally:
-            conn.close()
-        a = np.array(rows, dtype=np.int64).reshape(-1, 5)
+        if src.watched is not None and set(ids) <= set(src.watch):
+            a = src.watched[np.isin(src.watched[:, 4], ids)]
+        else:
+            a = _query_calls(src.path, ids)
         return ApiCalls(*(a[:, i].copy() for i in range(5)))
     m = np.isin(api.name_id, ids)
     return ApiCalls(api.start[m], api.end[m], api.global_tid[m], api.correlation_id[m], api.name_id[m])
 
 
-def prefetch(detail: Detail) -> None:
-    """For a streamed export, start reading :func:`notable_calls` in a background thread now, so the
-    query overlaps the projection's pass over the file (SQLite releases the GIL while it scans)."""
-    from concurrent.futures import ThreadPoolExecutor
+def _query_calls(path, ids: list[int]) -> np.ndarray:
+    conn = connect(path)
+    try:
+        rows = conn.execute(
+            f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME_TABLE} WHERE nameId IN ({','.join(map(str, ids))}) "
+            "AND start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL"
+        ).fetchall()
+    finally:
+        conn.close()
+    return np.array(rows, dtype=np.int64).reshape(-1, 5)
 
+
+def prefetch(detail: Detail) -> None:
+    """For a streamed export whose projection has not run yet: ask its pass over the CUDA calls to keep
+    the sync and memcpy calls on the way (one more column read, instead of a second scan later)."""
     from nvtxsim.export.streamed import source_of
 
-    if detail.export.api is None or source_of(detail.export) is None or "_notable_calls" in detail.__dict__:
+    src = source_of(detail.export) if detail.export.api is not None else None
+    if src is None or src.projection is not None or "gpu" in detail.__dict__:
         return
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nvtxsim-findings")
-    detail.__dict__["_notable_calls"] = pool.submit(notable_calls, detail)
-    pool.shutdown(wait=False)
+    ids = _notable_ids(detail)
+    if ids:
+        src.watch = tuple(sorted(ids))
 
 
 def _named(ctx: "_Context", pred) -> np.ndarray:

@@ -365,17 +365,20 @@ class _Projector:
         try:
             self.pass1(conn)
             gpu = _GpuStream(self.src, conn)
-            names = ["start", "end", "global_tid", "correlation_id"]
+            names = ["start", "end", "global_tid", "correlation_id"] + (["name_id"] if self.src.watch else [])
             plan = Select.compile(self.src.api_sql(names), len(names))
             if plan is None:
                 raise Fallback("runtime table not readable by the fast path")
             last = _NEG
+            watched = []
             for batch in _windows(plan.batches(conn, batch_bytes=_CALL_BATCH_BYTES)):
                 self.api_count += len(batch)
                 cs = batch[:, 0]
                 if cs[0] < last or np.any(cs[1:] < cs[:-1]):
                     raise Fallback("runtime table not sorted by start")
                 last = int(cs[-1])
+                if self.src.watch:
+                    watched.append(batch[np.isin(batch[:, 4], self.src.watch)])
                 self.add_calls(cs, batch[:, 1], batch[:, 2], batch[:, 3])
                 # Every call that starts before `last` has been read: ops starting before it can be resolved.
                 self.add_ops(*gpu.take(last))
@@ -390,6 +393,8 @@ class _Projector:
             if len(lost) and self.seen.test(lost).any():
                 raise Fallback("a GPU op starts before the call that launched it")
         self.src.api_count, self.src.gpu_counts = self.api_count, dict(self.gpu_counts)
+        if self.src.watch:
+            self.src.watched = np.concatenate(watched) if watched else np.zeros((0, 5), dtype=np.int64)
         has = self.ops > 0
         return {
             "proj_start": np.where(has, self.pstart, -1),
