@@ -175,7 +175,7 @@ def test_streamed_export_reads_only_the_calls_it_needs(tmp_path, monkeypatch):
     prefetch(d)  # before the projection, as the report does: its pass keeps the calls the findings need
     got = analyse(d)
     assert not {"name_id", "start"} & set(vars(ex.api)), "the call columns were read"
-    from nvtxsim.analysis.stream import source_of
+    from nvtxsim.export.streamed import source_of
 
     assert source_of(ex).watched is not None, "the projection's pass did not keep the sync/memcpy calls"
     thread_kinds = {"other_thread_gpu", "unattributed_gpu"}
