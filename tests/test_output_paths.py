@@ -228,3 +228,10 @@ def test_read_only_directory(export, tmp_path):
         if mounted:
             subprocess.run(["umount", str(ro)], check=True)
         ro.chmod(0o755)
+
+
+@pytest.mark.parametrize("argv", [["doctor", "--quick"], ["doctor", "--quick", "--json"]])
+def test_other_commands_on_a_full_stdout_are_one_line(argv):
+    with open("/dev/full", "wb") as full:
+        proc = run(*argv, stdout=full)
+    one_line_error(proc, "standard output")

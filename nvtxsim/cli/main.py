@@ -9,6 +9,7 @@ bound, and the other commands pull in subprocess, importlib.metadata and the lik
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -97,7 +98,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
+        _flush_stdout()  # a full device shows here, not as a traceback at exit
+        return rc
     except NvtxsimError as exc:
         print(f"nvtxsim: error: {printable(str(exc))}", file=sys.stderr)  # file names are data too
         return exc.exit_code
@@ -106,11 +109,44 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.errno not in _WRITE_ERRNOS:
+            return _internal_error(exc)
+        _flush_stdout(quiet=True)
+        where = f" {printable(str(exc.filename))}" if exc.filename else ""
+        print(f"nvtxsim: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except Exception as exc:  # a bug of ours: still one line, the traceback only on request
-        if debugging():
-            raise
-        print(f"nvtxsim: internal error: {type(exc).__name__}: {printable(str(exc))} (set NVTXSIM_DEBUG=1 for the traceback; please report it)", file=sys.stderr)
-        return 3
+        return _internal_error(exc)
+
+
+#: Errors of a write to a stream that is full or gone (not of a named file: those are NvtxsimErrors already).
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _flush_stdout(quiet: bool = False) -> None:
+    """Flush stdout; when that fails (a full device), point it at /dev/null so that Python's own flush at
+    exit does not fail again, and report it as one line (unless ``quiet``)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):
+            pass
+        if not quiet:
+            raise NvtxsimError(f"standard output: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _internal_error(exc: BaseException) -> int:
+    if debugging():
+        raise exc
+    print(f"nvtxsim: internal error: {type(exc).__name__}: {printable(str(exc))} (set NVTXSIM_DEBUG=1 for the traceback; please report it)", file=sys.stderr)
+    return 3
 
 
 if __name__ == "__main__":

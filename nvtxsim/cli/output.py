@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
@@ -102,16 +103,17 @@ def deliver(text: str, out: Optional[PathLike], *, force: bool = False, protect:
 
 
 def write_stream(stream: IO[str], text: str, name: str) -> None:
-    """``text`` into an open stream; a full disk or a device that refuses is one error line, not a traceback."""
+    """``text`` into an open stream; a full disk or a device that refuses is one error line, not a traceback.
+
+    A real file stream (stdout) is written through its descriptor, so nothing stays in its buffer for
+    Python to fail on again at exit; other streams (StringIO, a notebook's) get ``write`` as usual."""
     try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):  # an in-memory stream
-        stream.write(text)
-        stream.flush()
-        return
-    try:
-        stream.flush()
-        _write_fd(fd, text.encode(getattr(stream, "encoding", None) or "utf-8", errors="backslashreplace"))
+        if isinstance(stream, io.TextIOWrapper):
+            stream.flush()
+            _write_fd(stream.fileno(), text.encode(stream.encoding or "utf-8", errors="backslashreplace"))
+        else:
+            stream.write(text)
+            stream.flush()
     except BrokenPipeError:
         raise
     except OSError as exc:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from nvtxsim.capture import nsys as capture
+from nvtxsim.cli.output import write_stream
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.emit.window import Window
 
@@ -384,7 +385,7 @@ def render_json(d: Diagnosis) -> str:
 
 def run(args: argparse.Namespace) -> int:
     d = diagnose(quick=args.quick)
-    sys.stdout.write(render_json(d) if args.json else render_text(d))
+    write_stream(sys.stdout, render_json(d) if args.json else render_text(d), "standard output")
     return 0 if d.can_profile else 1
 
 
