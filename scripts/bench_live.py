@@ -8,8 +8,11 @@ modes interleaved round-robin over several repeats (machine noise hits all modes
     python scripts/bench_live.py                                        # CPU demo loop
     python scripts/bench_live.py --demo-args "--device cuda --num-envs 512" --sample 10
 
-E2E: seconds per iteration of ``DemoEnv.run`` (GPU work finished) per mode; the ratio of the
-medians over repeats, and of the best repeats. Micro: the net cost of one ``with phase`` per mode
+E2E: seconds per iteration of ``DemoEnv.run`` (GPU work finished) per mode; every repeat runs each
+mode once, back to back, so the ratio to "off" is taken per repeat (paired) and its median reported,
+besides the ratio of the medians and of the best repeats. ``on_cpu`` is live timing without CUDA events
+(``gpu=False``): the difference to ``on`` is what the events cost. ``off_again`` runs "off" a second
+time in every repeat: how far its ratio strays from 1.0 is the noise of the e2e ratios on that host. Micro: the net cost of one ``with phase`` per mode
 (timeit, best of several, minus an empty ``with`` of the same phase with live off), times the
 phases per iteration, over the iteration time: the expected overhead, which does not drown in noise.
 """
@@ -36,10 +39,16 @@ from nvtxsim.emit import live  # noqa: E402
 RESULT_TAG = "BENCH_RESULT "
 
 
+#: on_cpu: live timing without CUDA events (gpu=False); off_again: "off" once more, the noise floor of the ratios
+MODES = ("off", "off_again", "on_cpu", "on", "sampled")
+
+
 def _mode(name: str, path: str, sample: int, every: int) -> None:
     live.stop()
     if name == "on":
         live.start(path, every=every)
+    elif name == "on_cpu":
+        live.start(path, every=every, gpu=False)
     elif name == "sampled":
         live.start(path, every=every, sample=sample)
 
@@ -76,6 +85,10 @@ def micro(path: str, sample: int, number: int = 5000, repeats: int = 5) -> dict[
         on.append(best("with ph: pass"))
         live.stop()
     out["on"] = min(on[1:])  # the first repeat fills the pool
+    live.start(path, every=10**9, gpu=False)
+    nvtxsim.step()
+    out["on_cpu"] = min(best("with ph: pass") for _ in range(repeats))
+    live.stop()
     live.start(path, every=10**9, sample=sample)
     nvtxsim.step()  # iteration 0: measured
     nvtxsim.step()  # iteration 1: not measured
@@ -112,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "live.jsonl")
         env.run(args.iterations)  # settle caches and allocators
-        modes = ["off", "on", "sampled"]
+        modes = list(MODES)
         times = e2e(env, modes, args.iterations, args.repeats, path, args.sample, args.every)
         per_iter = phases_per_iteration(env, path)
         m = micro(path, args.sample)
@@ -120,26 +133,28 @@ def main(argv: list[str] | None = None) -> int:
 
     med = {k: statistics.median(v) for k, v in times.items()}
     best = {k: min(v) for k, v in times.items()}
+    paired = {k: statistics.median(a / b for a, b in zip(times[k], times["off"])) for k in modes}
     it_ns = med["off"] * 1e9
-    expected = {k: per_iter * (m[k] - m["off"]) / it_ns for k in ("on", "sampled_unmeasured")}
+    expected = {k: per_iter * (m[k] - m["off"]) / it_ns for k in ("on", "on_cpu", "sampled_unmeasured")}
     expected["sampled"] = (expected["on"] + (args.sample - 1) * expected["sampled_unmeasured"]) / args.sample
     result = {
         "demo_args": args.demo_args, "iterations": args.iterations, "repeats": args.repeats, "sample": args.sample,
         "ms_per_iter_off": round(med["off"] * 1e3, 4), "phases_per_iter": round(per_iter, 2),
-        "e2e_ratio_median": {k: round(med[k] / med["off"], 4) for k in ("on", "sampled")},
-        "e2e_ratio_best": {k: round(best[k] / best["off"], 4) for k in ("on", "sampled")},
+        "e2e_ratio_paired_median": {k: round(paired[k], 4) for k in modes[1:]},
+        "e2e_ratio_median": {k: round(med[k] / med["off"], 4) for k in modes[1:]},
+        "e2e_ratio_best": {k: round(best[k] / best["off"], 4) for k in modes[1:]},
         "micro_ns_per_phase": {k: round(v, 1) for k, v in m.items()},
         "expected_overhead_pct": {k: round(100 * v, 3) for k, v in expected.items()},
     }
     print(f"demo loop {args.demo_args or '(cpu defaults)'}: {result['ms_per_iter_off']} ms/iteration off, "
           f"{per_iter:.1f} phases/iteration, {args.repeats} interleaved repeats of {args.iterations} iterations")
-    print(f"{'mode':<10}{'median ms/it':>14}{'ratio (median)':>16}{'ratio (best)':>14}{'ns/phase':>10}{'expected':>10}")
+    print(f"{'mode':<10}{'median ms/it':>14}{'ratio (paired)':>16}{'ratio (median)':>16}{'ratio (best)':>14}{'ns/phase':>10}{'expected':>10}")
     for k in modes:
         ratio_med = med[k] / med["off"]
         ratio_best = best[k] / best["off"]
-        ns = m["off"] if k == "off" else (m["on"] if k == "on" else m["sampled_unmeasured"])
-        exp = 0.0 if k == "off" else expected[k]
-        print(f"{k:<10}{med[k] * 1e3:>14.3f}{ratio_med:>16.4f}{ratio_best:>14.4f}{ns:>10.0f}{100 * exp:>9.2f}%")
+        ns = {"off": m["off"], "off_again": m["off"], "on": m["on"], "on_cpu": m["on_cpu"]}.get(k, m["sampled_unmeasured"])
+        exp = expected.get(k, 0.0)
+        print(f"{k:<10}{med[k] * 1e3:>14.3f}{paired[k]:>16.4f}{ratio_med:>16.4f}{ratio_best:>14.4f}{ns:>10.0f}{100 * exp:>9.2f}%")
     print(f"(sampled: every {args.sample}th iteration measured; ns/phase for 'sampled' is an unmeasured iteration's)")
     print(RESULT_TAG + json.dumps(result))
     return 0

@@ -498,3 +498,17 @@ def test_nvtxsim_run_isaaclab_script_writes_live_lines(tmp_path):
     assert [rec["iterations"] for rec in recs] == [[0, 2], [3, 5], [6, 7]]  # 8 env steps
     assert sum(rec["phases"]["nvtxsim:iteration"]["count"] for rec in recs) == 8
     assert {"nvtxsim:sim_step", "nvtxsim:policy"} <= {k for rec in recs for k in rec["phases"]}
+
+
+def test_gpu_off_records_no_events(monkeypatch, clean_live):
+    monkeypatch.setitem(sys.modules, "torch", _FakeTorch)
+    _FakeEvent.created = 0
+    records: list[dict] = []
+    window.configure(None)
+    live.start(None, every=2, callback=records.append, gpu=False)
+    for _ in range(3):
+        nvtxsim.step()
+        with nvtxsim.phase("sim_step"):
+            pass
+    live.stop()
+    assert _FakeEvent.created == 0 and all(r["phases"]["nvtxsim:sim_step"]["gpu_ns"] is None for r in records)

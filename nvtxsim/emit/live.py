@@ -31,12 +31,14 @@ from collections import deque
 from typing import Any, Callable, Optional
 
 from nvtxsim import phases as _phases
+from nvtxsim.envflags import env_flag, parse_flag
 from nvtxsim.emit import ranges as _r
 from nvtxsim.emit import window as _window
 
 ENV_FILE = "NVTXSIM_LIVE"
 ENV_EVERY = "NVTXSIM_LIVE_EVERY"
 ENV_SAMPLE = "NVTXSIM_LIVE_SAMPLE"
+ENV_GPU = "NVTXSIM_LIVE_GPU"  # 0/false/no/off: CPU times only
 ENV_TRIGGER = _phases.ENV_LIVE_TRIGGER
 ENV_TRIGGER_ITERATIONS = _phases.ENV_LIVE_TRIGGER_ITERATIONS
 #: Set by the process that started live timing from the environment: its children (exec'd
@@ -114,8 +116,8 @@ class _Session:
     """What one start() measures and where it goes."""
 
     def __init__(self, path: Optional[str], every: int, sample: int, writer: Any, callback: Optional[Callable[[dict], Any]],
-                 trigger: Optional[Trigger], append: bool) -> None:
-        self.path, self.every, self.sample, self.append = path, every, sample, append
+                 trigger: Optional[Trigger], append: bool, use_gpu: bool = True) -> None:
+        self.path, self.every, self.sample, self.append, self.use_gpu = path, every, sample, append, use_gpu
         self.writer, self.callback, self.trigger = writer, callback, trigger
         self.pid = os.getpid()
         self.first = 0  # first iteration of the current window
@@ -173,7 +175,7 @@ class _Session:
         self.trigger_mark = n
 
     def _check_gpu(self) -> None:
-        if self.gpu:
+        if self.gpu or not self.use_gpu:
             return
         torch = sys.modules.get("torch")
         try:
@@ -260,12 +262,14 @@ class _Session:
         if not pending:
             return totals
         deadline = time.monotonic() + _GPU_WAIT_S
+        try:
+            _wait_for(pending[-1][2], deadline)  # once the stream reached the last event, the earlier ones on it are done
+        except Exception:
+            pass  # reported below, per event
         for name, ev0, ev1 in pending:
             try:
-                while not ev1.query():
-                    if time.monotonic() > deadline:
-                        return totals  # never completed: these events stay out of the pool
-                    time.sleep(0.0005)
+                if not _wait_for(ev1, deadline):
+                    return totals  # never completed: these events stay out of the pool
                 totals[name] = totals.get(name, 0) + int(ev0.elapsed_time(ev1) * 1e6)
             except Exception as exc:
                 _r._report_once("live-gpu", f"live timing: a CUDA event could not be read ({type(exc).__name__}: {exc}); GPU times skipped")
@@ -324,6 +328,18 @@ class _Session:
                 self.file.close()
             except Exception:
                 pass
+
+
+def _wait_for(event: Any, deadline: float) -> bool:
+    """Until ``event`` completed (True) or ``deadline`` passed (False); polls with a growing pause, so the
+    writer thread rarely takes the GIL from the training thread while the GPU catches up."""
+    pause = 0.001
+    while not event.query():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    return True
 
 
 def _scalars(writer: Any, record: dict) -> None:
@@ -450,13 +466,14 @@ def start(
     trigger: Optional[str] = None,
     trigger_iterations: int = DEFAULT_TRIGGER_ITERATIONS,
     append: bool = False,
+    gpu: bool = True,
 ) -> None:
     """Start live phase timing (restarts it when on): one JSON line to ``path`` per ``every`` iterations.
 
     ``sample=K`` measures every K-th iteration (the others cost nothing extra). ``writer``: any object
     with TensorBoard's ``add_scalar(tag, value, step)``; ``callback(record)``: any other logger. Both run
     on the writer thread. ``trigger``: a rule like ``'sim_step>1.5x'`` opening a capture window of
-    ``trigger_iterations`` iterations (see :class:`Trigger`).
+    ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events.
     """
     global _session
     if every < 1 or sample < 1:
@@ -464,7 +481,7 @@ def start(
     trig = Trigger(trigger, trigger_iterations) if trigger else None
     stop()
     with _lock:
-        _session = _Session(None if path is None else os.fspath(path), every, sample, writer, callback, trig, append)
+        _session = _Session(None if path is None else os.fspath(path), every, sample, writer, callback, trig, append, gpu)
         _session.iteration = _window.iteration()  # the iteration in progress is not counted as measured
         _session.first = _session.iteration + 1
         _session._check_gpu()
@@ -545,7 +562,7 @@ def start_from_env() -> bool:
     is written); never raises (bad settings: one stderr line)."""
     global _owner_set
     path: Optional[str] = os.environ.get(ENV_FILE, "").strip()
-    if path and path.lower() in ("0", "false", "no", "off"):
+    if path and parse_flag(path) is False:  # NVTXSIM_LIVE=0/off: no file
         path = None
     trigger = os.environ.get(ENV_TRIGGER, "").strip() or None
     if not path and not trigger:
@@ -554,7 +571,8 @@ def start_from_env() -> bool:
     append = bool(owner) and owner != str(os.getpid())
     try:
         start(path or None, every=_int_env(ENV_EVERY, DEFAULT_EVERY), sample=_int_env(ENV_SAMPLE, 1), trigger=trigger,
-              trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS), append=append)
+              trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS), append=append,
+              gpu=env_flag(ENV_GPU, default=True))
     except Exception as exc:
         _report(f"{ENV_FILE}={path!r}: live timing not started ({exc})" if path else f"{ENV_TRIGGER}: live timing not started ({exc})")
         return False

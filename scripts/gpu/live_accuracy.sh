@@ -6,7 +6,8 @@
 # NAME.jsonl (the live lines), NAME.sqlite.gz (the export of the same run); and live_accuracy.txt
 # (what it prints: the demos' log tails, the comparison of live vs `nvtxsim report`
 # (scripts/live_vs_report.py) and the overhead benchmark (scripts/bench_live.py, off/on/sampled on CUDA)).
-# Knobs (for a dry run elsewhere): DEMO_DEVICE (cuda), ITERATIONS (100), SKIP_HEAVY=1, SKIP_BENCH=1.
+# Knobs (for a dry run elsewhere): DEMO_DEVICE (cuda), ITERATIONS (100), SKIP_ACCURACY=1 (both demos),
+# SKIP_HEAVY=1, SKIP_BENCH=1.
 set -u
 OUT=${OUT:-$PWD/gpu-live}
 mkdir -p "$OUT"
@@ -41,13 +42,13 @@ accuracy() {
 
 echo "== $(date +%T) nsys $("$NSYS" --version 2>&1 | tail -1)"
 # The demo of the other GPU runs (launch-bound: the GPU mostly waits for the CPU's launches) ...
-accuracy live_accuracy --num-envs 512 --camera 32x32 --iterations "$ITERS"
+[ -z "${SKIP_ACCURACY:-}" ] && accuracy live_accuracy --num-envs 512 --camera 32x32 --iterations "$ITERS"
 # ... and a heavier one (more envs, larger camera tiles: more of the GPU time is work, less is waiting).
-[ -z "${SKIP_HEAVY:-}" ] && accuracy live_heavy --num-envs 16384 --camera 64x64 --iterations 40
+[ -z "${SKIP_ACCURACY:-}${SKIP_HEAVY:-}" ] && accuracy live_heavy --num-envs 16384 --camera 64x64 --iterations 40
 if [ -z "${SKIP_BENCH:-}" ]; then
-  echo "== $(date +%T) overhead: python scripts/bench_live.py --demo-args '--device $DEV --num-envs 512 --camera 32x32 --decimation 4 --update-every 16' --iterations 50 --repeats 7 --sample 10"
+  echo "== $(date +%T) overhead: python scripts/bench_live.py --demo-args '--device $DEV --num-envs 512 --camera 32x32 --decimation 4 --update-every 16' --iterations 30 --repeats 15 --sample 10"
   timeout 150 "$PY" scripts/bench_live.py --demo-args "--device $DEV --num-envs 512 --camera 32x32 --decimation 4 --update-every 16" \
-    --iterations 50 --repeats 7 --sample 10
+    --iterations 30 --repeats 15 --sample 10
   echo "bench rc=$?"
 fi
 echo "== $(date +%T) done"
