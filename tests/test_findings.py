@@ -183,3 +183,19 @@ def test_streamed_export_reads_only_the_calls_it_needs(tmp_path, monkeypatch):
     strip = lambda fs: [(f.phase, f.kind, f.cost_ns) for f in fs if f.kind not in thread_kinds and f.phase != "nvtxsim:policy_update"]  # noqa: E731
     assert strip(got.items) == strip(ref.items)
     assert not thread_kinds & {f.kind for f in got.items} and "other_thread_gpu" in got.notes[0]
+
+
+def test_block_fits_80_columns_whatever_the_names(planted):
+    from nvtxsim.analysis.findings import Finding, Findings
+    from nvtxsim.reporting.findings import block_lines, block_markdown
+    from nvtxsim.reporting.renderers.terminal import cell_width
+
+    hostile = "nvtxsim:" + "\x1b[31mred|*x*" + "名前" * 60
+    items = [Finding(hostile, f.kind, f.severity, f.cost_ns, f.cost_per_iteration_ns, f.evidence, f.advice) for f in planted]
+    fs = Findings(items, 30, 1_000_000_000, ["a note " * 20])
+    for width in (None, 80, 60):
+        lines = block_lines(fs, width)
+        assert len(lines) <= 1 + 2 * 5 + 1 and all(cell_width(ln) <= min(width or 80, 80) for ln in lines)
+        assert not any("\x1b" in ln for ln in lines)
+    md = block_markdown(fs)
+    assert md.startswith("### Findings") and "\x1b" not in md and "|" not in md.replace("\\|", "")

@@ -27,7 +27,7 @@ from hostile_names import HOSTILE, HOSTILE_FILE, hostile_names_export  # noqa: E
 
 REPO = Path(__file__).resolve().parents[1]
 UNSAFE_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-VIEWS = ["summary", "tree", "iterations", "slowest", "kernels", "copies", "syncs", "gpu", "gpus", "threads", "processes"]
+VIEWS = ["summary", "tree", "iterations", "slowest", "kernels", "copies", "syncs", "gpu", "gpus", "threads", "processes", "findings", "overlap"]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

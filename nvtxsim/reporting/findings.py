@@ -100,7 +100,7 @@ def block_lines(fs: Findings, width: Optional[int] = None) -> list[str]:
     for f in shown:
         phase = shorten_middle(one_line(f.phase), PHASE_CELLS)
         head = f"{f.severity:<6} {f.kind} in {phase}: {_cost(f)} ({_pct(f.evidence.get('share_of_time'))})"
-        lines.append(_fit(f"{head} · {printable(evidence_text(f))}", max(w, cell_width(head))))
+        lines.append(_fit(f"{head} · {printable(evidence_text(f))}", w))
         lines.append(_fit(f"       → {f.advice}", w))
     return lines + [_fit(f"note: {n}", w) for n in fs.notes]
 

@@ -11,6 +11,7 @@ from typing import Optional, TextIO
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN, Report, resolve_domain, summarize
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
 from nvtxsim.errors import int_option
+from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.findings import before_markdown, before_table
 from nvtxsim.reporting.summary import RENDERERS, outside_warnings, render_markdown, render_table
 from nvtxsim.cli.progress import progress_after
@@ -92,7 +93,7 @@ def run_report(
     deliver(text, out, force=force, protect=[path], stream=stream)
     failed = failed_findings(request)
     if failed:
-        sys.stderr.write("".join(f"nvtxsim: --fail-on {line}\n" for line in failed))
+        sys.stderr.write("".join(f"nvtxsim: --fail-on {printable(line)}\n" for line in failed))  # names are data
         return 1
     return 0
 
