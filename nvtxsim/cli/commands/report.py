@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -78,6 +79,8 @@ def run_report(
     if out is not None:
         check_writable(out, force=force, protect=[path])
     request = request or DetailRequest()
+    if fmt in ("csv", "perfetto") and request.findings:  # neither shows them: computed only for --fail-on
+        request = dataclasses.replace(request, findings=False)
     stream = stream or sys.stdout
     term = out is None and bool(getattr(stream, "isatty", lambda: False)())
     # One progress display (stderr, terminals only, after 1 s) over load, analysis and rendering.
@@ -135,6 +138,8 @@ def run_ranks(
 
     if fmt in DETAIL_FORMATS or (request is not None and not request.is_classic):
         raise NvtxsimError(f"with several exports only the summary is available (formats {', '.join(RENDERERS)}); report one file for views, html or perfetto")
+    if request is not None and request.fail_on:
+        raise NvtxsimError("--fail-on looks at the findings of one export: report each rank's file on its own")
     if out is not None:
         check_writable(out, force=force, protect=paths)
     reports, merged = report_many(paths, domain=domain, workers=jobs, dask=dask, domain_given=domain_given)
