@@ -199,3 +199,14 @@ def test_block_fits_80_columns_whatever_the_names(planted):
         assert not any("\x1b" in ln for ln in lines)
     md = block_markdown(fs)
     assert md.startswith("### Findings") and "\x1b" not in md and "|" not in md.replace("\\|", "")
+
+
+@pytest.mark.skipif(not (GPU_DATA / "scaling" / "scaling_1024.sqlite.gz").exists(), reason="H200 scaling captures not in this checkout")
+def test_cpu_bound_in_allocation_calls_gets_the_allocation_advice():
+    """scripts/gpu/scaling.sh runs with PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor is a cudaMalloc/cudaFree."""
+    from nvtxsim.analysis.findings import CUDA_CALL_ADVICE
+
+    found = {(f.phase, f.kind): f for f in find(Detail(load(GPU_DATA / "scaling" / "scaling_1024.sqlite.gz")), skip_first=2)}
+    f = found[("nvtxsim:pairwise", "cpu_bound")]
+    assert f.advice == CUDA_CALL_ADVICE["alloc"] and next(iter(f.evidence["cuda_calls_top"])) == "cudaMalloc"
+    assert f.evidence["cuda_calls_share"] >= 0.5

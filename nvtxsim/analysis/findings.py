@@ -30,10 +30,9 @@ import numpy as np
 
 from nvtxsim.analysis.gpu import is_sync_api
 from nvtxsim.analysis.iterations import Iterations, per_iteration
-from nvtxsim.analysis.launches import api_name, ops_of
+from nvtxsim.analysis.launches import api_name, contained, innermost, ops_of
 from nvtxsim.analysis.projection import _union_length
 from nvtxsim.analysis.selection import Detail
-from nvtxsim.analysis.launches import innermost
 from nvtxsim.analysis.tree import RangeTree, build
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import ApiCalls
@@ -421,6 +420,8 @@ def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], 
             if saturation is not None and saturation >= CPU_BOUND_GPU_SATURATED:
                 continue  # the GPU is busy anyway: this CPU time is hidden behind GPU work
             f = ctx.finding(p.phase, "cpu_bound", work - p.gpu_busy_ns, ev)
+            if f is not None:
+                _cuda_call_time(ctx, f)
         elif p.gpu_busy_ns >= GPU_BOUND_MIN_RATIO * max(work, 1) and p.launches and p.phase not in explained:
             f = ctx.finding(p.phase, "gpu_bound", p.gpu_busy_ns, ev, sev="low")
         else:
@@ -428,6 +429,47 @@ def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], 
         if f is not None:
             out.append(f)
     return out
+
+
+ALLOC_APIS = ("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree", "cudaHostAlloc", "cudaFreeHost", "cuMemHostAlloc", "cuMemFreeHost")
+CUDA_CALLS_SHARE = 0.5  # a CPU-bound phase spending half its CPU time in CUDA calls is not Python-bound
+
+
+def _cuda_call_time(ctx: _Context, f: Finding) -> None:
+    """A CPU-bound phase's time in CUDA calls (in-memory exports): when it is most of it, say so and
+    change the advice (allocations per step are the usual cause: ``PYTORCH_NO_CUDA_MEMORY_CACHING``,
+    tensors created every step)."""
+    from nvtxsim.export.streamed import source_of
+
+    api = ctx.ex.api
+    if api is None or len(api) == 0 or source_of(ctx.ex) is not None:
+        return
+    r = ctx.r
+    mine = ctx.ranges[(r.label[ctx.ranges] == _label_of(ctx, f.phase)) & ~r.cross_thread[ctx.ranges]]
+    ri, ci = contained(r.start[mine], r.end[mine], r.global_tid[mine], api.start, api.end, api.global_tid)
+    if len(ci) == 0:
+        return
+    names = np.array([api_name(ctx.ex.string(int(i))) for i in np.unique(api.name_id)], dtype=object)
+    code = np.searchsorted(np.unique(api.name_id), api.name_id[ci])
+    total = _blocked(mine[ri], api.start[ci], api.end[ci])
+    per = {str(names[k]): int((api.end[ci] - api.start[ci])[code == k].sum()) for k in np.unique(code)}
+    top = dict(sorted(per.items(), key=lambda kv: -kv[1])[:3])
+    share = total / max(f.evidence["cpu_work_ns"], 1)
+    f.evidence.update({"cuda_calls_ns": total, "cuda_calls_share": round(share, 3), "cuda_calls_top": top})
+    if share >= CUDA_CALLS_SHARE:
+        alloc = sum(v for k, v in per.items() if k in ALLOC_APIS)
+        f.advice = CUDA_CALL_ADVICE["alloc" if alloc >= total / 2 else "other"]
+
+
+CUDA_CALL_ADVICE = {
+    "alloc": "allocate once, outside the step; keep PyTorch's caching allocator on",
+    "other": "the time is in CUDA calls (see evidence): make fewer of them",
+}
+
+
+def _label_of(ctx: _Context, phase: str) -> int:
+    names = ctx.d.label_names
+    return int(np.flatnonzero(names == phase)[0])
 
 
 def _r(x: Optional[float]) -> Optional[int]:

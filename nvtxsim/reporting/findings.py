@@ -50,7 +50,8 @@ def evidence_text(f: Finding) -> str:
     if k == "launch_bound":
         return f"{e['launches_per_range']:g} launches/range, {fmt_ns(e['gpu_per_launch_ns'])} GPU each"
     if k == "cpu_bound":
-        return f"GPU busy {_pct(e['gpu_busy_share'])} of its CPU time"
+        calls = f", CUDA calls {_pct(e['cuda_calls_share'])} ({next(iter(e['cuda_calls_top']), '')})" if e.get("cuda_calls_top") else ""
+        return f"GPU busy {_pct(e['gpu_busy_share'])} of its CPU time{calls}"
     if k == "gpu_bound":
         return f"GPU {fmt_ns(e['gpu_busy_ns'])} for {fmt_ns(e['cpu_work_ns'])} CPU"
     if k == "outlier_iterations":
