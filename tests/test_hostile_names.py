@@ -313,3 +313,31 @@ def test_html_in_chromium_runs_no_injected_script(export, tmp_path, command):
     assert page.tags.count("script") == (2 if command == "report" else 0)
     if command == "report":
         assert '<div id="bars"><svg' in dom  # the page's own script ran to the end
+
+
+# --------------------------------------------------------------------------- file names that are not UTF-8
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown", "html", "perfetto"])
+def test_non_utf8_file_name_in_every_format(export, tmp_path, fmt):
+    """A file name with bytes that are not UTF-8 (Python holds them as lone surrogates): read, and shown with U+FFFD."""
+    raw = os.fsencode(tmp_path) + b"/bad\xffname.sqlite"
+    shutil.copy(export, raw)
+    gz = raw + b".gz"
+    import gzip
+
+    with open(raw, "rb") as src, gzip.open(gz, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    for path in (raw, gz):
+        proc = subprocess.run(
+            [sys.executable, "-m", "nvtxsim", "report", os.fsdecode(path), "--domain", "all", "-f", fmt],
+            capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO), "NVTXSIM_CACHE": "1"}, timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        proc.stdout.decode("utf-8")  # valid UTF-8 output
+        out = tmp_path / f"out.{fmt}"
+        proc = cli("report", os.fsdecode(path), "--domain", "all", "-f", fmt, "-o", str(out), "--force")
+        assert proc.returncode == 0, proc.stderr
+        text = out.read_bytes().decode("utf-8")
+        if fmt == "json":
+            assert strict_json(text)["source"]["path"].endswith("bad\ufffdname.sqlite" + (".gz" if path == gz else ""))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import re
@@ -102,6 +103,27 @@ def deliver(text: str, out: Optional[PathLike], *, force: bool = False, protect:
     write_stream(stream or sys.stdout, text, "standard output")
 
 
+def encode_text(text: str, encoding: str = "utf-8") -> bytes:
+    """Output bytes; a character the encoding cannot hold (a lone surrogate from a non-UTF-8 file name)
+    becomes U+FFFD (or ``?``), never an exception."""
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, errors="nvtxsim-replacement")
+
+
+def _replacement(exc: UnicodeError) -> tuple[bytes, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    try:  # bytes: UTF-8's encoder accepts only ASCII text from a handler
+        return "\ufffd".encode(exc.encoding), exc.end
+    except UnicodeEncodeError:
+        return b"?", exc.end
+
+
+codecs.register_error("nvtxsim-replacement", _replacement)
+
+
 def write_stream(stream: IO[str], text: str, name: str) -> None:
     """``text`` into an open stream; a full disk or a device that refuses is one error line, not a traceback.
 
@@ -110,7 +132,7 @@ def write_stream(stream: IO[str], text: str, name: str) -> None:
     try:
         if isinstance(stream, io.TextIOWrapper):
             stream.flush()
-            _write_fd(stream.fileno(), text.encode(stream.encoding or "utf-8", errors="backslashreplace"))
+            _write_fd(stream.fileno(), encode_text(text, stream.encoding or "utf-8"))
         else:
             stream.write(text)
             stream.flush()
@@ -131,7 +153,7 @@ def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False
 
     A stream (device, FIFO, this process's own stdout) is written into instead; a symlink is followed."""
     asked = check_writable(path, force=force, protect=protect)
-    raw = data if isinstance(data, bytes) else data.encode("utf-8")
+    raw = data if isinstance(data, bytes) else encode_text(data)
     fd = own_fd(asked)
     if fd is not None:
         try:

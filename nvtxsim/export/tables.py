@@ -88,7 +88,7 @@ def check_file(path: Path) -> None:
 def connect(path: Path) -> sqlite3.Connection:
     """Open an export read-only and immutable: the user's file is never written or locked."""
     check_file(path)
-    uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro&immutable=1"
+    uri = "file:" + urllib.parse.quote(os.fsencode(path.resolve())) + "?mode=ro&immutable=1"  # bytes: any file name
     try:
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         conn.execute("PRAGMA query_only=1")
