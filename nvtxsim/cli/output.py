@@ -130,9 +130,10 @@ def write_stream(stream: IO[str], text: str, name: str) -> None:
     A real file stream (stdout) is written through its descriptor, so nothing stays in its buffer for
     Python to fail on again at exit; other streams (StringIO, a notebook's) get ``write`` as usual."""
     try:
-        if isinstance(stream, io.TextIOWrapper):
+        fd = _file_descriptor(stream)
+        if fd is not None:
             stream.flush()
-            _write_fd(stream.fileno(), encode_text(text, stream.encoding or "utf-8"))
+            _write_fd(fd, encode_text(text, stream.encoding or "utf-8"))
         else:
             stream.write(text)
             stream.flush()
@@ -140,6 +141,17 @@ def write_stream(stream: IO[str], text: str, name: str) -> None:
         raise
     except OSError as exc:
         raise NvtxsimError(f"{name}: cannot write: {exc.strerror or exc}") from None
+
+
+def _file_descriptor(stream: IO[str]) -> int | None:
+    """The descriptor under a real file stream; None for in-memory ones, including text wrappers
+    without a file (pytest's capture is an ``io.TextIOWrapper`` whose ``fileno`` raises)."""
+    if not isinstance(stream, io.TextIOWrapper):
+        return None
+    try:
+        return stream.fileno()
+    except (OSError, ValueError):
+        return None
 
 
 def _write_fd(fd: int, data: bytes) -> None:
