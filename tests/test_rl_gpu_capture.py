@@ -17,6 +17,7 @@ SUPPORT = Path(__file__).parent / "isaaclab_support"
 sys.path.insert(0, str(SUPPORT))
 
 from nesting import Span, children_count, inside, names, parents  # noqa: E402
+
 from nvtxsim.analysis.iterations import loop_rates, per_iteration  # noqa: E402
 from nvtxsim.analysis.selection import Detail  # noqa: E402
 from nvtxsim.export.reader import load  # noqa: E402

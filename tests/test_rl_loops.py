@@ -38,7 +38,7 @@ NSYS = ["nsys", "profile", "-t", "nvtx,osrt", "--sample=none", "--cpuctxsw=none"
 needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys not installed")
 
 
-def _train(lib: str, tmp: Path, *, record: bool = False, prefix: "list | None" = None) -> dict:
+def _train(lib: str, tmp: Path, *, record: bool = False, prefix: list | None = None) -> dict:
     """Train ``lib`` for ITERATIONS × STEPS; the result JSON (rl_loops.py) or the script's stdout line (rsl_rl)."""
     sizes = ["--steps", STEPS, "--iterations", ITERATIONS]
     if lib == "rsl_rl" and record:
@@ -47,7 +47,7 @@ def _train(lib: str, tmp: Path, *, record: bool = False, prefix: "list | None" =
         args = [REPO / "scripts" / "gpu" / "rsl_rl_4096.py", "--device", "cpu", "--num-envs", ENVS, *sizes]
         proc = deps.run("3.0.0", args, prefix=prefix)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        line = next(l for l in proc.stdout.splitlines() if l.startswith("RSL_RL "))
+        line = next(text for text in proc.stdout.splitlines() if text.startswith("RSL_RL "))
         return json.loads(line.split(" ", 1)[1])
     out = tmp / f"{lib}.json"
     args = [SUPPORT / "rl_loops.py", lib, "--out", out, "--envs", ENVS, *sizes] + (["--record"] if record else [])

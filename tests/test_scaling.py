@@ -291,3 +291,67 @@ def test_h200_report_memory_view(capsys):
     assert rows["nvtxsim:pairwise"]["rise_max_bytes"] == pytest.approx(GiB, rel=0.01)
     assert rows["nvtxsim:physics"]["rise_median_bytes"] == pytest.approx(512 << 20, rel=0.01)
     assert abs(rows["nvtxsim:physics"]["net_mean_bytes"]) < (1 << 20)  # frees what it allocates
+
+
+# --------------------------------------------------------------------------- review fixes (polish)
+
+
+def test_runs_at_zero_are_fitted_without_nan(tmp_path, capsys, recwarn):
+    """A phase with no GPU work and no allocation at small N (a cache hit, a branch): zero runs are
+    weighted, not infinitely (which turned the fit's sums into inf/NaN with RuntimeWarnings)."""
+    runs = []
+    for n in (1024, 2048, 4096, 8192):
+        big = n > 2048
+        p = tmp_path / f"z{n}.sqlite"
+        make_loop_export(p, [LoopPhase("late", 10_000, 3_000 if big else 0, (1 << 20) if big else 0), LoopPhase("fixed", 20_000, 5_000, 1 << 20)], iterations=5, seed=n)
+        runs.append(f"{p}={n}")
+    rc, doc = run_json([*runs, "--param", "n", "--predict", "16384", "--memory-budget", "1GiB"], capsys)
+    assert rc == 0
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    late = next(p for p in doc["phases"] if p["phase"] == "nvtxsim:late")
+    assert late["gpu_class"] == "superlinear" and late["memory_class"] == "superlinear"
+    assert "left out of the log-log slope" in late["fit"]["gpu"]["note"]
+    assert json.dumps(doc, allow_nan=False)
+
+
+@pytest.mark.parametrize("text", ["0", "0.5", "1e400GiB", "1e400"])
+def test_parse_size_refuses_zero_and_overflow(text):
+    with pytest.raises(NvtxsimError, match="--memory-budget"):
+        parse_size(text)
+
+
+def test_memory_budget_overflow_is_one_line_exit_2(sweep, capsys):
+    assert main(["scaling", *sweep[:3], "--param", "n", "--memory-budget", "1e400GiB"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--memory-budget" in err and "internal error" not in err
+
+
+def test_same_export_twice_is_refused(sweep, capsys):
+    path = sweep[0].rsplit("=", 1)[0]
+    assert main(["scaling", f"{path}=1", f"{path}=2", sweep[2], "--param", "n"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "given twice" in err
+
+
+def test_budget_line_is_escaped_and_fits_80_columns(tmp_path):
+    """The budget line names the limiting phase (text from the export): escaped per format, wrapped on a terminal."""
+    from nvtxsim.reporting.renderers.scaling import render_scaling
+
+    runs = []
+    evil = "<script>x</script>\u202eevil\nname"
+    for n in (1, 2, 4):
+        p = tmp_path / f"e{n}.sqlite"
+        make_loop_export(p, [LoopPhase(evil, 1000 * n, 500 * n, 1000 * n * n)], iterations=4, seed=n)
+        runs.append(f"{p}={n}")
+    sc = scaling_sweep(runs, "n")
+    sc.budget = memory_budget(sc, 1 << 20)
+    assert sc.budget["limited_by"].endswith(evil)
+    table = render_scaling(sc, "table", width=80)
+    assert all(len(line) <= 80 for line in table.splitlines())
+    assert "\u202e" not in table and "<script>x</script>\\u202eevil" in table
+    whole = render_scaling(sc, "table")
+    assert "\u202e" not in whole and "\\u202eevil\\x0aname" in whole
+    md = render_scaling(sc, "markdown")
+    assert "<script" not in md and "\u202e" not in md
+    page = render_scaling(sc, "html")
+    assert "<script" not in page and f"<bdi>nvtxsim:{evil.replace('<', '&lt;').replace('>', '&gt;')}</bdi>" in page

@@ -15,7 +15,7 @@ are not part of any iteration.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+
 import numpy as np
 
 from nvtxsim import phases
@@ -79,7 +79,7 @@ def default_key(detail: Detail) -> str:
     return phases.ITERATION
 
 
-def per_iteration(detail: Detail, by: Optional[str] = None, *, skip_first: int = 0) -> Iterations:
+def per_iteration(detail: Detail, by: str | None = None, *, skip_first: int = 0) -> Iterations:
     """Split the selected ranges into the iterations given by the key range ``by`` (None: :func:`default_key`)."""
     if skip_first < 0:
         raise NvtxsimError("--skip-first must be >= 0")
@@ -160,12 +160,12 @@ def per_iteration(detail: Detail, by: Optional[str] = None, *, skip_first: int =
     )
 
 
-def steps_per_s(envs: float, iteration_ns: float) -> Optional[float]:
+def steps_per_s(envs: float, iteration_ns: float) -> float | None:
     """Env-steps per second of a loop that steps ``envs`` environments once per iteration."""
     return envs * 1e9 / iteration_ns if iteration_ns > 0 else None
 
 
-def steps_cost(envs: float, iteration_ns: float, phase_ns: float) -> Optional[float]:
+def steps_cost(envs: float, iteration_ns: float, phase_ns: float) -> float | None:
     """What a phase costs in env-steps/s: how much higher the rate would be without it, N/(T - t) - N/T."""
     if not (iteration_ns > phase_ns > 0):
         return None
@@ -177,14 +177,14 @@ class LoopRates:
     """Per iteration: env steps, env-steps/s and, for learning iterations, rollout and update time."""
 
     steps: np.ndarray  # env steps per iteration: its nvtxsim ``step`` ranges, else 1 (the key is one env step)
-    envs: Optional[float]  # environments per env step: ``--envs``, else recorded by nvtxsim, else None
+    envs: float | None  # environments per env step: ``--envs``, else recorded by nvtxsim, else None
     envs_source: str  # "--envs" | "recorded" | ""
     env_steps_per_s: np.ndarray  # envs × steps / iteration time; NaN while envs is unknown
-    rollout_ns: Optional[np.ndarray]  # nvtxsim ``rollout`` time per iteration (None: no rollout inside)
-    update_ns: Optional[np.ndarray]  # ``policy_update`` time per iteration (with rollout_ns)
+    rollout_ns: np.ndarray | None  # nvtxsim ``rollout`` time per iteration (None: no rollout inside)
+    update_ns: np.ndarray | None  # ``policy_update`` time per iteration (with rollout_ns)
 
 
-def recorded_envs(detail: Detail) -> Optional[float]:
+def recorded_envs(detail: Detail) -> float | None:
     """Environments per step as nvtxsim recorded them: the payload of its RL loop ranges (median)."""
     labels = [i for name in (phases.STEP, phases.LEARNING_ITERATION, phases.ROLLOUT) for i in _loop_labels(detail, name)]
     r = detail.export.ranges
@@ -194,14 +194,14 @@ def recorded_envs(detail: Detail) -> Optional[float]:
     return float(np.median(values)) if len(values) else None
 
 
-def _loop_column(detail: Detail, it: Iterations, name: str) -> Optional[int]:
+def _loop_column(detail: Detail, it: Iterations, name: str) -> int | None:
     """The column of ``it`` where the nvtxsim loop level or phase ``name`` ran inside iterations (never the key's)."""
     wanted = {str(detail.label_names[i]) for i in _loop_labels(detail, name)}
     cols = [j for j, p in enumerate(it.phases) if j > 0 and p in wanted and it.count[:, j].any()]
     return cols[0] if cols else None
 
 
-def loop_rates(detail: Detail, it: Iterations, envs: Optional[float] = None) -> LoopRates:
+def loop_rates(detail: Detail, it: Iterations, envs: float | None = None) -> LoopRates:
     """Env steps and env-steps/s per iteration (``envs`` overrides the recorded count); rollout vs update."""
     step = _loop_column(detail, it, phases.STEP)
     steps = it.count[:, step] if step is not None else np.ones(len(it), dtype=np.int64)
@@ -251,7 +251,7 @@ class PhaseAcrossIterations:
 
 def phase_stats(it: Iterations) -> list[PhaseAcrossIterations]:
     """Per phase, the distribution of its per-iteration total over the iterations (absent = 0)."""
-    out = []
+    out: list[PhaseAcrossIterations] = []
     if len(it) == 0:
         return out
     mean_iter = float(it.duration.mean()) or 1.0

@@ -23,6 +23,7 @@ method; in short:
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ BOOTSTRAP = 200
 SEED = 0
 MIN_REL_SPREAD = 0.01  # a run's relative spread is never taken below 1 % (exact repeats would get all the weight)
 METRICS = ("cpu", "gpu", "memory")
+ZERO_SCALE = 1e-3  # a run at 0 weighs as one at this fraction of the largest run's value
 
 
 # --------------------------------------------------------------------------- inputs
@@ -67,6 +69,8 @@ def parse_runs(items: Sequence[str]) -> list[RunSpec]:
         for other in runs:
             if other.value == value:
                 raise NvtxsimError(f"value {text} given twice ({other.path} and {path}): one run per value")
+            if os.path.realpath(other.path) == os.path.realpath(path):
+                raise NvtxsimError(f"{path} given twice (={other.text} and ={text}): one export per value")
         runs.append(RunSpec(path=path, value=value, text=text))
     return sorted(runs, key=lambda r: r.value)
 
@@ -84,7 +88,10 @@ def parse_size(text: str) -> int:
         raise NvtxsimError(f"--memory-budget {text!r}: expected a size such as 80GiB, 80GB or 512MiB")
     power = "KMGT".index(prefix) + 1 if prefix else 0
     base = 1000 if (prefix and b and not binary) else 1024  # "GB" decimal; "GiB" and a bare "G" binary
-    return int(number * base**power)
+    size = number * base**power
+    if not math.isfinite(size) or size < 1:
+        raise NvtxsimError(f"--memory-budget {text!r}: must be a positive size of at least one byte")
+    return int(size)
 
 
 def parse_value(text: str, what: str) -> float:
@@ -198,9 +205,21 @@ class PowerFit:
         return self.floor + self.coef * n**self.exponent
 
 
+def _weights(y: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """1 / absolute error of each run's centre (relative weights: small and large N count alike).
+
+    A run at 0 (a phase that allocates or launches nothing at small N) has no relative error: it
+    is weighted as a run at ``ZERO_SCALE`` of the largest centre, not infinitely (which would turn
+    the sums into inf and NaN)."""
+    scale = np.maximum(y, ZERO_SCALE * float(np.max(y, initial=0.0)))
+    with np.errstate(divide="ignore"):
+        w = 1.0 / (np.maximum(rel, MIN_REL_SPREAD) * scale)
+    return np.where(np.isfinite(w), w, 0.0)
+
+
 def fit_power(x: np.ndarray, y: np.ndarray, rel: np.ndarray) -> PowerFit:
     """Grid search over k of the non-negative weighted least squares of y on [1, x^k]."""
-    w = 1.0 / (np.maximum(rel, MIN_REL_SPREAD) * np.maximum(y, 1e-300)) ** 2
+    w = _weights(y, rel) ** 2
     X = x[None, :] ** K_GRID[:, None]  # (K, n)
     s0, s1, s2 = w.sum(), (w * X).sum(1), (w * X * X).sum(1)
     t0, t1 = (w * y).sum(), (w * X * y).sum(1)
@@ -255,7 +274,7 @@ def quadratic(x: np.ndarray, y: np.ndarray, rel: np.ndarray) -> list[float]:
     scale = float(x.max())
     u = x / scale
     A = np.stack([np.ones_like(u), u, u * u], axis=1)
-    sw = 1.0 / (np.maximum(rel, MIN_REL_SPREAD) * np.maximum(y, 1e-300))
+    sw = _weights(y, rel)
     Aw, yw = A * sw[:, None], y * sw
     best, best_sse = np.zeros(3), float((yw**2).sum())
     for cols in ((0, 1, 2), (0, 1), (0, 2), (1, 2), (0,), (1,), (2,)):
@@ -355,7 +374,7 @@ def fit_metric(metric: str, values: np.ndarray, samples: list[np.ndarray], rng: 
     mf.cls = classify(mf.power)
     mf.exponent = 0.0 if mf.cls == "constant" else mf.power.exponent
     if mf.cls == "constant":  # predict a constant, not a growth term too small to classify
-        w = 1.0 / (rel * np.maximum(y, 1e-300)) ** 2
+        w = _weights(y, rel) ** 2
         mf.power = PowerFit(floor=float((w * y).sum() / w.sum()), coef=0.0, exponent=0.0, growth=mf.power.growth)
     lo, hi = _bootstrap_exponent(values, samples, rng)
     mf.exponent_low, mf.exponent_high = lo, hi

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from nvtxsim import phases as P
 from nvtxsim.emit import ranges as _emit  # looked up per call: tests record them in-process
@@ -32,7 +32,7 @@ BEGIN, END = "begin", "end"
 Event = tuple[str, str]  # (BEGIN | END, level)
 
 _tls = threading.local()
-_defaults: dict[str, Optional[int]] = {"num_envs": None}
+_defaults: dict[str, int | None] = {"num_envs": None}
 
 
 def _open() -> dict[str, Any]:
@@ -57,7 +57,7 @@ def _attr(obj: Any, name: str) -> Any:
         return None
 
 
-def _positive_int(value: Any) -> Optional[int]:
+def _positive_int(value: Any) -> int | None:
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -67,7 +67,7 @@ def _positive_int(value: Any) -> Optional[int]:
     return n if n > 0 else None
 
 
-def num_envs_of(owner: Any) -> Optional[int]:
+def num_envs_of(owner: Any) -> int | None:
     """Environments stepped per step: the owner's (rl_games ``num_actors``), else the env seen last."""
     for name in ("num_envs", "num_actors"):
         n = _positive_int(_attr(owner, name))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from nvtxsim.emit.ranges import is_measuring
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.isaaclab import loop, phasemap as M
-from nvtxsim.isaaclab.envs import apply_class_targets, instrument as instrument_env, unwrap_env
+from nvtxsim.isaaclab import loop
+from nvtxsim.isaaclab import phasemap as M
+from nvtxsim.isaaclab.envs import apply_class_targets, unwrap_env
+from nvtxsim.isaaclab.envs import instrument as instrument_env
 from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, patch_defining, warn_missing
 from nvtxsim.isaaclab.ranges import PolicyFactoryPhase, runner_phase
 
@@ -16,7 +18,7 @@ from nvtxsim.isaaclab.ranges import PolicyFactoryPhase, runner_phase
 _REQUIRED = {"rsl_rl": ("act", "update"), "skrl": ("act",), "rl_games": ("get_action_values",)}
 
 
-def library_of(obj: Any) -> Optional[str]:
+def library_of(obj: Any) -> str | None:
     """``rsl_rl``, ``skrl`` or ``rl_games`` from the modules on ``type(obj).__mro__``."""
     for klass in type(obj).__mro__:
         top = (getattr(klass, "__module__", "") or "").split(".", 1)[0]

@@ -23,7 +23,7 @@ from nvtxsim.analysis.scaling import (
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.cli.commands.report import domain_from_args
 from nvtxsim.cli.output import check_writable, deliver, terminal_width
-from nvtxsim.errors import NvtxsimError, float_option, int_option
+from nvtxsim.errors import NvtxsimError, int_option
 from nvtxsim.reporting.pipeline import load_with_progress
 
 FORMATS = ("table", "json", "csv", "markdown", "html")

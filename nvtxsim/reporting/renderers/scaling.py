@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from nvtxsim.analysis.scaling import METRICS, MetricFit, Scaling
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.reporting.escaping import json_text
+from nvtxsim.reporting.escaping import json_text, markdown_cell
+from nvtxsim.reporting.renderers.terminal import fit_text
 from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
 from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
 from nvtxsim.reporting.viewtable import Column, ViewTable
@@ -187,10 +188,12 @@ def render_scaling(sc: Scaling, fmt: str, *, width: int | None = None, color: bo
     if pred is not None:
         tables.append(pred)
     lines = budget_lines(sc)
+    # The budget line names a phase: text from the export, escaped like the tables' cells.
     if fmt == "table":
-        return "\n".join(table_text(t, width=width, color=color) for t in tables) + "".join(f"{line}\n" for line in lines)
+        wrapped = [part for line in lines for part in fit_text(line, width)]
+        return "\n".join(table_text(t, width=width, color=color) for t in tables) + "".join(f"{part}\n" for part in wrapped)
     if fmt == "markdown":
-        return "\n".join(markdown_text(t) for t in tables) + "".join(f"\n> {line}\n" for line in lines)
+        return "\n".join(markdown_text(t) for t in tables) + "".join(f"\n> {markdown_cell(line)}\n" for line in lines)
     if fmt == "html":
         from nvtxsim.reporting.renderers.scaling_html import render_scaling_html
 

@@ -84,14 +84,15 @@ def render_scaling_html(sc: Scaling, tables: list[ViewTable], lines: list[str]) 
         time_plot = _plot("time per iteration", sc.values, [(ph.fits[m], name, col) for m, name, col in SERIES], fmt_ns, extra)
         mem = ph.fits.get("memory")
         mem_plot = _plot("GPU memory (own, while open)", sc.values, [(mem, MEMORY[1], MEMORY[2])], fmt_bytes, extra) if mem else ""
-        figs.append(f'<div class="ph"><h3>{html.escape(ph.phase)}</h3><div class="row">{time_plot}{mem_plot}</div></div>')
+        figs.append(f'<div class="ph"><h3><bdi>{html.escape(ph.phase)}</bdi></h3><div class="row">{time_plot}{mem_plot}</div></div>')
     notes = "".join(f'<p class="sub">{html.escape(line)}</p>' for line in ([sc.refused] if sc.refused else []) + lines)
     sections = "".join(f"<section><h2>{html.escape(t.title)}</h2>{_table_html(t)}</section>" for t in tables)
     css = _CSS + ".ph{margin:0 0 18px}.ph h3{font-size:14px;margin:0 0 4px}.row{display:flex;flex-wrap:wrap;gap:18px}figure.sp{margin:0}figcaption{font-size:12px;color:var(--mut)}"
-    src = " · ".join(f"{_short(r.spec.value)}: {r.spec.path}" for r in sc.runs)
+    # A bidi override in one path must not reorder the others: each path is isolated.
+    src = " · ".join(f"{html.escape(_short(r.spec.value))}: <bdi>{html.escape(r.spec.path)}</bdi>" for r in sc.runs)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nvtxsim scaling</title>'
-        f"<style>{css}</style></head><body><header><h1>nvtxsim scaling: {html.escape(sc.param)}</h1><p class=\"src\">{html.escape(src)}</p>{notes}</header><main>"
+        f"<style>{css}</style></head><body><header><h1>nvtxsim scaling: {html.escape(sc.param)}</h1><p class=\"src\">{src}</p>{notes}</header><main>"
         f'<section><h2>Per phase, log-log</h2><p class="sub">dots: median per iteration with its ± relative standard error; dashed: the fit that predicts (time: a + b·N^k; memory: a + b·N + c·N², all terms ≥ 0)</p>{"".join(figs)}</section>'
         f"{sections}</main><footer>made by nvtxsim {html.escape(__version__)} · self-contained, works offline</footer></body></html>\n"
     )
