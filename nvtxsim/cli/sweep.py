@@ -13,6 +13,7 @@ import dataclasses
 import shlex
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from nvtxsim.analysis.scaling import parse_value
 from nvtxsim.capture import nsys as capture
@@ -57,9 +58,10 @@ def sweep_requests(base: capture.ProfileRequest, name: str, values: list[str]) -
     ]
 
 
-def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Callable[[str], None]) -> int:
-    """Capture every value in turn (stopping at a failed program, whose exit code is returned), then print the scaling table."""
-    from nvtxsim.cli.commands.profile import report_file
+def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Callable[[str], None], out: Path | None) -> int:
+    """Capture every value in turn (stopping at a failed program, whose exit code is returned), then
+    print the scaling table (to ``out`` when given: profile's report file). Fewer than three values:
+    the table, then the refusal as ``nvtxsim scaling`` gives it (one line, exit 2)."""
     from nvtxsim.cli.commands.report import domain_from_args
 
     name, values = parse_sweep(args.sweep)
@@ -68,7 +70,6 @@ def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Calla
     reqs = sweep_requests(base, name, values)
     for r in reqs:
         capture.check_outputs(r.output, force=r.force)
-    out = report_file(args, base.output)  # as profile's report: NAME.report.EXT for every format but the table
     if out is not None:
         check_writable(out, force=base.force)
     nsys = capture.find_nsys()
@@ -92,5 +93,6 @@ def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Calla
     sys.stdout.flush()
     deliver(render_scaling(sc, args.format, width=terminal_width() if term else None, color=term), out, force=True)
     if sc.refused:
-        say(sc.refused)
+        print(f"nvtxsim: error: {sc.refused}", file=sys.stderr)
+        return 2
     return 0

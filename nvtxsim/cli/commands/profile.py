@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep:
         from nvtxsim.cli.sweep import run_sweep
 
-        return run_sweep(args, req, _say)
+        return run_sweep(args, req, _say, report_file(args, req.output))  # STEM.report.EXT, as a single capture's report
     nsys = capture.find_nsys()
     capture.check_outputs(req.output, force=req.force)
     out = report_file(args, req.output)
