@@ -89,7 +89,7 @@ def test_json_text_never_writes_nan_or_infinity():
 # --------------------------------------------------------------------------- CSV
 
 
-def read_both(text: str) -> tuple[list[list[str]], "object"]:
+def read_both(text: str) -> tuple[list[list[str]], object]:
     import pandas as pd
 
     rows = list(csv.reader(io.StringIO(text, newline="")))

@@ -133,7 +133,7 @@ def write_stream(stream: IO[str], text: str, name: str) -> None:
         fd = _file_descriptor(stream)
         if fd is not None:
             stream.flush()
-            _write_fd(fd, encode_text(text, stream.encoding or "utf-8"))
+            _write_fd(fd, encode_text(text, getattr(stream, "encoding", None) or "utf-8"))
         else:
             stream.write(text)
             stream.flush()
@@ -179,8 +179,8 @@ def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False
     p = resolved(asked)
     try:
         if is_stream(p):  # renaming over a device or FIFO would destroy it (even as root)
-            with open(p, "wb") as fh:
-                fh.write(raw)
+            with open(p, "wb") as device:
+                device.write(raw)
             return asked
 
         def recheck() -> None:

@@ -16,8 +16,8 @@ import signal
 import sqlite3
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 from nvtxsim.errors import NvtxsimError
 
@@ -93,7 +93,7 @@ def inflate_limit(folder: Path) -> tuple[int, str]:
     return share, f"{int(FREE_SHARE * 100)} % of the {_human(free)} free in {folder}"
 
 
-def inflate(path: Path, dst: Path, limit: Optional[int] = None) -> None:
+def inflate(path: Path, dst: Path, limit: int | None = None) -> None:
     """Decompress ``path`` into ``dst``, refusing past the size limit (a gzip bomb or a full disk: one clear line)."""
     import gzip
     import zlib
@@ -140,7 +140,7 @@ def _human(n: float) -> str:
 WAL_HEADER = 32
 
 
-def pending_wal(path: Path) -> Optional[Path]:
+def pending_wal(path: Path) -> Path | None:
     """The ``-wal`` beside ``path`` when it holds frames (rows an immutable read would miss), else None."""
     wal = Path(str(path) + "-wal")
     try:

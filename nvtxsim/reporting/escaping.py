@@ -12,7 +12,9 @@ import io
 import json
 import math
 import re
-from typing import Any, Iterable, Sequence
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 # C0/C1 controls, DEL, and the characters that reorder or break lines on a terminal:
 # bidi embeddings/overrides/isolates (U+202A-U+202E, U+2066-U+2069), marks (U+200E/F, U+061C),
@@ -25,7 +27,7 @@ def printable(text: str) -> str:
     return _TERMINAL_UNSAFE.sub(_escape_char, str(text))
 
 
-def _escape_char(m: "re.Match[str]") -> str:
+def _escape_char(m: re.Match[str]) -> str:
     o = ord(m.group())
     return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
 
@@ -86,13 +88,9 @@ def json_text(value: Any, **kwargs: Any) -> str:
 
 
 def _json_default(value: Any) -> Any:
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover
-        np = None
-    if np is not None and isinstance(value, np.generic):
-        return json_safe(value.item())
-    if np is not None and isinstance(value, np.ndarray):
+    """numpy scalars and arrays as their Python values (numpy is only looked at when already loaded)."""
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, (np.generic, np.ndarray)):
         return json_safe(value.tolist())
     return None
 
