@@ -341,3 +341,20 @@ def test_non_utf8_file_name_in_every_format(export, tmp_path, fmt):
         text = out.read_bytes().decode("utf-8")
         if fmt == "json":
             assert strict_json(text)["source"]["path"].endswith("bad\ufffdname.sqlite" + (".gz" if path == gz else ""))
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
+def test_compare_keeps_names_as_data(export, fmt):
+    proc = cli("compare", str(export), str(export), "--domain", "all", "-f", fmt)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    if fmt == "table":
+        assert not UNSAFE_TERMINAL.search(text)
+    elif fmt == "markdown":
+        assert set(md_tags(text).tags) <= ALLOWED_MD_TAGS and not UNSAFE_TERMINAL.search(text)
+    elif fmt == "csv":
+        rows, frame = read_both(text)
+        assert frame.values.tolist() == rows[1:]
+        assert not [v for r in rows[1:] for v in r if v[:1] in ("=", "+", "-", "@", "\t", "\r") and not _is_number(v)]
+    else:
+        strict_json(text)
