@@ -408,8 +408,53 @@ class _FakeTorch:
     cuda = _FakeCuda
 
 
-def test_gpu_events_paired_pooled_and_skipped_while_capturing(monkeypatch, clean_live):
-    monkeypatch.setitem(sys.modules, "torch", _FakeTorch)
+class _FakeStream:
+    def __init__(self, stream_id=7, device_index=0, device_type=1):
+        self.stream_id, self.device_index, self.device_type = stream_id, device_index, device_type
+
+
+class _FakeCudaWithStreams(_FakeCuda):
+    Stream = _FakeStream
+
+    @staticmethod
+    def current_stream():
+        return _FakeStream()
+
+
+class _FakeC:
+    """torch._C's functions that live timing calls directly when they exist."""
+
+    records: list = []
+
+    @staticmethod
+    def _cuda_getDevice():
+        return 0
+
+    @staticmethod
+    def _cuda_getCurrentStream(device):
+        return (7, device, 1)
+
+    @staticmethod
+    def _cuda_isCurrentStreamCapturing():
+        return _FakeCuda.capturing
+
+    class _CudaEventBase:
+        @staticmethod
+        def record(event, stream):
+            _FakeC.records.append(stream.stream_id)
+            event.record(stream)
+
+
+class _FakeTorchC:
+    cuda = _FakeCudaWithStreams
+    _C = _FakeC
+
+
+@pytest.mark.parametrize("fake", [_FakeTorch, _FakeTorchC], ids=["public-api", "c-functions"])
+def test_gpu_events_paired_pooled_and_skipped_while_capturing(monkeypatch, clean_live, fake):
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    _FakeC.records.clear()
+    live._POOL.clear()  # events of an earlier test
     _FakeEvent.created = 0
     records: list[dict] = []
     window.configure(None)
@@ -437,6 +482,7 @@ def test_gpu_events_paired_pooled_and_skipped_while_capturing(monkeypatch, clean
     last = records[2]["phases"]
     assert last["nvtxsim:sim_step"]["count"] == 2 and last["nvtxsim:sim_step"]["gpu_ns"] == 1000  # iteration 5 left out
     assert created == [8] and 8 <= _FakeEvent.created <= 12  # resolved events are reused (20 without the pool)
+    assert len(_FakeC.records) == (20 if fake is _FakeTorchC else 0) and set(_FakeC.records) <= {7}
 
 
 def test_off_leaves_the_fast_path_as_it_was(tmp_path, clean_live):
@@ -503,6 +549,7 @@ def test_nvtxsim_run_isaaclab_script_writes_live_lines(tmp_path):
 def test_gpu_off_records_no_events(monkeypatch, clean_live):
     monkeypatch.setitem(sys.modules, "torch", _FakeTorch)
     _FakeEvent.created = 0
+    live._POOL.clear()
     records: list[dict] = []
     window.configure(None)
     live.start(None, every=2, callback=records.append, gpu=False)

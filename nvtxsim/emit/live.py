@@ -132,6 +132,7 @@ class _Session:
         self.gpu = False  # CUDA in use: record events
         self.torch: Any = None
         self.capturing: Callable[[], bool] = bool  # torch.cuda.is_current_stream_capturing once CUDA is in use
+        self.record_on_stream: Callable[[Any], Any] = _record_event  # event -> recorded on the current stream
         self.pool = _POOL  # idle CUDA events, kept across start()/stop()
         import queue  # here, not at import: ``import nvtxsim`` stays light when live timing is off
 
@@ -183,6 +184,7 @@ class _Session:
                 # the C function behind torch.cuda.is_current_stream_capturing (one Python frame less per record)
                 c_capturing = getattr(getattr(torch, "_C", None), "_cuda_isCurrentStreamCapturing", None)
                 self.capturing = c_capturing or torch.cuda.is_current_stream_capturing
+                self.record_on_stream = _stream_recorder(torch)
                 self.torch, self.gpu = torch, True
         except Exception:
             pass
@@ -212,7 +214,7 @@ class _Session:
             ev = self.pool.pop()
         except IndexError:
             ev = self.torch.cuda.Event(enable_timing=True)
-        ev.record()
+        self.record_on_stream(ev)
         return ev
 
     def _recycle(self, pending: list) -> None:
@@ -328,6 +330,45 @@ class _Session:
                 self.file.close()
             except Exception:
                 pass
+
+
+def _record_event(event: Any) -> None:
+    event.record()  # torch.cuda.Event.record: on torch.cuda.current_stream()
+
+
+def _stream_recorder(torch: Any) -> Callable[[Any], None]:
+    """``event.record()`` on the current stream through torch's C functions: the same calls that
+    ``Event.record`` -> ``current_stream()`` make, without their ~10 Python frames (several µs per record).
+
+    Used only when those functions exist and give the stream ``torch.cuda.current_stream()`` gives;
+    else the public ``event.record()``.
+    """
+    C = getattr(torch, "_C", None)
+    get_device = getattr(C, "_cuda_getDevice", None)
+    get_stream = getattr(C, "_cuda_getCurrentStream", None)
+    record = getattr(getattr(C, "_CudaEventBase", None), "record", None)
+    Stream = getattr(torch.cuda, "Stream", None)
+    if not (get_device and get_stream and record and Stream):
+        return _record_event
+    streams: dict[tuple, Any] = {}
+
+    def record_on_current_stream(event: Any) -> None:
+        data = get_stream(get_device())
+        stream = streams.get(data)
+        if stream is None:
+            if len(streams) > 256:
+                streams.clear()
+            stream = streams[data] = Stream(stream_id=data[0], device_index=data[1], device_type=data[2])
+        record(event, stream)
+
+    try:
+        official = torch.cuda.current_stream()
+        data = get_stream(get_device())
+        if (data[0], data[1]) != (official.stream_id, official.device_index):
+            return _record_event
+    except Exception:
+        return _record_event
+    return record_on_current_stream
 
 
 def _wait_for(event: Any, deadline: float) -> bool:
