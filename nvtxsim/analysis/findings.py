@@ -29,7 +29,7 @@ from typing import Optional
 import numpy as np
 
 from nvtxsim.analysis.gpu import is_sync_api
-from nvtxsim.analysis.iterations import Iterations, per_iteration
+from nvtxsim.analysis.iterations import Iterations, culprits, per_iteration
 from nvtxsim.analysis.launches import api_name, contained, innermost, ops_of
 from nvtxsim.analysis.projection import _union_length
 from nvtxsim.analysis.selection import Detail
@@ -565,18 +565,15 @@ def outlier_findings(ctx: _Context) -> list[Finding]:
     slow = np.flatnonzero(it.duration > OUTLIER_FACTOR * med)
     if len(slow) == 0:
         return []
-    med_ph = np.median(it.cpu, axis=0)
-    excess = it.cpu[slow] - med_ph
-    excess[:, 0] = -np.inf  # the key range itself explains nothing
-    culprit = np.argmax(excess, axis=1) if it.cpu.shape[1] > 1 else np.zeros(len(slow), dtype=np.int64)
+    culprit, excess = culprits(it, slow)  # the key range itself explains nothing
     out = []
     for j in np.unique(culprit):
         k = slow[culprit == j]
         cost = float((it.duration[k] - med).sum())
-        phase = it.phases[int(j)] if excess[culprit == j, j].max() > 0 else it.key
+        phase = it.phases[int(j)] if excess[culprit == j].max() > 0 else it.key
         ev = {
             "iterations": it.index[k].tolist()[:20], "count": int(len(k)), "median_ns": int(med),
-            "max_ns": int(it.duration[k].max()), "phase_excess_ns": int(np.maximum(excess[culprit == j, j], 0).sum()),
+            "max_ns": int(it.duration[k].max()), "phase_excess_ns": int(np.maximum(excess[culprit == j], 0).sum()),
         }
         f = ctx.finding(phase, "outlier_iterations", cost, ev)
         if f is not None:

@@ -25,7 +25,7 @@ from typing import Optional
 
 import numpy as np
 
-from nvtxsim.analysis.projection import _union_length
+from nvtxsim.analysis.projection import _group_quantiles, _union_length
 from nvtxsim.analysis.launches import api_name, contained, copy_direction, is_graph_launch, queue_delay, unique_pairs
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.schema import GRAPH, KERNEL, MEMCPY, MEMSET, PID_MASK
@@ -418,11 +418,16 @@ def overview(detail: Detail) -> list[GpuPhaseRow]:
         is_g = np.isin(pairs.call, g_calls)
         gb = _union_length(pairs.range[is_g], ops.start[pairs.op[is_g]], ops.end[pairs.op[is_g]], n)
         graph_gpu = per_label(gb[sel])
+    # Queue delay per label, all labels at once (a mask per phase would be quadratic in phases).
+    q_n = np.bincount(qlab, minlength=nl)
+    q_sum = np.bincount(qlab, weights=q, minlength=nl)
+    q_max = np.zeros(nl, dtype=np.int64)
+    np.maximum.at(q_max, qlab, q.astype(np.int64))
+    q_quant = _group_quantiles(qlab, q, nl, (0.5, 0.99))
     rows = []
     for p in phases:
         lab = _label_index(detail, p.domain, p.name)
-        qv = q[qlab == lab]
-        qq = np.quantile(qv, (0.5, 0.99)) if len(qv) else (0, 0)
+        has_q = q_n[lab] > 0
         c = int(cpu[lab])
         rows.append(
             GpuPhaseRow(
@@ -435,10 +440,10 @@ def overview(detail: Detail) -> list[GpuPhaseRow]:
                 gpu_idle_ns=int(idle[lab]),
                 gpu_idle_share=float(idle[lab]) / c if c and detail.has_cuda else 0.0,
                 span_gaps_ns=int(gaps[lab]),
-                queue_mean_ns=int(round(qv.mean())) if len(qv) else 0,
-                queue_p50_ns=int(round(qq[0])),
-                queue_p99_ns=int(round(qq[1])),
-                queue_max_ns=int(qv.max()) if len(qv) else 0,
+                queue_mean_ns=int(round(q_sum[lab] / q_n[lab])) if has_q else 0,
+                queue_p50_ns=int(round(q_quant[0.5][lab])) if has_q else 0,
+                queue_p99_ns=int(round(q_quant[0.99][lab])) if has_q else 0,
+                queue_max_ns=int(q_max[lab]) if has_q else 0,
                 sync_wait_ns=int(sync[lab]),
                 sync_share=float(sync[lab]) / c if c else 0.0,
                 graph_launches=int(graph_n[lab]),
@@ -449,7 +454,9 @@ def overview(detail: Detail) -> list[GpuPhaseRow]:
 
 
 def _label_index(detail: Detail, domain: str, name: str) -> int:
-    cache = detail.__dict__.setdefault("_label_index", {d_n: i for i, d_n in enumerate(detail.export.labels)})
+    cache = detail.__dict__.get("_label_index")
+    if cache is None:  # built once per Detail: a phase lookup must not cost a pass over every label
+        cache = detail.__dict__["_label_index"] = {d_n: i for i, d_n in enumerate(detail.export.labels)}
     return cache[(domain, name)]
 
 

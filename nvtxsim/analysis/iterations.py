@@ -14,6 +14,8 @@ are not part of any iteration.
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,8 +29,44 @@ QUANTILES = (0.5, 0.9, 0.99)
 
 
 @dataclass
+class IterationCells:
+    """The non-empty (iteration, phase) cells of an :class:`Iterations`, sorted by phase then iteration.
+
+    Sparse because a loop that names a phase per iteration (``phase(f"step_{i}")``) has as many
+    phases as iterations: dense matrices would grow with their product.
+    """
+
+    row: np.ndarray  # iteration row of each cell
+    col: np.ndarray  # phase column of each cell
+    cpu: np.ndarray  # summed CPU ns
+    gpu: np.ndarray  # summed GPU busy ns
+    count: np.ndarray  # instances
+    col_start: np.ndarray  # cells of phase j: [col_start[j], col_start[j + 1])
+
+    @classmethod
+    def build(cls, n_it: int, nph: int, row: np.ndarray, col: np.ndarray, cpu: np.ndarray, gpu: np.ndarray) -> "IterationCells":
+        """Sum the per-range values ``cpu``/``gpu`` of ranges at (``row``, ``col``) into cells."""
+        code = col.astype(np.int64) * max(n_it, 1) + row
+        order = np.argsort(code, kind="stable")
+        code = code[order]
+        first = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else np.zeros(0, dtype=np.int64)
+        sums = [np.add.reduceat(v[order], first) if len(first) else v[:0] for v in (cpu.astype(np.int64), gpu.astype(np.int64))]
+        count = np.diff(np.r_[first, len(code)]).astype(np.int64)
+        cell_col, cell_row = np.divmod(code[first], max(n_it, 1))
+        return cls(cell_row, cell_col, sums[0], sums[1], count, np.searchsorted(cell_col, np.arange(nph + 1)))
+
+    def values(self, what: str) -> np.ndarray:
+        return {"cpu": self.cpu, "gpu": self.gpu, "count": self.count}[what]
+
+
+@dataclass
 class Iterations:
-    """Iterations × phases matrices (ns), iterations in time order after ``skip_first``."""
+    """Iterations × phases (ns), iterations in time order after ``skip_first``.
+
+    The per (iteration, phase) sums are kept sparse (:attr:`cells`); :meth:`column`, :meth:`row` and
+    :meth:`column_stats` read them in time linear in the cells. ``cpu``/``gpu``/``count`` build the
+    dense matrices on first use, for callers that want them (their size is iterations × phases).
+    """
 
     key: str  # display label of the key range
     index: np.ndarray  # per iteration: its position among the key thread's instances (before skipping)
@@ -37,9 +75,7 @@ class Iterations:
     duration: np.ndarray  # key range CPU duration
     gpu_busy: np.ndarray  # key range GPU busy time (nsys attribution)
     phases: list[str]  # column labels (key first)
-    cpu: np.ndarray  # (iterations, phases) summed CPU ns
-    gpu: np.ndarray  # (iterations, phases) summed GPU busy ns
-    count: np.ndarray  # (iterations, phases) instances
+    cells: IterationCells  # (iterations, phases) sums, sparse; .cpu/.gpu/.count give them dense
     skipped: int = 0
     unassigned: dict[str, int] = field(default_factory=dict)  # phase → ranges outside every iteration
     # Which iteration row and phase column each non-key range went to (row -1: outside or skipped),
@@ -50,6 +86,61 @@ class Iterations:
 
     def __len__(self) -> int:
         return len(self.index)
+
+    @functools.cached_property
+    def cpu(self) -> np.ndarray:
+        return self._dense("cpu")
+
+    @functools.cached_property
+    def gpu(self) -> np.ndarray:
+        return self._dense("gpu")
+
+    @functools.cached_property
+    def count(self) -> np.ndarray:
+        return self._dense("count")
+
+    def _dense(self, what: str) -> np.ndarray:
+        out = np.zeros((len(self), len(self.phases)), dtype=np.int64)
+        out[self.cells.row, self.cells.col] = self.cells.values(what)
+        return out
+
+    def column(self, j: int, what: str = "cpu") -> np.ndarray:
+        """Phase ``j``'s value in every iteration (0 where absent)."""
+        c = self.cells
+        lo, hi = c.col_start[j], c.col_start[j + 1]
+        out = np.zeros(len(self), dtype=np.int64)
+        out[c.row[lo:hi]] = c.values(what)[lo:hi]
+        return out
+
+    def row(self, k: int, what: str = "cpu") -> np.ndarray:
+        """Every phase's value in iteration row ``k`` (0 where absent)."""
+        cols, values = self.row_cells(k, what)
+        out = np.zeros(len(self.phases), dtype=np.int64)
+        out[cols] = values
+        return out
+
+    @functools.cached_property
+    def _by_row(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.cells.row, kind="stable")
+        return order, np.searchsorted(self.cells.row[order], np.arange(len(self) + 1))
+
+    def row_cells(self, k: int, what: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+        """The phases that ran in iteration row ``k`` (columns in order, the key first) and their values."""
+        order, starts = self._by_row
+        idx = order[starts[k]:starts[k + 1]]  # cells are sorted by column, and the sort by row is stable
+        return self.cells.col[idx], self.cells.values(what)[idx]
+
+    def present(self) -> np.ndarray:
+        """Per phase, the iterations in which it ran."""
+        return np.diff(self.cells.col_start)
+
+    def column_quantiles(self, what: str, qs: "tuple[float, ...]") -> np.ndarray:
+        """(phases, len(qs)) ``np.quantile`` of each column (absent = 0), from the cells only."""
+        return _column_order_stats(self, what, qs, median=False)
+
+    def column_medians(self, what: str = "cpu") -> np.ndarray:
+        """Per phase, ``np.median`` of its column (absent = 0), from the cells only."""
+        return _column_order_stats(self, what, (0.5,), median=True)[:, 0]
 
 
 def _key_label(detail: Detail, by: str) -> int:
@@ -110,15 +201,8 @@ def per_iteration(detail: Detail, by: str | None = None, *, skip_first: int = 0)
     col = np.zeros(len(ex.labels) + 1, dtype=np.int64)
     col[labels_used] = np.arange(1, len(labels_used) + 1)
     nph = len(phase_labels)
-    cpu = np.zeros((n_it, nph), dtype=np.int64)
-    gpu = np.zeros((n_it, nph), dtype=np.int64)
-    cnt = np.zeros((n_it, nph), dtype=np.int64)
     busy = detail.gpu.busy
     dur = r.end - r.start
-    if n_it:
-        cpu[:, 0] = dur[keys]
-        gpu[:, 0] = busy[keys]
-        cnt[:, 0] = 1
     unassigned: dict[str, int] = {}
     it_of = np.full(len(members), -1, dtype=np.int64)
     if len(all_keys) and len(members):
@@ -133,11 +217,14 @@ def per_iteration(detail: Detail, by: str | None = None, *, skip_first: int = 0)
             cand = np.where(ok, ks[np.maximum(j, 0)], -1)
             inside = ok & (r.start[members[ms]] <= r.end[all_keys[np.maximum(cand, 0)]])
             it_of[ms[inside]] = slot[cand[inside]]
-        hit = it_of >= 0
-        c = col[r.label[members[hit]]]
-        np.add.at(cpu, (it_of[hit], c), dur[members[hit]])
-        np.add.at(gpu, (it_of[hit], c), busy[members[hit]])
-        np.add.at(cnt, (it_of[hit], c), 1)
+    hit = np.flatnonzero(it_of >= 0)
+    cells = IterationCells.build(
+        n_it, nph,
+        row=np.r_[np.arange(n_it), it_of[hit]].astype(np.int64),
+        col=np.r_[np.zeros(n_it, dtype=np.int64), col[r.label[members[hit]]]],
+        cpu=np.r_[dur[keys], dur[members[hit]]],
+        gpu=np.r_[busy[keys], busy[members[hit]]],
+    )
     miss = members[it_of == -1]
     for lab, n in zip(*np.unique(r.label[miss], return_counts=True)):
         unassigned[str(detail.label_names[lab])] = int(n)
@@ -149,9 +236,7 @@ def per_iteration(detail: Detail, by: str | None = None, *, skip_first: int = 0)
         duration=dur[keys],
         gpu_busy=busy[keys],
         phases=[str(detail.label_names[lab]) for lab in phase_labels],
-        cpu=cpu,
-        gpu=gpu,
-        count=cnt,
+        cells=cells,
         skipped=int((~keep_all).sum()),
         unassigned=unassigned,
         members=members,
@@ -197,14 +282,15 @@ def recorded_envs(detail: Detail) -> float | None:
 def _loop_column(detail: Detail, it: Iterations, name: str) -> int | None:
     """The column of ``it`` where the nvtxsim loop level or phase ``name`` ran inside iterations (never the key's)."""
     wanted = {str(detail.label_names[i]) for i in _loop_labels(detail, name)}
-    cols = [j for j, p in enumerate(it.phases) if j > 0 and p in wanted and it.count[:, j].any()]
+    present = it.present()
+    cols = [j for j, p in enumerate(it.phases) if j > 0 and p in wanted and present[j]]
     return cols[0] if cols else None
 
 
 def loop_rates(detail: Detail, it: Iterations, envs: float | None = None) -> LoopRates:
     """Env steps and env-steps/s per iteration (``envs`` overrides the recorded count); rollout vs update."""
     step = _loop_column(detail, it, phases.STEP)
-    steps = it.count[:, step] if step is not None else np.ones(len(it), dtype=np.int64)
+    steps = it.column(step, "count") if step is not None else np.ones(len(it), dtype=np.int64)
     source = "--envs" if envs else ""
     if not envs:
         envs = recorded_envs(detail)
@@ -216,8 +302,8 @@ def loop_rates(detail: Detail, it: Iterations, envs: float | None = None) -> Loo
     zeros = np.zeros(len(it), dtype=np.int64)
     return LoopRates(
         steps=steps, envs=envs or None, envs_source=source, env_steps_per_s=rate,
-        rollout_ns=it.cpu[:, rollout] if rollout is not None else None,
-        update_ns=(it.cpu[:, update] if update is not None else zeros) if rollout is not None else None,
+        rollout_ns=it.column(rollout) if rollout is not None else None,
+        update_ns=(it.column(update) if update is not None else zeros) if rollout is not None else None,
     )
 
 
@@ -250,33 +336,118 @@ class PhaseAcrossIterations:
 
 
 def phase_stats(it: Iterations) -> list[PhaseAcrossIterations]:
-    """Per phase, the distribution of its per-iteration total over the iterations (absent = 0)."""
-    out: list[PhaseAcrossIterations] = []
+    """Per phase, the distribution of its per-iteration total over the iterations (absent = 0).
+
+    Computed from the sparse cells (``np.quantile``'s numbers), so the time is linear in the
+    cells even when every iteration has phases of its own."""
     if len(it) == 0:
-        return out
+        return []
+    n = len(it)
     mean_iter = float(it.duration.mean()) or 1.0
+    c, nph = it.cells, len(it.phases)
+    sums = {w: np.bincount(c.col, weights=c.values(w), minlength=nph) for w in ("cpu", "gpu", "count")}
+    maxima = {w: _column_max(it, w) for w in ("cpu", "gpu")}
+    qc, qg = it.column_quantiles("cpu", QUANTILES), it.column_quantiles("gpu", (0.5, 0.99))
+    present = it.present()
+    out = []
     for j, name in enumerate(it.phases):
-        c, g = it.cpu[:, j], it.gpu[:, j]
-        qc = np.quantile(c, QUANTILES)
-        qg = np.quantile(g, (0.5, 0.99))
+        cpu_mean, gpu_mean = sums["cpu"][j] / n, sums["gpu"][j] / n
         out.append(
             PhaseAcrossIterations(
                 phase=name,
-                iterations=int((it.count[:, j] > 0).sum()),
-                mean_ns=int(round(c.mean())),
-                p50_ns=int(round(qc[0])),
-                p90_ns=int(round(qc[1])),
-                p99_ns=int(round(qc[2])),
-                max_ns=int(c.max()),
-                share=float(c.mean()) / mean_iter,
-                gpu_mean_ns=int(round(g.mean())),
-                gpu_p50_ns=int(round(qg[0])),
-                gpu_p99_ns=int(round(qg[1])),
-                gpu_max_ns=int(g.max()),
-                per_iteration_count=float(it.count[:, j].mean()),
+                iterations=int(present[j]),
+                mean_ns=int(round(cpu_mean)),
+                p50_ns=int(round(qc[j, 0])),
+                p90_ns=int(round(qc[j, 1])),
+                p99_ns=int(round(qc[j, 2])),
+                max_ns=int(maxima["cpu"][j]),
+                share=float(cpu_mean) / mean_iter,
+                gpu_mean_ns=int(round(gpu_mean)),
+                gpu_p50_ns=int(round(qg[j, 0])),
+                gpu_p99_ns=int(round(qg[j, 1])),
+                gpu_max_ns=int(maxima["gpu"][j]),
+                per_iteration_count=float(sums["count"][j] / n),
             )
         )
     return out
+
+
+def _column_max(it: Iterations, what: str) -> np.ndarray:
+    """Per phase, the largest value of its column (absent = 0)."""
+    c = it.cells
+    out = np.zeros(len(it.phases), dtype=np.int64)
+    nonempty = np.flatnonzero(np.diff(c.col_start) > 0)
+    if len(nonempty):
+        out[nonempty] = np.maximum.reduceat(c.values(what), c.col_start[nonempty])
+    full = np.diff(c.col_start) == len(it)  # no implicit 0 in these columns
+    return np.where(full, out, np.maximum(out, 0))
+
+
+def _column_order_stats(it: Iterations, what: str, qs: "tuple[float, ...]", *, median: bool) -> np.ndarray:
+    """Quantiles (``np.quantile``, linear) or the median (``np.median``) of every column at once.
+
+    A column is its cells plus ``n - cells`` implicit zeros; with no negative value the zeros come
+    first in sorted order, so order statistic ``i`` is 0 below the zeros and a sorted cell above.
+    Interpolation follows numpy's arithmetic, so the numbers are the same as on the dense column.
+    """
+    c, n, nph = it.cells, len(it), len(it.phases)
+    vals = c.values(what)
+    if len(vals) and vals.min() < 0:  # not the case for durations; keep numpy's answer regardless
+        dense = getattr(it, what).astype(np.float64)
+        return np.median(dense, axis=0)[:, None] if median else np.quantile(dense, qs, axis=0).T
+    order = np.lexsort((vals, c.col))
+    ordered = vals[order].astype(np.float64)
+    zeros = n - np.diff(c.col_start)
+
+    def stat(i: int) -> np.ndarray:
+        pos = c.col_start[:-1] + i - zeros
+        ok = i >= zeros
+        return np.where(ok, ordered[np.clip(pos, 0, max(len(ordered) - 1, 0))] if len(ordered) else 0.0, 0.0)
+
+    out = np.zeros((nph, len(qs)), dtype=np.float64)
+    for k, q in enumerate(qs):
+        if median:
+            out[:, k] = (stat((n - 1) // 2) + stat(n // 2)) / 2
+            continue
+        v = (n - 1) * q
+        lo = math.floor(v)
+        hi = lo + 1 if v < n - 1 else lo
+        a, b = stat(min(lo, n - 1)), stat(min(hi, n - 1))
+        gamma = v - lo
+        diff = b - a
+        out[:, k] = b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
+    return out
+
+
+def culprits(it: Iterations, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per iteration row: the phase (never the key, column 0) whose CPU time exceeds its median the most,
+    and that excess (``-inf`` when the key is the only phase).
+
+    The same answer as ``argmax(cpu[rows] - median(cpu, axis=0))`` with column 0 excluded (ties: the
+    first column), found from the cells: a phase absent from a row exceeds by minus its median, so
+    only the row's own phases and the absent phase with the smallest median are candidates.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.zeros(len(rows), dtype=np.int64)
+    best = np.full(len(rows), -np.inf)
+    if len(it.phases) < 2:
+        return cols, best
+    med = it.column_medians("cpu")
+    by_median = (np.lexsort((np.arange(1, len(med)), med[1:])) + 1).tolist()  # smallest median first, then column
+    for n, k in enumerate(rows.tolist()):
+        mine, values = it.row_cells(k)
+        mine, values = mine[1:], values[1:]  # column 0 (the key) is in every row
+        cand_j, cand_v = -1, -np.inf
+        if len(mine):
+            ex = values - med[mine]
+            i = int(np.argmax(ex))
+            cand_j, cand_v = int(mine[i]), float(ex[i])
+        present = set(mine.tolist())
+        absent = next((j for j in by_median if j not in present), None)
+        if absent is not None and (-med[absent] > cand_v or (-med[absent] == cand_v and absent < cand_j)):
+            cand_j, cand_v = absent, float(-med[absent])
+        cols[n], best[n] = cand_j, cand_v
+    return cols, best
 
 
 @dataclass
@@ -290,7 +461,7 @@ class SlowIteration:
     gpu_busy_ns: int
     culprit: str  # phase with the largest excess over its median
     culprit_excess_ns: int
-    phases: dict[str, int]  # CPU ns per phase in this iteration
+    phases: dict[str, int]  # CPU ns per phase that ran in this iteration (the key first)
 
 
 def slowest(it: Iterations, top: int = 5) -> list[SlowIteration]:
@@ -298,14 +469,12 @@ def slowest(it: Iterations, top: int = 5) -> list[SlowIteration]:
     if len(it) == 0:
         return []
     med_it = float(np.median(it.duration)) or 1.0
-    med_ph = np.median(it.cpu, axis=0)
     order = np.argsort(-it.duration, kind="stable")[: max(top, 0)]
+    cols, excess = culprits(it, order)
     out = []
     for rank, k in enumerate(order, 1):
-        excess = it.cpu[k] - med_ph
-        excess[0] = -np.inf  # the key itself is not an explanation
-        j = int(np.argmax(excess)) if len(excess) > 1 else 0
-        j = j if j and excess[j] > 0 else 0
+        ran, cpu_k = it.row_cells(int(k))
+        j = int(cols[rank - 1]) if excess[rank - 1] > 0 else 0
         out.append(
             SlowIteration(
                 rank=rank,
@@ -316,8 +485,8 @@ def slowest(it: Iterations, top: int = 5) -> list[SlowIteration]:
                 vs_median=float(it.duration[k]) / med_it,
                 gpu_busy_ns=int(it.gpu_busy[k]),
                 culprit=it.phases[j] if j else "",
-                culprit_excess_ns=int(round(excess[j])) if j else 0,
-                phases={p: int(v) for p, v in zip(it.phases, it.cpu[k])},
+                culprit_excess_ns=int(round(excess[rank - 1])) if j else 0,
+                phases={it.phases[c]: int(v) for c, v in zip(ran.tolist(), cpu_k.tolist())},
             )
         )
     return out

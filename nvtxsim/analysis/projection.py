@@ -15,7 +15,8 @@ reduced with ``reduceat``. Memory is bounded by processing ranges in chunks.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import functools
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
@@ -271,7 +272,7 @@ class PhaseStats:
         return f"{self.domain}:{self.name}" if self.domain else self.name
 
     def as_dict(self) -> dict:
-        d = asdict(self)
+        d = {name: getattr(self, name) for name in _phase_fields()}  # scalars only: no deep copy needed
         for key in MEMORY_FIELDS:
             if d[key] is None:
                 del d[key]  # exports without memory events keep the original fields
@@ -279,6 +280,11 @@ class PhaseStats:
 
 
 MEMORY_FIELDS = ("gpu_mem_peak_bytes", "gpu_mem_net_bytes")
+
+
+@functools.lru_cache(maxsize=None)
+def _phase_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(PhaseStats))
 
 
 @dataclass

@@ -8,13 +8,14 @@ here that makes such text inert for it; renderers never format names any other w
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
 import re
 import sys
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Optional
 
 # C0/C1 controls, DEL, and the characters that reorder or break lines on a terminal:
 # bidi embeddings/overrides/isolates (U+202A-U+202E, U+2066-U+2069), marks (U+200E/F, U+061C),
@@ -81,10 +82,40 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def json_text(value: Any, **kwargs: Any) -> str:
-    """Strict JSON text (never ``NaN``/``Infinity``): what every JSON and Perfetto output goes through."""
+def json_text(value: Any, *, indent: Optional[int] = None, **kwargs: Any) -> str:
+    """Strict JSON text (never ``NaN``/``Infinity``): what every JSON and Perfetto output goes through.
+
+    With ``indent``, objects and lists are indented except table rows (a list of objects): one row
+    per line. Rows are then encoded by the C encoder (``json.dumps`` without indent), which keeps a
+    report with 100,000 phases in seconds; Python's indenting encoder takes ten times longer.
+    """
     kwargs.setdefault("ensure_ascii", False)
-    return json.dumps(json_safe(value), allow_nan=False, default=_json_default, **kwargs)
+    dumps = functools.partial(json.dumps, allow_nan=False, default=_json_default, **kwargs)
+    encode = dumps if indent is None else functools.partial(_indented_json, dumps=dumps, indent=indent, level=0)
+    try:  # most documents hold no NaN/inf: skip the pass over every value that json_safe makes
+        return encode(value)
+    except ValueError:
+        return encode(json_safe(value))
+
+
+def _indented_json(value: Any, *, dumps: Callable[[Any], str], indent: int, level: int) -> str:
+    pad, end = " " * (indent * (level + 1)), " " * (indent * level)
+    if isinstance(value, dict) and value:
+        inner = [f"{pad}{dumps(_json_key(k))}: {_indented_json(v, dumps=dumps, indent=indent, level=level + 1)}" for k, v in value.items()]
+    elif isinstance(value, (list, tuple)) and value:
+        if all(isinstance(v, dict) for v in value):  # table rows: one per line
+            inner = [pad + dumps(v) for v in value]
+        else:
+            inner = [pad + _indented_json(v, dumps=dumps, indent=indent, level=level + 1) for v in value]
+    else:
+        return dumps(value)
+    brackets = "{}" if isinstance(value, dict) else "[]"
+    return brackets[0] + "\n" + ",\n".join(inner) + "\n" + end + brackets[1]
+
+
+def _json_key(key: Any) -> str:
+    """A key as json.dumps writes it: str as is, others as their JSON text (1 → "1", True → "true")."""
+    return key if isinstance(key, str) else json.dumps(key)
 
 
 def _json_default(value: Any) -> Any:

@@ -165,15 +165,20 @@ def render_markdown(report: Report, *, before: str = "") -> str:
 
 def render_csv(report: Report) -> str:
     names = _csv_fields(report)
-    return csv_table(names, ([p.as_dict()[n] for n in names] for p in report.phases))
+    return csv_table(names, ([d[n] for n in names] for d in (p.as_dict() for p in report.phases)))
 
 
-def render_json(report: Report) -> str:
+def json_document(report: Report) -> dict:
+    """The JSON report as a document (the views are added to it as they are, without a text round trip)."""
     from nvtxsim._version import __version__
 
     doc = report.as_dict()
     doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}
-    return json_text(doc, indent=2) + "\n"
+    return doc
+
+
+def render_json(report: Report) -> str:
+    return json_text(json_document(report), indent=2) + "\n"
 
 
 RENDERERS: dict[str, Callable[[Report], str]] = {

@@ -63,7 +63,7 @@ def _table_html(t: ViewTable, limit: Optional[int] = None) -> str:
 def _iteration_data(detail: Detail, it: Any) -> Optional[dict]:
     if it is None or len(it) == 0:
         return None
-    means = it.cpu.mean(axis=0)
+    means = np.bincount(it.cells.col, weights=it.cells.cpu, minlength=len(it.phases)) / len(it)  # from the sparse cells
     order = [0] + (np.argsort(-means[1:], kind="stable") + 1).tolist()[: SERIES_MAX - 1]
     n = len(it)
     step = -(-n // ITERATION_POINTS)  # iterations per plotted point: 1 unless there are very many
@@ -73,7 +73,7 @@ def _iteration_data(detail: Detail, it: Any) -> Optional[dict]:
         return (np.maximum.reduceat(col, starts) if step > 1 else col).tolist()
 
     series = [
-        {"phase": it.phases[j], "color": _color(it.phases[j]), "cpu": points(it.cpu[:, j]), "gpu": points(it.gpu[:, j])}
+        {"phase": it.phases[j], "color": _color(it.phases[j]), "cpu": points(it.column(j)), "gpu": points(it.column(j, "gpu"))}
         for j in order
         if means[j] > 0 or j == 0
     ]

@@ -7,13 +7,12 @@ keep raw values (integer ns, bytes, fractions); human formats pick units.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
 
 from nvtxsim.analysis.projection import Report
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.escaping import csv_table, json_text
-from nvtxsim.reporting.summary import fmt_bytes, fmt_ns, markdown_cell, render_csv, render_json, render_markdown, render_table
+from nvtxsim.reporting.summary import fmt_bytes, fmt_ns, json_document, markdown_cell, render_csv, render_markdown, render_table
 from nvtxsim.reporting.viewtable import Column, ViewTable
 
 
@@ -88,7 +87,7 @@ def csv_text(t: ViewTable) -> str:
 def render_views(report: Report, tables: list[ViewTable], fmt: str, *, width: Optional[int] = None, color: bool = False) -> str:
     """All requested views in one text (csv: exactly one view)."""
     if fmt == "json":
-        doc = json.loads(render_json(report))
+        doc = json_document(report)
         doc["views"] = {t.name: t.as_dict() for t in tables}
         return json_text(doc, indent=2) + "\n"
     if fmt == "csv":
