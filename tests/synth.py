@@ -466,3 +466,49 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
     con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (end, end))
     con.commit()
     con.close()
+
+
+# --------------------------------------------------------------------------- many distinct names (issue 13)
+
+NAMES_API = {"launch": "cudaLaunchKernel_v7000", "copy": "cudaMemcpyAsync_v3020", "sync": "cudaStreamSynchronize_v3020"}
+
+
+def make_names_export(path: Path, names: int) -> None:
+    """An export with ``2 × names`` distinct range names (``step_i``, ``render_i``) plus ``iteration``."""
+    con = sqlite3.connect(path)
+    con.executescript(DDL)
+    pid = 777
+    gpid = global_tid(pid, 0)
+    tids = (global_tid(pid, pid), global_tid(pid, pid + 1))
+    strings = {"nvtxsim": 1, "iteration": 2, "kernel": 3, **{name: 4 + k for k, name in enumerate(NAMES_API.values())}}
+    nvtx = [(0, None, 75, None, "nvtxsim", tids[0], None, 1)]
+    calls, kernels, copies = [], [], []
+    t, corr = 1_000, 1
+    for i in range(names):
+        it0 = t
+        for tid, label in zip(tids, ("step", "render")):
+            name = f"{label}_{i}"
+            strings[name] = len(strings) + 1
+            s = it0 + 100
+            nvtx.append((s, s + 5_000, 59, None, None, tid, strings[name], 1))
+            calls.append((s + 100, s + 600, 0, tid, corr, strings[NAMES_API["launch"]], 0))
+            kernels.append((s + 700, s + 2_700, 0, 1, 7, corr, gpid, 3, 3, None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+            corr += 1
+            if i % 10 == 0 and label == "step":
+                calls.append((s + 1_000, s + 1_500, 0, tid, corr, strings[NAMES_API["copy"]], 0))
+                copies.append((s + 2_800, s + 3_300, 0, 1, 7, corr, gpid, 4096, 1, None, 0, 2, 0, 1, 0, 1, None, None, None))
+                corr += 1
+                calls.append((s + 1_600, s + 3_400, 0, tid, corr, strings[NAMES_API["sync"]], 0))
+                corr += 1
+        t = it0 + 6_000
+        nvtx.append((it0, t, 59, None, None, tids[0], strings["iteration"], 1))
+        t += 500
+    con.executemany("INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,text,globalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?)", nvtx)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", calls)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", kernels)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", copies)
+    con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in strings.items()])
+    con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
+    con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (t + 1_000, t + 1_000))
+    con.commit()
+    con.close()
