@@ -70,8 +70,14 @@ def parse_stats_csv(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(body)))
 
 
+def range_label(nsys_label: str) -> str:
+    """nsys 2025 writes a default-domain range as ':name', 2022.4 as 'name'; nvtxsim as 'name'."""
+    return nsys_label[1:] if nsys_label.startswith(":") else nsys_label
+
+
 def sum_by_name(rows: list[dict[str, str]], name_col: str, value_col: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in rows:
-        out[r[name_col]] = out.get(r[name_col], 0) + int(float(r[value_col]))
+        key = range_label(r[name_col])
+        out[key] = out.get(key, 0) + int(float(r[value_col]))
     return out

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsys_util import REPO, needs_nsys, nsys_stats, parse_stats_csv, profile_python, sum_by_name
+from nsys_util import REPO, needs_nsys, nsys_stats, parse_stats_csv, profile_python, sum_by_name, range_label
 from nvtxsim.analysis.projection import project, summarize
 from nvtxsim.export.reader import load
 from synth import make_export
@@ -42,7 +42,7 @@ def _check_nvtx_sum(ours: dict, rows: list[dict[str, str]], range_col: str = "Ra
     min_col = [c for c in rows[0] if c.startswith("Min")][0]
     max_col = [c for c in rows[0] if c.startswith("Max")][0]
     for r in single:
-        p = ours[r[range_col]]
+        p = ours[range_label(r[range_col])]
         assert p.cpu_min_ns == int(r[min_col]) and p.cpu_max_ns == int(r[max_col]), r[range_col]
         assert abs(p.cpu_median_ns - float(r[med_col])) <= 0.5, r[range_col]
         assert abs(p.cpu_stddev_ns - float(r[std_col])) <= 0.5 + 1e-9 * float(r[std_col]), r[range_col]
