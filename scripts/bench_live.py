@@ -133,7 +133,10 @@ def main(argv: list[str] | None = None) -> int:
 
     med = {k: statistics.median(v) for k, v in times.items()}
     best = {k: min(v) for k, v in times.items()}
-    paired = {k: statistics.median(a / b for a, b in zip(times[k], times["off"])) for k in modes}
+    ratios = {k: [a / b for a, b in zip(times[k], times["off"])] for k in modes}
+    paired = {k: statistics.median(v) for k, v in ratios.items()}
+    # standard error of a median ~ 1.2533 sigma / sqrt(n): how far the paired ratio can stray by chance
+    paired_se = {k: 1.2533 * statistics.stdev(v) / len(v) ** 0.5 if len(v) > 1 else 0.0 for k, v in ratios.items()}
     it_ns = med["off"] * 1e9
     expected = {k: per_iter * (m[k] - m["off"]) / it_ns for k in ("on", "on_cpu", "sampled_unmeasured")}
     expected["sampled"] = (expected["on"] + (args.sample - 1) * expected["sampled_unmeasured"]) / args.sample
@@ -141,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         "demo_args": args.demo_args, "iterations": args.iterations, "repeats": args.repeats, "sample": args.sample,
         "ms_per_iter_off": round(med["off"] * 1e3, 4), "phases_per_iter": round(per_iter, 2),
         "e2e_ratio_paired_median": {k: round(paired[k], 4) for k in modes[1:]},
+        "e2e_ratio_paired_se": {k: round(paired_se[k], 4) for k in modes[1:]},
         "e2e_ratio_median": {k: round(med[k] / med["off"], 4) for k in modes[1:]},
         "e2e_ratio_best": {k: round(best[k] / best["off"], 4) for k in modes[1:]},
         "micro_ns_per_phase": {k: round(v, 1) for k, v in m.items()},
@@ -148,13 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"demo loop {args.demo_args or '(cpu defaults)'}: {result['ms_per_iter_off']} ms/iteration off, "
           f"{per_iter:.1f} phases/iteration, {args.repeats} interleaved repeats of {args.iterations} iterations")
-    print(f"{'mode':<10}{'median ms/it':>14}{'ratio (paired)':>16}{'ratio (median)':>16}{'ratio (best)':>14}{'ns/phase':>10}{'expected':>10}")
+    print(f"{'mode':<10}{'median ms/it':>14}{'ratio (paired ± s.e.)':>24}{'ratio (median)':>16}{'ratio (best)':>14}{'ns/phase':>10}{'expected':>10}")
     for k in modes:
         ratio_med = med[k] / med["off"]
         ratio_best = best[k] / best["off"]
         ns = {"off": m["off"], "off_again": m["off"], "on": m["on"], "on_cpu": m["on_cpu"]}.get(k, m["sampled_unmeasured"])
         exp = expected.get(k, 0.0)
-        print(f"{k:<10}{med[k] * 1e3:>14.3f}{paired[k]:>16.4f}{ratio_med:>16.4f}{ratio_best:>14.4f}{ns:>10.0f}{100 * exp:>9.2f}%")
+        pair = f"{paired[k]:.4f} ± {paired_se[k]:.4f}"
+        print(f"{k:<10}{med[k] * 1e3:>14.3f}{pair:>24}{ratio_med:>16.4f}{ratio_best:>14.4f}{ns:>10.0f}{100 * exp:>9.2f}%")
     print(f"(sampled: every {args.sample}th iteration measured; ns/phase for 'sampled' is an unmeasured iteration's)")
     print(RESULT_TAG + json.dumps(result))
     return 0

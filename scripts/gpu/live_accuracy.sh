@@ -46,9 +46,9 @@ echo "== $(date +%T) nsys $("$NSYS" --version 2>&1 | tail -1)"
 # ... and a heavier one (more envs, larger camera tiles: more of the GPU time is work, less is waiting).
 [ -z "${SKIP_ACCURACY:-}${SKIP_HEAVY:-}" ] && accuracy live_heavy --num-envs 16384 --camera 64x64 --iterations 40
 if [ -z "${SKIP_BENCH:-}" ]; then
-  echo "== $(date +%T) overhead: python scripts/bench_live.py --demo-args '--device $DEV --num-envs 512 --camera 32x32 --decimation 4 --update-every 16' --iterations 30 --repeats 15 --sample 10"
+  echo "== $(date +%T) overhead: python scripts/bench_live.py --demo-args '--device $DEV --num-envs 512 --camera 32x32 --decimation 4 --update-every 16' --iterations 20 --repeats 40 --sample 10"
   timeout 150 "$PY" scripts/bench_live.py --demo-args "--device $DEV --num-envs 512 --camera 32x32 --decimation 4 --update-every 16" \
-    --iterations 30 --repeats 15 --sample 10
+    --iterations 20 --repeats 40 --sample 10
   echo "bench rc=$?"
 fi
 echo "== $(date +%T) done"
