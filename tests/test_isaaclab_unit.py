@@ -542,4 +542,7 @@ def test_map_says_which_calls_begin_and_end_the_loop_levels():
     assert M.describe(by_name["rl_games.common.a2c_common.A2CBase.play_steps"]) == "begins rollout; ends rollout"
     assert M.describe(by_name["rl_games.algos_torch.a2c_continuous.A2CAgent.train_actor_critic"]) == "policy_update"
     for lib, methods in M.LOOP_EVENTS.items():  # every loop hook is patched on runner instances too
-        assert set(methods) <= set(M.RUNNER_METHODS[lib]), lib
+        assert set(methods) - set(M.TRAINING_LOOPS[lib]) <= set(M.RUNNER_METHODS[lib]), lib
+    # The training loops end every level on entry and on exit (an exception inside env.step).
+    assert M.describe(by_name["rsl_rl.runners.on_policy_runner.OnPolicyRunner.learn"]) == "ends every loop level on entry and exit"
+    assert all(M.LOOP_EVENTS[lib][m] == ((M.END, "learning_iteration"),) * 2 for lib, ms in M.TRAINING_LOOPS.items() for m in ms)

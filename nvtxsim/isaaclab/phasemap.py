@@ -238,6 +238,24 @@ RUNNER_TARGETS: tuple[Target, ...] = (
     _t("rl_games.common.a2c_common", "A2CBase.play_steps_rnn", P.ROLLOUT, kind="loop", optional=True),
     _t("rl_games.common.a2c_common", "A2CBase.get_values", P.STEP, kind="loop", optional=True,
        note="bootstrap values after the last step: ends it"),
+    # The training loops themselves: every level ends when one starts and when it returns or raises
+    # (an exception inside env.step), so no range spans the code between two calls.
+    _t("rsl_rl.runners.on_policy_runner", "OnPolicyRunner.learn", P.LEARNING_ITERATION, kind="loop", optional=True,
+       note="ends the loop levels on entry and exit"),
+    _t("rsl_rl.runners.distillation_runner", "DistillationRunner.learn", P.LEARNING_ITERATION, kind="loop",
+       optional=True, note="ends the loop levels on entry and exit"),
+    _t("skrl.trainers.torch.base", "Trainer.train", P.LEARNING_ITERATION, kind="loop", optional=True,
+       note="ends the loop levels on entry and exit"),
+    _t("skrl.trainers.torch.base", "Trainer.eval", P.LEARNING_ITERATION, kind="loop", optional=True,
+       note="ends the loop levels on entry and exit"),
+    _t("skrl.trainers.torch.sequential", "SequentialTrainer.train", P.LEARNING_ITERATION, kind="loop", optional=True,
+       note="ends the loop levels on entry and exit"),
+    _t("skrl.trainers.torch.sequential", "SequentialTrainer.eval", P.LEARNING_ITERATION, kind="loop", optional=True,
+       note="ends the loop levels on entry and exit"),
+    _t("rl_games.common.a2c_common", "ContinuousA2CBase.train", P.LEARNING_ITERATION, kind="loop", optional=True,
+       note="ends the loop levels on entry and exit"),
+    _t("rl_games.common.a2c_common", "DiscreteA2CBase.train", P.LEARNING_ITERATION, kind="loop", optional=True,
+       note="ends the loop levels on entry and exit"),
 )
 
 #: Method name -> range (None: no range, loop events only), patched on whatever class defines it for an
@@ -254,6 +272,10 @@ RUNNER_METHODS: dict[str, dict[str, Optional[str]]] = {
 
 _STEP_BEGINS: tuple[Optional[Event], Optional[Event]] = ((BEGIN, P.STEP), None)
 _UPDATE: tuple[Optional[Event], Optional[Event]] = ((END, P.ROLLOUT), (END, P.LEARNING_ITERATION))
+#: A training loop (``learn``, ``train``, ``eval``): every level ends on entry and on exit, returned or raised.
+_LOOP: tuple[Optional[Event], Optional[Event]] = ((END, P.LEARNING_ITERATION), (END, P.LEARNING_ITERATION))
+#: The training loops, patched on their classes only (runner/trainer classes, not algorithm instances).
+TRAINING_LOOPS: dict[str, tuple[str, ...]] = {"rsl_rl": ("learn",), "skrl": ("train", "eval"), "rl_games": ("train",)}
 
 #: Library -> method -> (event before the call, event after it): where steps, rollouts and learning
 #: iterations begin and end. rsl_rl 5.x and skrl 2.x have no function per step or per learning
@@ -263,19 +285,22 @@ _UPDATE: tuple[Optional[Event], Optional[Event]] = ((END, P.ROLLOUT), (END, P.LE
 #: runs from one action to the next (the loop body's bookkeeping included).
 LOOP_EVENTS: dict[str, dict[str, tuple[Optional[Event], Optional[Event]]]] = {
     "rsl_rl": {"act": _STEP_BEGINS, "process_env_step": (None, (END, P.STEP)),
-               "compute_returns": ((END, P.ROLLOUT), None), "update": _UPDATE},
-    "skrl": {"act": _STEP_BEGINS, "post_interaction": (None, (END, P.STEP)), "update": _UPDATE, "_update": _UPDATE},
+               "compute_returns": ((END, P.ROLLOUT), None), "update": _UPDATE, "learn": _LOOP},
+    "skrl": {"act": _STEP_BEGINS, "post_interaction": (None, (END, P.STEP)), "update": _UPDATE, "_update": _UPDATE,
+             "train": _LOOP, "eval": _LOOP},
     "rl_games": {"train_epoch": ((BEGIN, P.LEARNING_ITERATION), (END, P.LEARNING_ITERATION)),
                  "play_steps": ((BEGIN, P.ROLLOUT), (END, P.ROLLOUT)),
                  "play_steps_rnn": ((BEGIN, P.ROLLOUT), (END, P.ROLLOUT)),
                  "get_action_values": _STEP_BEGINS, "get_values": ((END, P.STEP), None),
-                 "discount_values": ((END, P.STEP), None)},
+                 "discount_values": ((END, P.STEP), None), "train": _LOOP},
 }
 
 def describe(t: Target) -> str:
     """What an entry records: its range and the loop levels it begins or ends (``policy; begins step``)."""
     events = LOOP_EVENTS.get(t.package, {}).get(t.attr) if t.owner else None
     parts = [] if t.kind == "loop" else [t.phase]
+    if events == _LOOP:
+        return "ends every loop level on entry and exit"
     parts += [f"{ev[0]}s {ev[1]}" for ev in (events or ()) if ev is not None]
     return "; ".join(parts)
 

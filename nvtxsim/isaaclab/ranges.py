@@ -225,12 +225,11 @@ class LoopPhase(GuardedPhase):
             try:
                 if before is not None:
                     loop.event(before, owner)
-                result = run_in(names_for(args, kwargs), fn, args, kwargs)
-            finally:
+                return run_in(names_for(args, kwargs), fn, args, kwargs)
+            finally:  # the call is over, returned or raised: its level ends either way
                 hooks.discard(key)
-            if after is not None:
-                loop.event(after, owner)
-            return result
+                if after is not None:
+                    loop.event(after, owner)
 
         wrapper.__nvtxsim_phase__ = self.name  # type: ignore[attr-defined]
         return wrapper
