@@ -145,8 +145,19 @@ def test_existing_output_needs_force(tmp_path):
         capture.check_outputs(stem, force=False)
     capture.check_outputs(stem, force=True)
     assert (tmp_path / "run.sqlite").read_text() == "keep"
-    with pytest.raises(NvtxsimError, match="no such directory"):
-        capture.check_outputs(tmp_path / "missing" / "run", force=True)
+    capture.check_outputs(tmp_path / "missing" / "dir" / "run", force=False)  # made by run_profile
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NvtxsimError, match="not a directory"):
+        capture.check_outputs(tmp_path / "file" / "dir" / "run", force=True)
+
+
+def test_profile_makes_the_output_folder(tmp_path):
+    """-o runs/train (the docs' first example) in a fresh folder: nsys 2022.4 would write into /tmp."""
+    n = nsys()
+    n.path = fake_nsys(tmp_path / "bin" / "nsys")
+    capture.run_profile(n, req(output=tmp_path / "runs" / "a" / "train", command=["true"]), timeout=60)
+    assert (tmp_path / "runs" / "a").is_dir()
 
 
 def test_default_output_skips_taken_names(tmp_path):

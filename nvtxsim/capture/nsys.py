@@ -241,12 +241,14 @@ def outputs_of(stem: Path) -> dict[str, Path]:
 
 
 def check_outputs(stem: Path, *, force: bool) -> None:
-    """Refuse before running anything when the report pair exists (unless ``force``)."""
+    """Refuse before running anything when the report pair exists (unless ``force``) or cannot be
+    written; a missing folder is fine (``run_profile`` makes it: nsys would write elsewhere)."""
     parent = stem.parent if str(stem.parent) else Path(".")
-    if not parent.is_dir():
-        raise NvtxsimError(f"{parent}: no such directory (for -o {stem})")
-    if not os.access(parent, os.W_OK):
-        raise NvtxsimError(f"{parent}: directory is not writable")
+    existing = next((p for p in (parent, *parent.parents) if p.exists() or p.is_symlink()), Path("."))
+    if not existing.is_dir():
+        raise NvtxsimError(f"{existing}: not a directory (for -o {stem})")
+    if not os.access(existing, os.W_OK):
+        raise NvtxsimError(f"{existing}: directory is not writable")
     for path in outputs_of(stem).values():
         if path.is_dir():
             raise NvtxsimError(f"{path}: is a directory")
@@ -469,6 +471,10 @@ def run_profile(
     the program's output instead of the terminal; ``timeout`` stops a run that hangs.
     """
     check_outputs(req.output, force=req.force)
+    try:  # nsys 2022.4 writes into /tmp, saying so among its progress lines, when the folder is missing
+        req.output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise NvtxsimError(f"{req.output.parent}: cannot make the folder: {exc.strerror or exc}") from None
     outs = outputs_of(req.output)
     before = {k: _mtime(p) for k, p in outs.items()}
     argv = build_profile_command(nsys, req)

@@ -9,7 +9,7 @@ import re
 import stat
 import sys
 from pathlib import Path
-from typing import IO, Iterable, Optional, Union
+from typing import IO, Iterable, NamedTuple, Optional, Union
 
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.files import replace_via_temp
@@ -88,11 +88,30 @@ def resolved(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def terminal_width(*, wide: bool = False) -> Optional[int]:
-    """Columns a terminal table must fit in (``COLUMNS``, else the terminal's); None with ``wide``: no limit."""
+class Layout(NamedTuple):
+    """How a rendered table is laid out for where it goes."""
+
+    width: Optional[int]  # cells every line must fit in; None: whole, as wide as it needs
+    color: bool  # bold headers
+
+
+PLAIN = Layout(None, False)  # a file, a pipe: every column, no styling
+
+
+def layout(out: Optional[PathLike] = None, *, wide: bool = False, stream: Optional[IO[str]] = None) -> Layout:
+    """The width and styling of text going to ``out`` (a file: whole, plain) or ``stream`` (stdout).
+
+    A terminal gets its width (``COLUMNS`` first) and bold headers, unless ``NO_COLOR`` is set or
+    ``TERM=dumb``. A pipe gets every column whatever ``COLUMNS`` says: GNU readline exports
+    ``COLUMNS`` into the environment of every child of a process that loaded it (a REPL, pytest).
+    """
+    stream = stream or sys.stdout
+    if out is not None or not bool(getattr(stream, "isatty", lambda: False)()):
+        return PLAIN
     import shutil
 
-    return None if wide else max(shutil.get_terminal_size((200, 24)).columns, 20)
+    color = not os.environ.get("NO_COLOR") and os.environ.get("TERM", "") != "dumb"
+    return Layout(None if wide else max(shutil.get_terminal_size((200, 24)).columns, 20), color)
 
 
 def deliver(text: str, out: Optional[PathLike], *, force: bool = False, protect: Iterable[PathLike] = (), stream: Optional[IO[str]] = None) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from nvtxsim.analysis.scaling import parse_value
 from nvtxsim.capture import nsys as capture
-from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.cli.output import check_writable, deliver, layout
 from nvtxsim.errors import NvtxsimError
 
 #: Formats of the scaling table (the report's perfetto has no counterpart).
@@ -89,9 +89,9 @@ def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Calla
 
     domain, given = domain_from_args(args)
     sc = sweep(runs, name, domain=domain, domain_given=given)
-    term = out is None and sys.stdout.isatty()
+    to = layout(out)
     sys.stdout.flush()
-    deliver(render_scaling(sc, args.format, width=terminal_width() if term else None, color=term), out, force=True)
+    deliver(render_scaling(sc, args.format, width=to.width, color=to.color), out, force=True)
     if sc.refused:
         print(f"nvtxsim: error: {sc.refused}", file=sys.stderr)
         return 2

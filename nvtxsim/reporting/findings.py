@@ -15,7 +15,7 @@ from nvtxsim.analysis.findings import Finding, Findings
 from nvtxsim.analysis.projection import Report
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.reporting.escaping import markdown_cell, printable
-from nvtxsim.reporting.renderers.terminal import cell_width, one_line, shorten_middle
+from nvtxsim.reporting.renderers.terminal import one_line, shorten_end, shorten_middle
 from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
 from nvtxsim.reporting.viewtable import Column, ViewTable
 
@@ -67,17 +67,8 @@ def _cost(f: Finding) -> str:
 
 
 def _fit(text: str, cells: int) -> str:
-    """``text`` cut at its end to ``cells`` (the start says what it is about)."""
-    if cell_width(text) <= cells:
-        return text
-    out, used = [], 0
-    for ch in text:
-        w = cell_width(ch)
-        if used + w > cells - 1:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out) + "…"
+    """``text`` cut at its end to ``cells`` (the start says what it is about), never inside a number."""
+    return shorten_end(text, cells)
 
 
 def finding_line(f: Finding) -> str:

@@ -49,7 +49,7 @@ def render_detail(
     *,
     domain: Optional[str] = "nvtxsim",
     domain_given: bool = False,
-    to_terminal: bool = False,
+    color: bool = False,
     width: Optional[int] = None,
     progress: Optional[bool] = None,
 ) -> str:
@@ -74,7 +74,7 @@ def render_detail(
             return render_html(detail, request.options)
         tables = build(detail, request.views, request.options)
         report = detail.report
-        text = render_views(report, tables, fmt, width=width, color=to_terminal)
+        text = render_views(report, tables, fmt, width=width, color=color)
         if "summary" not in request.views and report.warnings and fmt == "table":
             from nvtxsim.reporting.renderers.terminal import notes_lines
 

@@ -15,7 +15,7 @@ from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import Export
 from nvtxsim.errors import NvtxsimError, float_option, int_option
-from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.cli.output import check_writable, deliver, layout
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.pipeline import load_with_progress, parse_kinds
 
@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
         from nvtxsim.analysis.findings import diff, for_detail
 
         result.findings = diff(*(for_detail(d, by=args.by, skip_first=args.skip_first) for d in (base, new)))
-    term = args.output is None and sys.stdout.isatty()
-    text = render_comparison(result, args.format, width=terminal_width(wide=args.wide) if term else None, color=term)
+    to = layout(args.output, wide=args.wide)
+    text = render_comparison(result, args.format, width=to.width, color=to.color)
     deliver(text, args.output, force=args.force, protect=[args.base, args.new])
     status = 0
     if result.regressions:

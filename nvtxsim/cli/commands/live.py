@@ -6,9 +6,8 @@ Exit codes: 0 done, 2 the file cannot be read or the output cannot be written.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.cli.output import check_writable, deliver, layout
 
 
 def run(args: argparse.Namespace) -> int:
@@ -18,8 +17,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_writable(args.output, force=args.force, protect=[args.file])
     log = load(args.file)
-    term = args.output is None and sys.stdout.isatty()
-    text = render_live(log, args.format, width=terminal_width(wide=args.wide) if term else None, color=term)
+    to = layout(args.output, wide=args.wide)
+    text = render_live(log, args.format, width=to.width, color=to.color)
     deliver(text, args.output, force=args.force, protect=[args.file])
     return 0
 

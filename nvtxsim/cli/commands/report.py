@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional, TextIO
 
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN, Report, resolve_domain, summarize
-from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.cli.output import PLAIN, Layout, check_writable, deliver, layout
 from nvtxsim.errors import int_option
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.findings import before_markdown, before_table
@@ -50,10 +50,9 @@ def make_report(
     return report
 
 
-def render(report: Report, fmt: str, *, to_terminal: bool = False, wide: bool = False) -> str:
+def render(report: Report, fmt: str, *, to: Layout = PLAIN) -> str:
     if fmt == "table":
-        width = terminal_width(wide=wide) if to_terminal else None
-        return render_table(report, color=to_terminal, width=width, before=before_table(report, width))
+        return render_table(report, color=to.color, width=to.width, before=before_table(report, to.width))
     if fmt == "markdown":
         return render_markdown(report, before=before_markdown(report))
     return RENDERERS[fmt](report)
@@ -82,17 +81,17 @@ def run_report(
     if fmt in ("csv", "perfetto") and request.findings:  # neither shows them: computed only for --fail-on
         request = dataclasses.replace(request, findings=False)
     stream = stream or sys.stdout
-    term = out is None and bool(getattr(stream, "isatty", lambda: False)())
+    to = layout(out, wide=wide, stream=stream)
     # One progress display (stderr, terminals only, after 1 s) over load, analysis and rendering.
     with progress_after(f"loading {Path(path).name}") as progress:
         if request.is_classic and fmt in RENDERERS:
             report = make_report(path, domain=domain, progress=False, domain_given=domain_given, request=request)
             progress.stage("rendering")
-            text = render(report, fmt, to_terminal=term, wide=wide)
+            text = render(report, fmt, to=to)
         else:
             export = load_with_progress(path, progress=False)
             progress.stage("analysing")
-            text = render_detail(export, fmt, request, domain=domain, domain_given=domain_given, to_terminal=term, width=terminal_width(wide=wide) if term else None, progress=False)
+            text = render_detail(export, fmt, request, domain=domain, domain_given=domain_given, color=to.color, width=to.width, progress=False)
     deliver(text, out, force=force, protect=[path], stream=stream)
     failed = failed_findings(request)
     if failed:
@@ -143,8 +142,8 @@ def run_ranks(
     if out is not None:
         check_writable(out, force=force, protect=paths)
     reports, merged = report_many(paths, domain=domain, workers=jobs, dask=dask, domain_given=domain_given)
-    tty = out is None and sys.stdout.isatty()
-    text = render_ranks(reports, merged, rank_spread(reports), fmt, color=tty, width=terminal_width(wide=wide) if tty else None)
+    to = layout(out, wide=wide)
+    text = render_ranks(reports, merged, rank_spread(reports), fmt, color=to.color, width=to.width)
     deliver(text, out, force=force, protect=paths)
     return 0
 

@@ -22,7 +22,7 @@ from nvtxsim.analysis.scaling import (
 )
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.cli.commands.report import domain_from_args
-from nvtxsim.cli.output import check_writable, deliver, terminal_width
+from nvtxsim.cli.output import check_writable, deliver, layout
 from nvtxsim.errors import NvtxsimError, int_option
 from nvtxsim.reporting.pipeline import load_with_progress
 
@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
             sc.budget = memory_budget(sc, budget)
     elif budget is not None and sc.loop_peak is None:
         memory_budget(sc, budget)  # the clearer error: no memory events at all
-    term = args.output is None and sys.stdout.isatty()
-    text = render_scaling(sc, args.format, width=terminal_width(wide=args.wide) if term else None, color=term)
+    to = layout(args.output, wide=args.wide)
+    text = render_scaling(sc, args.format, width=to.width, color=to.color)
     deliver(text, args.output, force=args.force, protect=[s.path for s in specs])
     if sc.refused:
         print(f"nvtxsim: error: {sc.refused}", file=sys.stderr)

@@ -43,11 +43,16 @@ _RANK = {k: i for i, k in enumerate(PRIORITY)}
 _BREAKS = re.compile(r"\s*[\r\n\t\v\f]+\s*")
 
 
+ZWJ = "\u200d"  # zero width joiner: the next character is part of the same glyph
+VS16 = "\ufe0f"  # emoji presentation: the glyph takes 2 cells
+
+
 def cell_width(text: str) -> int:
-    """Terminal cells ``text`` takes (wide East Asian characters 2, combining marks 0)."""
+    """Terminal cells ``text`` takes (wide East Asian characters and emoji 2, combining marks 0;
+    an emoji with its skin tone, variation selector or zero-width-joined family counts once)."""
     if text.isascii():
         return len(text)
-    return sum(_char_width(c) for c in text)
+    return sum(w for _, w in _clusters(text))
 
 
 def _char_width(c: str) -> int:
@@ -56,20 +61,36 @@ def _char_width(c: str) -> int:
     return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
 
 
+def _clusters(text: str) -> list[tuple[str, int]]:
+    """``text`` as (glyph, cells) pairs: a character with what a terminal draws into it (combining
+    marks, variation selectors, skin tones, characters after a zero width joiner)."""
+    out: list[tuple[str, int]] = []
+    joined = False
+    for c in text:
+        w = _char_width(c)
+        if out and (joined or w == 0 or "\U0001f3fb" <= c <= "\U0001f3ff"):
+            glyph, cells = out[-1]
+            out[-1] = (glyph + c, max(cells, 2) if c == VS16 else cells)
+        else:
+            out.append((c, w))
+        joined = c == ZWJ
+    return out
+
+
 def one_line(text: str) -> str:
     """A name as one printable line: line breaks and tabs (with the spaces around them) become one space."""
     return printable(_BREAKS.sub(" ", text).strip())
 
 
-def _head(text: str, cells: int) -> str:
+def _take(glyphs: Sequence[tuple[str, int]], cells: int) -> list[str]:
+    """The leading glyphs that fit in ``cells``."""
     out, used = [], 0
-    for c in text:
-        w = _char_width(c)
+    for g, w in glyphs:
         if used + w > cells:
             break
-        out.append(c)
+        out.append(g)
         used += w
-    return "".join(out)
+    return out
 
 
 def shorten_middle(text: str, cells: int) -> str:
@@ -79,9 +100,27 @@ def shorten_middle(text: str, cells: int) -> str:
     if cells <= 1:
         return ELLIPSIS[:cells]
     keep = cells - 1
-    head = _head(text, keep - keep // 2)
-    tail = _head(text[::-1], keep // 2)[::-1]
-    return head + ELLIPSIS + tail
+    glyphs = _clusters(text)
+    tail = _take(glyphs[::-1], keep // 2)[::-1]
+    return "".join(_take(glyphs, keep - keep // 2)) + ELLIPSIS + "".join(tail)
+
+
+def shorten_end(text: str, cells: int) -> str:
+    """``text`` in at most ``cells`` cells, cut at its end with an ellipsis when too long: between
+    words where one ends in the second half (a number keeps its unit), never inside a number."""
+    if cell_width(text) <= cells:
+        return text
+    if cells <= 1:
+        return ELLIPSIS[:cells]
+    head = "".join(_take(_clusters(text), cells - 1))
+    cut = len(head)
+    while cut > len(head) // 2:
+        if text[cut] == " " and not text[cut - 1].isdigit() and text[cut - 1] != " ":
+            return head[:cut] + " " + ELLIPSIS if cell_width(head[:cut]) + 2 <= cells else head[:cut] + ELLIPSIS
+        cut -= 1
+    while head and (head[-1].isdigit() or head[-1] in ".,") and text[len(head)].isdigit():
+        head = head[:-1]  # no number cut in its middle
+    return head + ELLIPSIS
 
 
 def _shorten_cell(text: str, cells: int, unit: str) -> str:

@@ -1,0 +1,134 @@
+"""Terminal output beyond the demo export: emoji glyphs, cut lines, TERM=dumb/NO_COLOR, inherited COLUMNS."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nvtxsim.reporting.renderers import terminal
+from tests.test_terminal_width import DEMO, ROOT, assert_fits, needs_script
+
+#: Names a terminal draws in fewer cells than their characters suggest (one glyph each), and CJK.
+GLYPH_NAMES = {
+    "❤️ heart": 8,  # VS16: the heart is drawn as a 2-cell emoji
+    "👨‍👩‍👧 family": 9,  # zero width joiners: one glyph
+    "👍🏽 thumbs": 9,  # skin tone modifier: one glyph
+    "🇩🇪 flag": 7,  # two regional indicators: one flag
+    "e\u0301cole": 5,  # combining accent
+    "物理シミュレーション": 20,
+}
+
+
+def test_glyph_widths() -> None:
+    for name, cells in GLYPH_NAMES.items():
+        assert terminal.cell_width(name) == cells, name
+
+
+def test_shortening_never_splits_a_glyph() -> None:
+    joiners = ("\u200d", "\ufe0f", "\u0301") + tuple(chr(c) for c in range(0x1F3FB, 0x1F400))
+    for name in GLYPH_NAMES:
+        text = name * 3
+        for cells in range(2, terminal.cell_width(text)):
+            short = terminal.shorten_middle(text, cells)
+            assert terminal.cell_width(short) <= cells, (short, cells)
+            head, _, tail = short.partition(terminal.ELLIPSIS)
+            assert text.startswith(head) and text.endswith(tail)
+            assert not tail.startswith(joiners) and not short.startswith(joiners), (short, cells)
+
+
+@pytest.fixture()
+def glyph_export(tmp_path: Path) -> Path:
+    from tests.synth import make_export
+
+    path = tmp_path / "glyphs.sqlite"
+    make_export(path, 5)
+    con = sqlite3.connect(path)
+    old = [r[0] for r in con.execute("SELECT DISTINCT text FROM NVTX_EVENTS WHERE text IS NOT NULL ORDER BY text")]
+    for name, new in zip(old, GLYPH_NAMES):
+        con.execute("UPDATE NVTX_EVENTS SET text = ? WHERE text = ?", (new, name))
+        con.execute("UPDATE StringIds SET value = ? WHERE value = ?", (new, name))
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("width", (40, 60, 80, 200))
+def test_glyph_names_fit_and_align(width: int, glyph_export: Path) -> None:
+    """Every row's N column ends where the header's does, counted in terminal cells."""
+    from nvtxsim.cli.commands.report import make_report
+    from nvtxsim.reporting.summary import render_table
+
+    text = render_table(make_report(glyph_export, domain=None), width=width)
+    assert_fits(text, width)
+    lines = text.splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("Phase "))
+    end = terminal.cell_width(lines[header][: lines[header].index(" N ") + 2])
+    rows = [ln for ln in lines[header + 1 :] if re.search(r"\s\d[\d,]*\s{2}", ln)]
+    assert rows
+    for ln in rows:
+        n = re.search(r"\s(\d[\d,]*)\s{2}", ln)
+        assert terminal.cell_width(ln[: n.end(1)]) == end, (ln, end)
+
+
+def test_cut_lines_keep_numbers_whole() -> None:
+    line = "high   launch_bound in nvtxsim:policy_update: 1.99 ms/it (23 %) · 1228 launches/range, 2 x"
+    for cells in range(8, len(line) + 2):
+        short = terminal.shorten_end(line, cells)
+        assert terminal.cell_width(short) <= cells
+        assert not re.search(r"\d" + terminal.ELLIPSIS, short), short
+        kept = short.rstrip(terminal.ELLIPSIS).strip()
+        assert line.startswith(kept)
+        numbers = re.findall(r"\d[\d.,]*", kept)
+        assert numbers == re.findall(r"\d[\d.,]*", line)[: len(numbers)], short
+
+
+def test_findings_block_cuts_between_words() -> None:
+    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.export.reader import load
+    from nvtxsim.analysis.findings import for_detail
+    from nvtxsim.reporting.findings import block_lines
+
+    findings = for_detail(Detail(load(DEMO), domain="nvtxsim"))
+    full = block_lines(findings, 10_000)
+    for width in range(30, 81, 5):
+        for line in block_lines(findings, width):
+            assert terminal.cell_width(line) <= width
+            assert not re.search(r"\d" + terminal.ELLIPSIS, line), (width, line)
+            whole = line.rstrip(terminal.ELLIPSIS).rstrip()
+            assert any(f.startswith(whole) for f in full), line
+
+
+def _pty(cmd: list[str], env: dict[str, str], width: int = 80) -> str:
+    run = f"stty cols {width} rows 60; {shlex.join(cmd)} 2>/dev/null"
+    r = subprocess.run(["script", "-qec", run, "/dev/null"], capture_output=True, text=True, env=env, timeout=300)
+    return r.stdout
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    env.update({"PYTHONPATH": str(ROOT), "TERM": "xterm", **extra})
+    return env
+
+
+@needs_script
+@pytest.mark.parametrize("extra", [{"TERM": "dumb"}, {"NO_COLOR": "1"}])
+def test_plain_terminals_get_no_escapes(extra: dict[str, str]) -> None:
+    cmd = [sys.executable, "-m", "nvtxsim", "report", str(DEMO), "--view", "summary,tree"]
+    assert "\x1b[1m" in _pty(cmd, _env())
+    text = _pty(cmd, _env(**extra))
+    assert "\x1b" not in text and "nvtxsim:sim_step" in text
+    assert_fits(text.replace("\r", ""), 80)
+
+
+def test_pipe_ignores_inherited_columns() -> None:
+    """GNU readline exports COLUMNS to the children of a REPL or pytest: a pipe still gets the whole table."""
+    r = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(DEMO)], capture_output=True, text=True, env=_env(COLUMNS="60"))
+    assert r.returncode == 0 and "left out" not in r.stdout and "D→H" in r.stdout
+    assert max(terminal.cell_width(ln) for ln in r.stdout.splitlines()) > 60
