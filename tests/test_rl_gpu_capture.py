@@ -83,3 +83,18 @@ def test_learning_iteration_view(export):
     rows = slowest(d, o).as_dict()["rows"]
     assert len(rows) == ITERATIONS - 1
     assert all(row["rollout_ns"] > 0 and row["update_ns"] > 0 and row["env_steps_per_s"] > 0 for row in rows)
+
+
+def test_compare_by_a_range_one_export_lacks_names_that_export(tmp_path, capsys):
+    """compare --by step against an export without steps: one line naming the export that lacks them."""
+    if not PATH.exists():
+        pytest.skip(f"{PATH.name} not present")
+    from synth import LoopPhase, make_loop_export
+
+    from nvtxsim.cli.main import main
+
+    other = tmp_path / "no_steps.sqlite"
+    make_loop_export(other, [LoopPhase("physics", 10_000)], iterations=3)
+    assert main(["compare", str(PATH), str(other), "--by", "step"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("nvtxsim: error: no_steps.sqlite: --by 'step'")

@@ -94,7 +94,10 @@ def _samples(detail: Detail, settings: CompareSettings) -> tuple[dict[str, np.nd
     if settings.by:
         from nvtxsim.analysis.iterations import per_iteration
 
-        it = per_iteration(detail, settings.by, skip_first=settings.skip_first)
+        try:
+            it = per_iteration(detail, settings.by, skip_first=settings.skip_first)
+        except NvtxsimError as exc:  # two exports: say which one lacks the range
+            raise NvtxsimError(f"{detail.export.path.name}: {exc}") from None
         mat = it.cpu if settings.metric == "cpu" else it.gpu
         return {ph: mat[:, j].astype(np.float64) for j, ph in enumerate(it.phases) if (it.count[:, j] > 0).any()}, dict(it.unassigned)
     sel = detail.selected
