@@ -23,6 +23,7 @@ import numpy as np
 from nvtxsim import phases
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.export.columns import Ranges
 from nvtxsim.export.schema import PID_MASK
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -44,7 +45,7 @@ class IterationCells:
     col_start: np.ndarray  # cells of phase j: [col_start[j], col_start[j + 1])
 
     @classmethod
-    def build(cls, n_it: int, nph: int, row: np.ndarray, col: np.ndarray, cpu: np.ndarray, gpu: np.ndarray) -> "IterationCells":
+    def build(cls, n_it: int, nph: int, row: np.ndarray, col: np.ndarray, cpu: np.ndarray, gpu: np.ndarray) -> IterationCells:
         """Sum the per-range values ``cpu``/``gpu`` of ranges at (``row``, ``col``) into cells."""
         code = col.astype(np.int64) * max(n_it, 1) + row
         order = np.argsort(code, kind="stable")
@@ -134,7 +135,7 @@ class Iterations:
         """Per phase, the iterations in which it ran."""
         return np.diff(self.cells.col_start)
 
-    def column_quantiles(self, what: str, qs: "tuple[float, ...]") -> np.ndarray:
+    def column_quantiles(self, what: str, qs: tuple[float, ...]) -> np.ndarray:
         """(phases, len(qs)) ``np.quantile`` of each column (absent = 0), from the cells only."""
         return _column_order_stats(self, what, qs, median=False)
 
@@ -170,6 +171,41 @@ def default_key(detail: Detail) -> str:
     return phases.ITERATION
 
 
+def _key_instances(r: Ranges, key: int, skip_first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every instance of the key range in time order, its position within its thread (the iteration
+    number as the program counted it) and whether it is kept after ``skip_first`` (members of skipped
+    iterations are still found, then dropped, so they do not count as outside every iteration)."""
+    all_keys = np.flatnonzero(r.label == key)
+    order = np.lexsort((r.start[all_keys], r.global_tid[all_keys]))
+    all_keys = all_keys[order]
+    tids = r.global_tid[all_keys]
+    first = np.r_[True, tids[1:] != tids[:-1]] if len(tids) else np.zeros(0, dtype=bool)
+    grp = np.cumsum(first) - 1
+    pos = np.arange(len(all_keys)) - (np.flatnonzero(first)[grp] if len(all_keys) else 0)
+    t_order = np.argsort(r.start[all_keys], kind="stable")
+    return all_keys[t_order], pos[t_order], (pos >= skip_first)[t_order]
+
+
+def _member_rows(r: Ranges, all_keys: np.ndarray, slot: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """Per member range, the row (``slot``) of the key instance of its process whose interval holds
+    its start; -1 outside every instance (-2: in a skipped one)."""
+    it_of = np.full(len(members), -1, dtype=np.int64)
+    if not (len(all_keys) and len(members)):
+        return it_of
+    # Per process: key instances sorted by start; a member goes to the last one starting at or before it.
+    k_pid = r.global_tid[all_keys] & PID_MASK
+    m_pid = r.global_tid[members] & PID_MASK
+    for p in np.unique(k_pid):
+        ks = np.flatnonzero(k_pid == p)  # already in start order
+        ms = np.flatnonzero(m_pid == p)
+        j = np.searchsorted(r.start[all_keys[ks]], r.start[members[ms]], side="right") - 1
+        ok = j >= 0
+        cand = np.where(ok, ks[np.maximum(j, 0)], -1)
+        inside = ok & (r.start[members[ms]] <= r.end[all_keys[np.maximum(cand, 0)]])
+        it_of[ms[inside]] = slot[cand[inside]]
+    return it_of
+
+
 def per_iteration(detail: Detail, by: str | None = None, *, skip_first: int = 0) -> Iterations:
     """Split the selected ranges into the iterations given by the key range ``by`` (None: :func:`default_key`)."""
     if skip_first < 0:
@@ -179,18 +215,7 @@ def per_iteration(detail: Detail, by: str | None = None, *, skip_first: int = 0)
     r = ex.ranges
     key = _key_label(detail, by)
     key_name = str(detail.label_names[key])
-    all_keys = np.flatnonzero(r.label == key)
-    # Position within the key's thread (iteration number as the program counted it).
-    order = np.lexsort((r.start[all_keys], r.global_tid[all_keys]))
-    all_keys = all_keys[order]
-    tids = r.global_tid[all_keys]
-    first = np.r_[True, tids[1:] != tids[:-1]] if len(tids) else np.zeros(0, dtype=bool)
-    grp = np.cumsum(first) - 1
-    pos = np.arange(len(all_keys)) - (np.flatnonzero(first)[grp] if len(all_keys) else 0)
-    keep_all = pos >= skip_first
-    # All instances in time order (members of skipped iterations are found too, then dropped).
-    t_order = np.argsort(r.start[all_keys], kind="stable")
-    all_keys, pos, keep_all = all_keys[t_order], pos[t_order], keep_all[t_order]
+    all_keys, pos, keep_all = _key_instances(r, key, skip_first)
     slot = np.where(keep_all, np.cumsum(keep_all) - 1, -2)  # row in the matrices, -2 for skipped instances
     keys, pos = all_keys[keep_all], pos[keep_all]
     n_it = len(keys)
@@ -204,19 +229,7 @@ def per_iteration(detail: Detail, by: str | None = None, *, skip_first: int = 0)
     busy = detail.gpu.busy
     dur = r.end - r.start
     unassigned: dict[str, int] = {}
-    it_of = np.full(len(members), -1, dtype=np.int64)
-    if len(all_keys) and len(members):
-        # Per process: key instances sorted by start; a member goes to the last one starting at or before it.
-        k_pid = r.global_tid[all_keys] & PID_MASK
-        m_pid = r.global_tid[members] & PID_MASK
-        for p in np.unique(k_pid):
-            ks = np.flatnonzero(k_pid == p)  # already in start order
-            ms = np.flatnonzero(m_pid == p)
-            j = np.searchsorted(r.start[all_keys[ks]], r.start[members[ms]], side="right") - 1
-            ok = j >= 0
-            cand = np.where(ok, ks[np.maximum(j, 0)], -1)
-            inside = ok & (r.start[members[ms]] <= r.end[all_keys[np.maximum(cand, 0)]])
-            it_of[ms[inside]] = slot[cand[inside]]
+    it_of = _member_rows(r, all_keys, slot, members)
     hit = np.flatnonzero(it_of >= 0)
     cells = IterationCells.build(
         n_it, nph,
@@ -383,7 +396,7 @@ def _column_max(it: Iterations, what: str) -> np.ndarray:
     return np.where(full, out, np.maximum(out, 0))
 
 
-def _column_order_stats(it: Iterations, what: str, qs: "tuple[float, ...]", *, median: bool) -> np.ndarray:
+def _column_order_stats(it: Iterations, what: str, qs: tuple[float, ...], *, median: bool) -> np.ndarray:
     """Quantiles (``np.quantile``, linear) or the median (``np.median``) of every column at once.
 
     A column is its cells plus ``n - cells`` implicit zeros; with no negative value the zeros come
