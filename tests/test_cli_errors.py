@@ -170,3 +170,30 @@ def test_mistyped_option_shows_the_commands_usage(argv, usage, hint):
     proc = run_cli(*argv)
     assert proc.returncode == 2 and usage in proc.stderr and hint in proc.stderr
     assert "COMMAND ..." not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["reprot", "run.sqlite"], "unknown command 'reprot' (did you mean report?)"),
+        (["run.sqlite"], "to report on an export: nvtxsim report run.sqlite"),
+        (["frobnicate"], "commands: report, compare"),
+    ],
+)
+def test_unknown_command_one_line(argv, needle):
+    p = run_cli(*argv)
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert p.stderr.startswith("usage: nvtxsim ") and last.startswith("nvtxsim: error: unknown command ") and needle in last, p.stderr
+
+
+def test_export_without_ranges_says_so(tmp_path):
+    """Marks only (or nothing): not 'the selected domain', which the user never selected."""
+    path = tmp_path / "marks.sqlite"
+    make_export(path, 3)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE NVTX_EVENTS SET eventType = 34, end = NULL WHERE eventType IN (59, 60)")
+    con.commit()
+    con.close()
+    p = run_cli("report", str(path))
+    assert p.returncode == 0 and "no NVTX ranges in this export" in p.stdout, p.stdout + p.stderr

@@ -63,8 +63,28 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """A first argument that is no command: one line with a close match, or ``report`` for an export's path."""
+    import difflib
+
+    for arg in argv:
+        if arg in ("-h", "--help", "--version"):
+            return
+        if not arg.startswith("-"):
+            break
+    else:
+        return
+    if arg.endswith((".sqlite", ".sqlite.gz", ".nsys-rep")) or os.path.isfile(arg):
+        parser.error(f"unknown command {arg!r}; to report on an export: nvtxsim report {arg}")
+    close = difflib.get_close_matches(arg, list(_MODULE_OF), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else f"; commands: {', '.join(_MODULE_OF)}"
+    parser.error(f"unknown command {arg!r}{hint}")
+
+
 def _parse(parser: argparse.ArgumentParser, argv: list[str], command: Optional[str]) -> argparse.Namespace:
     """Parse ``argv``; an unknown option of a command is reported with that command's usage (and a close match)."""
+    if command is None:
+        _unknown_command(parser, argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
         import difflib

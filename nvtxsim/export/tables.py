@@ -289,8 +289,8 @@ def _gated_warning(conn: sqlite3.Connection) -> list[str]:
     kinds = {r[0] for r in conn.execute("SELECT DISTINCT eventType FROM NVTX_EVENTS")}
     if kinds and kinds <= {DOMAIN_CREATE, DOMAIN_DESTROY}:
         return [
-            "NVTX_EVENTS holds only domain create/destroy rows: this nsys refused the ranges of nvtx>=0.2.12; "
-            "import nvtxsim before nvtx (it lifts the gate), use a newer nsys, or pin nvtx<=0.2.11"
+            "NVTX_EVENTS holds only domain create/destroy rows: if the program opened ranges, this nsys refused "
+            "those of nvtx>=0.2.12; import nvtxsim before nvtx (it lifts the gate), use a newer nsys, or pin nvtx<=0.2.11"
         ]
     return []
 

@@ -140,9 +140,8 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
     columns = _human_columns(report)
     rows = [[get(p) for _, get in columns] for p in report.phases]
     heading = terminal.fit_parts(heading_parts(report.source), width) + list(before)
-    text = terminal.render(
-        (SUMMARY_COLUMNS + MEMORY_SUMMARY_COLUMNS)[: len(columns)], rows, heading=heading, width=width, color=bool(color), empty="no NVTX ranges in the selected domain"
-    )
+    empty = "no NVTX ranges in the selected domain" if report.source.get("ranges") else "no NVTX ranges in this export (marks are not phases)"
+    text = terminal.render((SUMMARY_COLUMNS + MEMORY_SUMMARY_COLUMNS)[: len(columns)], rows, heading=heading, width=width, color=bool(color), empty=empty)
     return text + "".join(f"{ln}\n" for ln in terminal.notes_lines(report.warnings, width, prefix="warning: "))
 
 

@@ -40,7 +40,8 @@ def _heading(log: LiveLog) -> str:
     measured = sum(int(w.get("measured") or 0) for w in log.windows if isinstance(w.get("measured"), int))
     samples = sorted({w.get("sample") for w in log.windows if isinstance(w.get("sample"), int)})
     sample = f", every {samples[0]}th measured" if samples and samples != [1] else ""
-    return f"{log.path} · {len(log.windows)} windows · {span} · {measured} measured{sample}"
+    windows = f"{len(log.windows)} window{'s' if len(log.windows) != 1 else ''}"
+    return f"{log.path} · {windows} · {span} · {measured} measured{sample}"
 
 
 def _notes(log: LiveLog) -> list[str]:
