@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nvtxsim.export.columns import Export
+from nvtxsim.export.extras import MemoryEvents
 from nvtxsim.export.schema import PID_MASK
 
 
@@ -35,13 +36,14 @@ class RangeMemory:
     net: np.ndarray
 
 
-def memory_events(export: Export):
+def memory_events(export: Export) -> MemoryEvents | None:
     """The export's memory events, or None when it has none (capture without ``--cuda-memory-usage``)."""
     mem = getattr(getattr(export, "extras", None), "memory", None)
     return mem if mem is not None and len(mem) else None
 
 
 def has_memory(export: Export) -> bool:
+    """Whether the memory column and view have anything to show (the capture had ``--cuda-memory-usage``)."""
     return memory_events(export) is not None
 
 

@@ -183,6 +183,8 @@ class Centre:
 
 
 def centre(samples: np.ndarray) -> Centre:
+    """Median and its relative error: the median resists the odd slow iteration (a GC pause, a
+    checkpoint); the error, from the spread of the log of the samples, weights the fits."""
     s = np.asarray(samples, dtype=np.float64)
     med = float(np.median(s)) if len(s) else 0.0
     pos = s[s > 0]
@@ -202,6 +204,7 @@ class PowerFit:
     growth: float  # fitted y(N_max) / y(N_min) - 1
 
     def at(self, n: float) -> float:
+        """The fitted value at ``n`` (predictions, plotted curves)."""
         return self.floor + self.coef * n**self.exponent
 
 
@@ -240,12 +243,15 @@ def fit_power(x: np.ndarray, y: np.ndarray, rel: np.ndarray) -> PowerFit:
 
 
 def classify(p: PowerFit) -> str:
+    """The class of a floor-plus-power fit: growth over the sweep first (a tiny growth term on a
+    floor is constant, whatever its exponent), then the exponent."""
     if p.coef <= 0 or p.growth < CONSTANT_GROWTH:
         return "constant"
     return class_of_exponent(p.exponent)
 
 
 def class_of_exponent(k: float) -> str:
+    """The class an exponent alone falls in (also used on the bootstrap interval's ends)."""
     if k <= 0:
         return "constant"
     if k < SUBLINEAR_BELOW:
@@ -322,6 +328,7 @@ class MetricFit:
         return "quadratic" if self.metric in ("memory", "peak") and self.quadratic is not None else "power"
 
     def at(self, n: float) -> float:
+        """The value at ``n`` from the model that predicts this metric (see :attr:`model`)."""
         if self.model == "quadratic":
             a, b, c = self.quadratic or (0.0, 0.0, 0.0)
             return a + b * n + c * n * n
@@ -335,6 +342,7 @@ class MetricFit:
         return class_of_exponent(self.exponent_low) != class_of_exponent(self.exponent_high)
 
     def as_dict(self) -> dict:
+        """The JSON ``fit.<metric>`` object (raw numbers; non-finite growth as null)."""
         p = self.power
         return {
             "class": self.cls,
@@ -354,6 +362,8 @@ class MetricFit:
 
 
 def fit_metric(metric: str, values: np.ndarray, samples: list[np.ndarray], rng: np.random.Generator) -> MetricFit:
+    """Every fit of one metric of one phase: the log-log slope from two runs; from three the
+    quadratic, the floor-plus-power fit that gives the class, and the exponent's bootstrap interval."""
     cs = [centre(s) for s in samples]
     y = np.array([c.value for c in cs])
     rel = np.array([c.rel for c in cs])
@@ -420,6 +430,7 @@ class Scaling:
 
     @property
     def values(self) -> list[float]:
+        """The parameter's values, one per run, ascending (the x axis of every fit)."""
         return [r.spec.value for r in self.runs]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from nvtxsim.emit.ranges import is_measuring
@@ -94,6 +93,3 @@ def instrument_runner(runner: Any, *, env: bool = True, warn: bool = True) -> Is
         warn_missing(handle.missing)
     return handle
 
-
-def loaded_libraries() -> list[str]:
-    return [lib for lib in M.RUNNER_METHODS if lib in sys.modules]

@@ -48,6 +48,7 @@ def sweep(
 
 
 def run(args: argparse.Namespace) -> int:
+    """``nvtxsim scaling``: every argument checked before any export is loaded (a typo fails at once)."""
     from nvtxsim.reporting.renderers.scaling import render_scaling
 
     specs = parse_runs(args.runs)  # bad RUN=VALUE arguments fail before anything is loaded
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``nvtxsim scaling``."""
     p = sub.add_parser(
         "scaling",
         help="how each phase's time and GPU memory grow with a parameter (e.g. num_envs), from a sweep of runs",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from nvtxsim.analysis.scaling import METRICS, MetricFit, Scaling
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.escaping import json_text, markdown_cell
-from nvtxsim.reporting.renderers.terminal import fit_text
 from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
+from nvtxsim.reporting.renderers.terminal import fit_text
 from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
 from nvtxsim.reporting.viewtable import Column, ViewTable
 
@@ -40,6 +40,7 @@ def _slope(f: MetricFit | None) -> str:
 
 
 def class_table(sc: Scaling) -> ViewTable:
+    """Per phase: the classes and exponents (what grows worst) and the values at the largest N."""
     memory = sc.loop_peak is not None
     # Everything but the phase is "num": shown whole or left out on a narrow terminal, never shortened.
     # Table order is the priority on a narrow terminal: classes, then exponents, then the rest.
@@ -115,6 +116,7 @@ def _rate(v: float | None) -> str:
 
 
 def prediction_table(sc: Scaling) -> ViewTable | None:
+    """``--predict``: per phase, time and memory at the asked value (None when not asked)."""
     p = sc.prediction
     if not p:
         return None
@@ -134,6 +136,7 @@ def prediction_table(sc: Scaling) -> ViewTable | None:
 
 
 def budget_lines(sc: Scaling) -> list[str]:
+    """``--memory-budget``: one line with the largest value that fits and the phase that limits it."""
     b = sc.budget
     if not b:
         return []
@@ -149,6 +152,7 @@ def budget_lines(sc: Scaling) -> list[str]:
 
 
 def as_dict(sc: Scaling) -> dict:
+    """The JSON document (docs/scaling.md, Output): raw numbers, classes and fits per phase."""
     from nvtxsim._version import __version__
 
     phases = []
@@ -179,6 +183,7 @@ def as_dict(sc: Scaling) -> dict:
 
 
 def render_scaling(sc: Scaling, fmt: str, *, width: int | None = None, color: bool = False) -> str:
+    """``sc`` in one of the scaling formats; ``width``: fit a terminal that wide (table only)."""
     if fmt == "json":
         return json_text(as_dict(sc), indent=2) + "\n"
     if fmt == "csv":

@@ -75,6 +75,7 @@ def _short(x: float) -> str:
 
 
 def render_scaling_html(sc: Scaling, tables: list[ViewTable], lines: list[str]) -> str:
+    """One self-contained page: a log-log plot per phase (the shape of the growth at a glance), then the tables."""
     from nvtxsim._version import __version__
     from nvtxsim.reporting.renderers.html import _CSS, _table_html
 
