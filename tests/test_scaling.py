@@ -121,11 +121,16 @@ def test_fewer_than_three_runs_shows_the_table_and_refuses_classes(sweep, capsys
         (["{0}=0"], "positive"),
         (["{0}=1", "{1}=2", "{2}=3", "--memory-budget", "lots"], "--memory-budget"),
         (["{0}=1", "{1}=2", "{2}=3", "--predict", "x"], "--predict"),
+        (["{0}=1", "{1}=2", "{2}=3", "--memory-budget", "0"], "--memory-budget"),
+        (["{0}=1", "{1}=2", "{2}=3", "--memory-budget=-80GiB"], "--memory-budget"),
+        (["{0}=1", "{1}=2", "{2}=3", "--predict", "nan"], "--predict"),
+        (["{0}=1", "{1}=2", "{2}=3", "--param", " "], "--param"),
+        (["{0}=1", "/nonexistent/x.sqlite=2", "{2}=3"], "no such file"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(sweep, args, message, capsys):
     paths = [s.rsplit("=", 1)[0] for s in sweep]
-    rc = main(["scaling", *[a.format(*paths) for a in args], "--param", "n"])
+    rc = main(["scaling", "--param", "n", *[a.format(*paths) for a in args]])  # a later --param wins
     err = capsys.readouterr().err
     assert rc == 2 and message in err and err.count("\n") == 1
 

@@ -52,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from nvtxsim.reporting.renderers.scaling import render_scaling
 
     specs = parse_runs(args.runs)  # bad RUN=VALUE arguments fail before anything is loaded
+    if not args.param.strip():
+        raise NvtxsimError("--param: give the name of the parameter that differs between the runs (e.g. num_envs)")
     value = parse_value(args.predict, "--predict") if args.predict is not None else None
     budget = parse_size(args.memory_budget) if args.memory_budget is not None else None
     if args.output is not None:
