@@ -12,6 +12,12 @@ Emit::
 Report::
 
     nvtxsim report run.sqlite
+
+    model = nvtxsim.report("run.sqlite", views="tree,kernels")   # the same report from Python
+    model.phases, model.view("tree").rows, model.to_json()
+    export = nvtxsim.load("run.sqlite")                           # the loaded columns
+
+``report`` and ``load`` import the report stages on first call: ``import nvtxsim`` stays light.
 """
 
 from nvtxsim import phases
@@ -33,6 +39,31 @@ from nvtxsim.emit.window import step
 from nvtxsim.emit import live
 
 from nvtxsim._version import __version__
+
+
+def report(path, **options):  # type: ignore[no-untyped-def]
+    """Load → analyse one export: the :class:`~nvtxsim.reporting.model.ReportModel` behind ``nvtxsim report``.
+
+    Options: ``views`` ("tree,kernels", a list, or "all"), ``domain`` (a name, "default" or "all"),
+    ``match``, ``by``, ``skip_first``, ``top``, ``envs``, ``findings``, ``fail_on``; ``cache`` and
+    ``backend`` ("memory", "streamed") as for :func:`load`; ``fmt`` when the model will be rendered in
+    a format that needs more (html). ``model.to_json()`` is the CLI's ``--format json``;
+    ``nvtxsim.reporting.pipeline.render(model, fmt)`` gives any other format.
+    See :func:`nvtxsim.reporting.pipeline.report` and docs/report.md."""
+    from nvtxsim.reporting.pipeline import report as _report
+
+    return _report(path, **options)
+
+
+def load(path, **options):  # type: ignore[no-untyped-def]
+    """Read one export (.sqlite, .sqlite.gz, .nsys-rep) into numpy columns: an :class:`~nvtxsim.export.columns.Export`.
+
+    Options: ``cuda`` (read the CUDA tables, default True), ``cache`` (the parsed-columns cache beside
+    the export; default: NVTXSIM_CACHE), ``backend`` ("memory", "streamed"; default: by size).
+    See :func:`nvtxsim.export.reader.load`."""
+    from nvtxsim.export.reader import load as _load
+
+    return _load(path, **options)
 
 
 def load_frames(path, **kwargs):  # type: ignore[no-untyped-def]
@@ -61,6 +92,8 @@ __all__ = [
     "phases",
     "step",
     "load_frames",
+    "report",
+    "load",
     "live",
     "__version__",
 ]

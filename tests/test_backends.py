@@ -16,7 +16,8 @@ import pytest
 from nvtxsim.analysis.projection import project_stream
 from nvtxsim.export import streamed
 from nvtxsim.export.reader import load
-from nvtxsim.reporting.pipeline import DetailRequest, render_detail
+from nvtxsim.reporting.pipeline import analyse, render
+from nvtxsim.reporting.model import ReportRequest
 from nvtxsim.reporting.views import VIEWS
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -33,7 +34,7 @@ def _inflate(gz: Path, folder: Path) -> Path:
 def _all_views(export) -> dict:
     """Every view as JSON, less the findings: on a streamed export they skip the checks that need every
     CUDA call in memory, by design (and say so in a note)."""
-    doc = json.loads(render_detail(export, "json", DetailRequest(views=[v for v in VIEWS if v != "findings"]), domain=None))
+    doc = json.loads(render(analyse(export, ReportRequest(views=[v for v in VIEWS if v != "findings"], domain=None)), "json"))
     doc.pop("findings", None)
     return doc
 

@@ -10,7 +10,7 @@ import pytest
 
 from nvtxsim.analysis.projection import RangeGpu, project, select_ranges, summarize
 from nvtxsim.export.schema import SUMMARY_DIRECTIONS as DIRECTIONS
-from nvtxsim.cli.commands.report import make_report
+from nvtxsim.reporting.pipeline import make_report
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.reader import Export, Ranges, load
 from nvtxsim.analysis import ranks

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from nsys_util import needs_nsys, profile_python
-from nvtxsim.cli.commands.report import make_report, render
+from nvtxsim.reporting.pipeline import make_report, render
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import load
 from nvtxsim.cli.progress import progress_after

@@ -161,7 +161,7 @@ def test_graph_hints_per_trace_mode(tmp_path):
     assert "graph-level" in hints["graph"] and "--cuda-graph-trace=node" in hints["graph"]
     assert "no GPU activity" in hints["missing"] and "--cuda-graph-trace=node" in hints["missing"]
     # The default summary carries the hint as a warning too.
-    from nvtxsim.cli.commands.report import make_report
+    from nvtxsim.reporting.pipeline import make_report
 
     assert any("no GPU activity" in w for w in make_report(tmp_path / "missing.sqlite").warnings)
     assert not any("graph" in w for w in make_report(tmp_path / "node.sqlite").warnings)

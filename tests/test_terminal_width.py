@@ -176,7 +176,7 @@ def test_multiline_names_on_one_line(width: int, long_names: Path, tmp_path: Pat
 
 def test_pipe_output_is_whole(long_names: Path) -> None:
     """Without a terminal nothing is fitted: the whole (escaped) name is in the table."""
-    from nvtxsim.cli.commands.report import make_report
+    from nvtxsim.reporting.pipeline import make_report
     from nvtxsim.reporting.summary import printable, render_table
 
     text = render_table(make_report(long_names, domain=None))

@@ -6,12 +6,16 @@ never get progress output. The display is transient (erased when done).
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Iterator, Optional, TextIO
+from typing import TYPE_CHECKING, Iterator, Optional, TextIO
 
 from nvtxsim.reporting.escaping import printable
+
+if TYPE_CHECKING:
+    from nvtxsim.export.columns import Export
 
 
 class Stages:
@@ -76,3 +80,13 @@ def progress_after(label: str, *, delay: float = 1.0, stream: Optional[TextIO] =
         done.set()
         timer.join()
         stages._stop()
+
+
+def load_with_progress(path: "str | os.PathLike[str]", *, progress: Optional[bool] = None) -> "Export":
+    """Load an export, with a progress indicator on a terminal when it takes more than a second."""
+    from pathlib import Path
+
+    from nvtxsim.export.reader import load
+
+    with progress_after(f"loading {Path(path).name}", enabled=progress):
+        return load(path)

@@ -62,7 +62,7 @@ def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Calla
     """Capture every value in turn (stopping at a failed program, whose exit code is returned), then
     print the scaling table (to ``out`` when given: profile's report file). Fewer than three values:
     the table, then the refusal as ``nvtxsim scaling`` gives it (one line, exit 2)."""
-    from nvtxsim.cli.commands.report import domain_from_args
+    from nvtxsim.cli.arguments import domain_from_args
 
     name, values = parse_sweep(args.sweep)
     if args.format not in SWEEP_FORMATS:

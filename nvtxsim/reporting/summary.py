@@ -1,21 +1,24 @@
 """Render stage: turn a :class:`~nvtxsim.analysis.projection.Report` into text.
 
-Renderers are plain functions ``Report -> str`` registered in ``RENDERERS``;
-machine formats (csv, json) carry every field in integer nanoseconds, human
+The summary table's columns (defined once, :data:`SUMMARY_COLUMNS`) and its renderings;
+the per-format modules of :mod:`nvtxsim.reporting.renderers` use them. Machine formats (csv, json) carry every field in integer nanoseconds, human
 formats (table, markdown) pick units per value.
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, Report
 from nvtxsim.reporting.escaping import csv_table, json_text, markdown_cell, printable
 from nvtxsim.reporting.renderers import terminal
-from nvtxsim.reporting.viewtable import Column
+from nvtxsim.reporting.viewtable import Column, cell, fmt_bytes, fmt_ns
 
-__all__ = ["printable", "markdown_cell", "fmt_ns", "fmt_bytes", "heading_parts", "RENDERERS"]
+__all__ = ["printable", "markdown_cell", "fmt_ns", "fmt_bytes", "heading_parts", "SUMMARY_FORMATS"]
+
+#: Formats the summary alone (and the per-rank reports) can be rendered in.
+SUMMARY_FORMATS = ("table", "csv", "json", "markdown")
 
 if TYPE_CHECKING:
     from nvtxsim.analysis.selection import Detail
@@ -24,51 +27,7 @@ if TYPE_CHECKING:
 JSON_SCHEMA_VERSION = 1
 
 
-def fmt_ns(ns: float) -> str:
-    """Nanoseconds in the unit that keeps 3-4 significant digits."""
-    ns = float(ns)
-    a = abs(ns)
-    if a == 0:
-        return "0"
-    if a < 1e3:
-        return f"{ns:.0f} ns"
-    if a < 1e6:
-        return f"{ns / 1e3:.1f} µs"
-    if a < 1e9:
-        return f"{ns / 1e6:.2f} ms"
-    return f"{ns / 1e9:.3f} s"
-
-
-def fmt_bytes(n: float) -> str:
-    n = float(n)
-    if n == 0:
-        return "0"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
-
-
-# Columns of the human formats: (header, getter, justify).
-_HUMAN_COLUMNS: list[tuple[str, Callable[[PhaseStats], str]]] = [
-    ("Phase", lambda p: p.label),
-    ("N", lambda p: f"{p.instances:,}"),
-    ("CPU total", lambda p: fmt_ns(p.cpu_total_ns)),
-    ("mean", lambda p: fmt_ns(p.cpu_mean_ns)),
-    ("median", lambda p: fmt_ns(p.cpu_median_ns)),
-    ("p90", lambda p: fmt_ns(p.cpu_p90_ns)),
-    ("p99", lambda p: fmt_ns(p.cpu_p99_ns)),
-    ("max", lambda p: fmt_ns(p.cpu_max_ns)),
-    ("GPU proj", lambda p: fmt_ns(p.gpu_proj_total_ns)),
-    ("proj median", lambda p: fmt_ns(p.gpu_proj_median_ns)),
-    ("GPU busy", lambda p: fmt_ns(p.gpu_busy_total_ns)),
-    ("ops", lambda p: f"{p.gpu_ops:,}"),
-    ("kernels", lambda p: f"{p.gpu_kernels:,}"),
-    ("H→D", lambda p: fmt_bytes(p.memcpy_htod_bytes)),
-    ("D→H", lambda p: fmt_bytes(p.memcpy_dtoh_bytes)),
-]
-# The same columns with keys and units (the views, csv/json keys, the terminal fitter's priorities).
+# The summary's columns: keys (csv/json), headers, units (display), in order (the terminal fitter's priorities).
 C = Column
 SUMMARY_COLUMNS = [
     C("phase", "Phase"), C("instances", "N", "int"), C("cpu_total_ns", "CPU total", "ns"), C("cpu_mean_ns", "mean", "ns"),
@@ -76,20 +35,32 @@ SUMMARY_COLUMNS = [
     C("gpu_proj_total_ns", "GPU proj", "ns"), C("gpu_proj_median_ns", "proj median", "ns"), C("gpu_busy_total_ns", "GPU busy", "ns"),
     C("gpu_ops", "ops", "int"), C("gpu_kernels", "kernels", "int"), C("memcpy_htod_bytes", "H→D", "bytes"), C("memcpy_dtoh_bytes", "D→H", "bytes"),
 ]
-MEMORY_SUMMARY_COLUMNS = [C("gpu_mem_peak_bytes", "GPU mem peak", "bytes"), C("gpu_mem_net_bytes", "mem net/inst", "bytes")]
 #: Shown only when the export recorded GPU memory (nsys --cuda-memory-usage=true).
-_MEMORY_COLUMNS: list[tuple[str, Callable[[PhaseStats], str]]] = [
-    ("GPU mem peak", lambda p: fmt_bytes(p.gpu_mem_peak_bytes or 0)),
-    ("mem net/inst", lambda p: fmt_bytes(p.gpu_mem_net_bytes or 0)),
-]
-
-
+MEMORY_SUMMARY_COLUMNS = [C("gpu_mem_peak_bytes", "GPU mem peak", "bytes"), C("gpu_mem_net_bytes", "mem net/inst", "bytes")]
 def _has_memory(report: Report) -> bool:
     return any(p.gpu_mem_peak_bytes is not None for p in report.phases)
 
 
-def _human_columns(report: Report) -> list[tuple[str, Callable[[PhaseStats], str]]]:
-    return _HUMAN_COLUMNS + (_MEMORY_COLUMNS if _has_memory(report) else [])
+def summary_columns(report: Report) -> list[Column]:
+    """The summary's columns for this report (the memory ones only when it has memory data)."""
+    return SUMMARY_COLUMNS + (MEMORY_SUMMARY_COLUMNS if _has_memory(report) else [])
+
+
+def phase_record(p: PhaseStats) -> dict:
+    """One phase as a row of the summary view: its label as ``phase``, then every field (as in the JSON)."""
+    return {"phase": p.label, **p.as_dict()}
+
+
+def phase_row(p: PhaseStats) -> dict:
+    """One phase as a displayed row of the summary (a phase without memory data shows 0)."""
+    row = phase_record(p)
+    for c in MEMORY_SUMMARY_COLUMNS:
+        row[c.key] = row.get(c.key) or 0
+    return row
+
+
+def _cells(report: Report, columns: list[Column]) -> list[list[str]]:
+    return [[cell(c, row) for c in columns] for row in map(phase_row, report.phases)]
 
 
 def _csv_fields(report: Report) -> list[str]:
@@ -137,28 +108,27 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
     """The summary for a terminal ``width`` columns wide (None: whole, as wide as it needs); bold header when ``color``.
 
     ``before``: lines between the heading and the table (the Findings block)."""
-    columns = _human_columns(report)
-    rows = [[get(p) for _, get in columns] for p in report.phases]
+    columns = summary_columns(report)
     heading = terminal.fit_parts(heading_parts(report.source), width) + list(before)
     empty = "no NVTX ranges in the selected domain" if report.source.get("ranges") else "no NVTX ranges in this export (marks are not phases)"
-    text = terminal.render((SUMMARY_COLUMNS + MEMORY_SUMMARY_COLUMNS)[: len(columns)], rows, heading=heading, width=width, color=bool(color), empty=empty)
+    text = terminal.render(columns, _cells(report, columns), heading=heading, width=width, color=bool(color), empty=empty)
     return text + "".join(f"{ln}\n" for ln in terminal.notes_lines(report.warnings, width, prefix="warning: "))
 
 
 def render_markdown(report: Report, *, before: str = "") -> str:
     """The summary as a markdown table; ``before``: markdown between the heading and the table (the Findings block)."""
-    cell = markdown_cell
-    columns = _human_columns(report)
-    lines = [f"**{cell(_heading(report))}**", ""]
+    esc = markdown_cell
+    columns = summary_columns(report)
+    lines = [f"**{esc(_heading(report))}**", ""]
     if before:
         lines.append(before)
-    lines.append("| " + " | ".join(h for h, _ in columns) + " |")
+    lines.append("| " + " | ".join(c.header for c in columns) + " |")
     lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(columns) - 1)) + "|")
-    for p in report.phases:
-        lines.append("| " + " | ".join(cell(get(p)) for _, get in columns) + " |")
+    for row in _cells(report, columns):
+        lines.append("| " + " | ".join(esc(v) for v in row) + " |")
     for w in report.warnings:
         lines.append("")
-        lines.append(f"> warning: {cell(w)}")
+        lines.append(f"> warning: {esc(w)}")
     return "\n".join(lines) + "\n"
 
 
@@ -180,12 +150,6 @@ def render_json(report: Report) -> str:
     return json_text(json_document(report), indent=2) + "\n"
 
 
-RENDERERS: dict[str, Callable[[Report], str]] = {
-    "table": render_table,
-    "csv": render_csv,
-    "json": render_json,
-    "markdown": render_markdown,
-}
 
 
 # --------------------------------------------------------------------------- many ranks
@@ -195,10 +159,7 @@ def render_ranks(reports: list[Report], merged: Report, spread: list[dict], fmt:
     """Per-rank reports, the merged report and the per-phase spread across ranks."""
     names = [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
     if fmt == "json":
-        from nvtxsim._version import __version__
-
-        doc = merged.as_dict()
-        doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}
+        doc = json_document(merged)
         doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]
         doc["spread"] = spread
         return json_text(doc, indent=2) + "\n"

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 
-from nvtxsim.analysis.projection import PhaseStats
+from nvtxsim.analysis.projection import Report
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.reporting.summary import MEMORY_SUMMARY_COLUMNS, SUMMARY_COLUMNS, fmt_bytes, fmt_ns
+from nvtxsim.reporting.summary import SUMMARY_COLUMNS, fmt_bytes, fmt_ns, phase_record, summary_columns
 from nvtxsim.reporting.viewtable import Column, ViewTable
 
 if TYPE_CHECKING:
@@ -35,14 +35,14 @@ class ViewOptions:
 
 C = Column
 
-def _phase_row(p: PhaseStats) -> dict:
-    return {"phase": p.label, **p.as_dict()}
+def summary_table(report: Report) -> ViewTable:
+    """The per-phase summary as a view table (the rows as in the JSON: raw values, memory fields only when recorded)."""
+    rows = [phase_record(p) for p in report.phases]
+    return ViewTable("summary", "Phases (CPU range time, GPU work launched inside)", summary_columns(report), rows)
 
 
 def summary(d: Detail, o: ViewOptions) -> ViewTable:
-    rows = [_phase_row(p) for p in d.report.phases]
-    cols = SUMMARY_COLUMNS + (MEMORY_SUMMARY_COLUMNS if any("gpu_mem_peak_bytes" in r for r in rows) else [])
-    return ViewTable("summary", "Phases (CPU range time, GPU work launched inside)", cols, rows)
+    return summary_table(d.report)
 
 
 def memory(d: Detail, o: ViewOptions) -> ViewTable:

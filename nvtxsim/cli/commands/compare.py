@@ -17,14 +17,15 @@ from nvtxsim.export.reader import Export
 from nvtxsim.errors import NvtxsimError, float_option, int_option
 from nvtxsim.cli.output import check_writable, deliver, layout
 from nvtxsim.reporting.escaping import printable
-from nvtxsim.reporting.pipeline import load_with_progress, parse_kinds
+from nvtxsim.cli.arguments import parse_kinds
+from nvtxsim.cli.progress import load_with_progress
 
 FORMATS = ("table", "csv", "json", "markdown", "html")
 
 
 def _domain(args: argparse.Namespace, base: Export, new: Export) -> tuple[Optional[str], Optional[str]]:
     """The domain both runs are compared in (every domain when the default one is in neither) and a note when widened."""
-    from nvtxsim.cli.commands.report import domain_from_args
+    from nvtxsim.cli.arguments import domain_from_args
 
     domain, given = domain_from_args(args)
     picked = [resolve_domain(e, domain, given=given) for e in (base, new)]

@@ -75,12 +75,13 @@ def _report(path: "os.PathLike[str] | str", args: argparse.Namespace, out: Optio
     """Print or write the report; a failure here is reported but never replaces the program's exit code."""
     try:
         from nvtxsim.cli.commands.report import domain_from_args, run_report
+        from nvtxsim.reporting.model import ReportRequest
     except ImportError as exc:
         _say(f"report not available ({exc}); run `nvtxsim report {path}` later")
         return
     domain, given = domain_from_args(args)
     try:
-        run_report(path, fmt=args.format, domain=domain, out=out, force=True, domain_given=given)  # out was checked before the run
+        run_report(path, fmt=args.format, out=out, force=True, request=ReportRequest(domain=domain, domain_given=given))  # out was checked before the run
         if out is not None:
             _say(f"wrote the {args.format} report to {out}")
     except NvtxsimError as exc:

@@ -21,10 +21,10 @@ from nvtxsim.analysis.scaling import (
     predict,
 )
 from nvtxsim.analysis.selection import Detail
-from nvtxsim.cli.commands.report import domain_from_args
+from nvtxsim.cli.arguments import domain_from_args
 from nvtxsim.cli.output import check_writable, deliver, layout
 from nvtxsim.errors import NvtxsimError, int_option
-from nvtxsim.reporting.pipeline import load_with_progress
+from nvtxsim.cli.progress import load_with_progress
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
 

@@ -11,27 +11,13 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any, Optional
+from typing import Optional
 
-import numpy as np
-
-from nvtxsim.analysis.selection import Detail
-from nvtxsim.errors import NvtxsimError
-from nvtxsim.phases import style_for
 from nvtxsim.reporting.escaping import html_json
+from nvtxsim.reporting.model import ReportModel
 from nvtxsim.reporting.summary import heading_parts
 from nvtxsim.reporting.viewtable import ViewTable
 from nvtxsim.reporting.renderers.tables import cell
-
-TIMELINE_ITERATIONS = 3
-TIMELINE_MAX_ITEMS = 20000
-SERIES_MAX = 10
-ITERATION_POINTS = 3000  # more iterations are plotted as the max of each group of consecutive ones
-
-
-def _color(label: str) -> str:
-    name = label.split(":", 1)[1] if ":" in label else label
-    return f"#{style_for(name).color:06x}"
 
 
 def _table_html(t: ViewTable, limit: Optional[int] = None) -> str:
@@ -60,149 +46,24 @@ def _table_html(t: ViewTable, limit: Optional[int] = None) -> str:
     return f'<div class="tw"><table class="data{sortable}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>{more}{notes}'
 
 
-def _iteration_data(detail: Detail, it: Any) -> Optional[dict]:
-    if it is None or len(it) == 0:
-        return None
-    means = np.bincount(it.cells.col, weights=it.cells.cpu, minlength=len(it.phases)) / len(it)  # from the sparse cells
-    order = [0] + (np.argsort(-means[1:], kind="stable") + 1).tolist()[: SERIES_MAX - 1]
-    n = len(it)
-    step = -(-n // ITERATION_POINTS)  # iterations per plotted point: 1 unless there are very many
-    starts = np.arange(0, n, step)
+def views_shown(views: list[str]) -> list[str]:
+    """The views an HTML report shows, whatever was asked for: all but the per-process split."""
+    from nvtxsim.reporting.views import VIEWS
 
-    def points(col: np.ndarray) -> list:
-        return (np.maximum.reduceat(col, starts) if step > 1 else col).tolist()
-
-    series = [
-        {"phase": it.phases[j], "color": _color(it.phases[j]), "cpu": points(it.column(j)), "gpu": points(it.column(j, "gpu"))}
-        for j in order
-        if means[j] > 0 or j == 0
-    ]
-    return {"key": it.key, "index": it.index[starts].tolist(), "series": series, "skipped": it.skipped, "per_point": step, "count": n}
+    return [v for v in VIEWS if v not in ("threads", "processes")] + ["threads"]
 
 
-def _timeline(detail: Detail, it: Any) -> dict:
-    """Ranges and GPU ops inside a window of a few iterations (around the slowest one)."""
-    ex, r = detail.export, detail.export.ranges
-    sel = detail.selected
-    title = ""
-    if it is not None and len(it):
-        slow = int(np.argmax(it.duration))
-        a = max(0, min(slow - 1, len(it) - TIMELINE_ITERATIONS))
-        b = min(len(it), a + TIMELINE_ITERATIONS)
-        t0, t1 = int(it.start[a]), int(it.start[b - 1] + it.duration[b - 1])
-        title = f"{it.key} {int(it.index[a])}–{int(it.index[b - 1])} (includes the slowest, {int(it.index[slow])})"
-    elif len(sel):
-        o = np.sort(r.start[sel])
-        t0 = int(o[0])
-        t1 = int(o[min(len(o) - 1, 2000)]) if len(o) > 1 else int(r.end[sel].max())
-        t1 = max(t1, int(r.end[sel][np.argmin(r.start[sel])]))
-        title = "start of the capture"
-    else:
-        return {"lanes": [], "names": [], "t0": 0, "t1": 1, "title": "no ranges"}
-    tree = detail.tree
-    nest = tree.nesting
-    names: list[str] = []
-    name_ix: dict[str, int] = {}
-
-    def nid(s: str) -> int:
-        i = name_ix.get(s)
-        if i is None:
-            i = name_ix[s] = len(names)
-            names.append(s)
-        return i
-
-    lanes = []
-    idx = nest.ranges
-    inwin = (r.end[idx] >= t0) & (r.start[idx] <= t1)
-    pos = np.flatnonzero(inwin)
-    items_total = 0
-    truncated = False
-    for tid in np.unique(r.global_tid[idx[pos]]):
-        p = pos[r.global_tid[idx[pos]] == tid]
-        items = []
-        for k in p.tolist():
-            i = int(idx[k])
-            lab = detail.range_label(i)
-            items.append([int(r.start[i]) - t0, int(r.end[i]) - t0, int(nest.depth[k]), nid(lab), nid(_color(lab))])
-        items_total += len(items)
-        lanes.append({"label": detail.thread_name(int(tid)), "kind": "cpu", "depth": int(nest.depth[p].max()) + 1 if len(p) else 1, "items": items})
-    ops = detail.ops
-    if len(ops):
-        from nvtxsim.analysis.gpu import DIRECTION_LABELS, short_kernel_name
-        from nvtxsim.export.schema import KERNEL, MEMCPY, MEMSET, copy_label
-
-        win = np.flatnonzero((ops.end >= t0) & (ops.start <= t1))
-        phase = detail.op_owner[win]  # the range that launched each op, -1: none selected
-        streams = np.stack([ops.device_id[win], ops.stream_id[win]], axis=1)
-        for dev, stream in np.unique(streams, axis=0).tolist() if len(win) else []:
-            m = np.flatnonzero((streams[:, 0] == dev) & (streams[:, 1] == stream))
-            items = []
-            for k in m.tolist():
-                j = int(win[k])
-                kind = int(ops.kind[j])
-                if kind == KERNEL:
-                    nm = short_kernel_name(ex.string(int(ops.name_id[j])) or "kernel")
-                elif kind == MEMCPY:
-                    nm = f"memcpy {DIRECTION_LABELS[copy_label(int(ops.copy_kind[j]))]} {int(ops.bytes[j]):,} B"
-                elif kind == MEMSET:
-                    nm = f"memset {int(ops.bytes[j]):,} B"
-                else:
-                    nm = f"CUDA graph {int(ops.name_id[j])}"
-                p = int(phase[k])
-                lab = detail.range_label(p) if p >= 0 else ""
-                items.append([int(ops.start[j]) - t0, int(ops.end[j]) - t0, 0, nid(nm), nid(_color(lab) if lab else "#9e9e9e"), nid(lab)])
-            items_total += len(items)
-            lanes.append({"label": f"GPU {int(dev)} · stream {int(stream)}", "title": detail.gpu_name(int(dev)), "kind": "gpu", "depth": 1, "items": items})
-    if items_total > TIMELINE_MAX_ITEMS:
-        truncated = True
-        budget = TIMELINE_MAX_ITEMS
-        for lane in lanes:
-            lane["items"] = lane["items"][: max(budget // max(len(lanes), 1), 1)]
-    return {"lanes": lanes, "names": names, "t0": t0, "t1": t1, "span": t1 - t0, "title": title, "truncated": truncated}
+NEEDS_PAGE = True  # the pipeline builds the plots' data (nvtxsim.reporting.page) for this format
 
 
-def build_page_data(detail: Detail, options: Any) -> tuple[dict, Any]:
-    """The JSON the page's script draws from, and the per-iteration split it used (or None)."""
-    from nvtxsim.analysis.iterations import per_iteration
-
-    rep = detail.report
-    it = None
-    it_note = ""
-    try:
-        it = per_iteration(detail, options.by, skip_first=options.skip_first)
-    except NvtxsimError as exc:
-        if getattr(options, "by_given", False):
-            raise
-        it_note = str(exc)
-    return {
-        "source": rep.source,
-        "phases": [
-            {
-                "label": p.label,
-                "color": _color(p.label),
-                "instances": p.instances,
-                "cpu_total": p.cpu_total_ns,
-                "cpu_median": p.cpu_median_ns,
-                "cpu_p99": p.cpu_p99_ns,
-                "gpu_busy": p.gpu_busy_total_ns,
-                "gpu_proj": p.gpu_proj_total_ns,
-            }
-            for p in rep.phases
-        ],
-        "iterations": _iteration_data(detail, it),
-        "iterations_note": it_note,
-        "timeline": _timeline(detail, it),
-    }, it
-
-
-def render_html(detail: Detail, options: Any) -> str:
+def render(model: ReportModel, *, width: int | None = None, color: bool = False) -> str:
+    """One self-contained page: heading, warnings, findings, the plots and a table per view."""
     from nvtxsim._version import __version__
-    from nvtxsim.reporting.views import VIEWS, build
 
-    data, _ = build_page_data(detail, options)
-    rep = detail.report
+    data = model.page
+    rep = model.summary
     s = rep.source
-    tables = build(detail, [v for v in VIEWS if v not in ("threads", "processes")] + ["threads"], options)
+    tables = model.views
     sections = []
     titles = {
         "summary": "Phases", "tree": "Nesting and self time", "iterations": "Per iteration", "slowest": "Slowest iterations",

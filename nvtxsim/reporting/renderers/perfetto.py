@@ -16,7 +16,9 @@ import numpy as np
 
 from nvtxsim.analysis.launches import copy_direction
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
-from nvtxsim.export.schema import KERNEL, MEMCPY, MEMSET
+from nvtxsim.analysis.gpu import short_kernel_name
+from nvtxsim.export.schema import GRAPH, KERNEL, MEMCPY, MEMSET
+from nvtxsim.reporting.model import ReportModel
 from nvtxsim.reporting.escaping import json_text
 
 GPU_PID_BASE = 1 << 30  # keeps GPU "processes" apart from real pids (< 2^22 on Linux)
@@ -28,24 +30,27 @@ def _us(ns: np.ndarray, t0: int) -> list[float]:
 
 def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
     """Metadata and range events (dicts), GPU op events (JSON text) and the trace's otherData."""
-    from nvtxsim.analysis.gpu import short_kernel_name
-
-    ex = d.export
-    r = ex.ranges
-    sel = d.selected
-    ops = d.ops
+    r, sel, ops = d.export.ranges, d.selected, d.ops
     starts = [r.start[sel].min()] if len(sel) else []
     if len(ops):
         starts.append(ops.start.min())
     t0 = int(min(starts)) if starts else 0
+    events, threads = _range_events(d, t0)
+    meta = _thread_meta(d, threads) + _gpu_meta(d)
+    gpu_text = _op_events(d, t0) if len(ops) else []
+    other = {"source": str(d.export.path), "nsys_version": d.export.nsys_version, "t0_ns": t0, "generator": "nvtxsim report --format perfetto"}
+    return meta + events, gpu_text, other
+
+
+def _range_events(d: Detail, t0: int) -> tuple[list[dict[str, Any]], set[int]]:
+    """Push/pop ranges as complete slices, start/end ranges as async begin/end pairs; and the threads seen."""
+    r, sel, names = d.export.ranges, d.selected, d.label_names
     events: list[dict[str, Any]] = []
-    gpu_text: list[str] = []  # GPU op events, already serialised
-    names = d.label_names
-    seen_threads: set[int] = set()
+    threads: set[int] = set()
     ts, te = _us(r.start[sel], t0), _us(r.end[sel], t0)
     for k, i in enumerate(sel.tolist()):
         gtid = int(r.global_tid[i])
-        seen_threads.add(gtid)
+        threads.add(gtid)
         pid, tid = pid_of(gtid), tid_of(gtid)
         name = str(r.name[i]) if len(r.name) else str(names[r.label[i]])
         cat = str(r.domain[i]) if len(r.domain) and r.domain[i] else "nvtx"
@@ -62,59 +67,82 @@ def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, 
                 args["ends_on_other_thread"] = True
             events.append({"ph": "b", "name": name, "cat": cat, "id": rid, "ts": ts[k], "pid": pid, "tid": tid, "args": args})
             events.append({"ph": "e", "name": name, "cat": cat, "id": rid, "ts": te[k], "pid": pid, "tid": tid})
+    return events, threads
+
+
+def _thread_meta(d: Detail, threads: set[int]) -> list[dict[str, Any]]:
     meta: list[dict[str, Any]] = []
-    for gtid in sorted(seen_threads):
-        pid, tid = pid_of(gtid), tid_of(gtid)
-        meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": d.thread_name(gtid)}})
-    for gpid in sorted({g & ~0xFFFFFF for g in seen_threads}):
+    for gtid in sorted(threads):
+        meta.append({"ph": "M", "name": "thread_name", "pid": pid_of(gtid), "tid": tid_of(gtid), "args": {"name": d.thread_name(gtid)}})
+    for gpid in sorted({g & ~0xFFFFFF for g in threads}):
         meta.append({"ph": "M", "name": "process_name", "pid": pid_of(gpid), "args": {"name": d.process_name(gpid)}})
-
-    if len(ops):
-        phase_of_op = d.op_owner
-        # GPU ops are many: serialise them straight to JSON text, from Python lists, with cached names.
-        direction = copy_direction(ops).tolist()
-        os_, oe = _us(ops.start, t0), _us(ops.end, t0)
-        kinds, nids, corr = ops.kind.tolist(), ops.name_id.tolist(), ops.correlation_id.tolist()
-        nbytes, dev, stream = ops.bytes.tolist(), ops.device_id.tolist(), ops.stream_id.tolist()
-        plabel = (np.where(phase_of_op >= 0, r.label[np.maximum(phase_of_op, 0)], -1) if len(r.label) else np.full(len(ops), -1)).tolist()
-        name_cache: dict[tuple[int, int, str], str] = {}
-        phase_cache: dict[int, str] = {-1: ""}
-        cats = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}
-        for j in range(len(kinds)):
-            kind = kinds[j]
-            key = (kind, nids[j] if kind in (KERNEL, 3) else 0, direction[j])
-            name = name_cache.get(key)
-            if name is None:
-                if kind == KERNEL:
-                    text = short_kernel_name(ex.string(nids[j]) or f"kernel #{nids[j]}")
-                elif kind == MEMCPY:
-                    text = f"memcpy {direction[j]}"
-                elif kind == MEMSET:
-                    text = "memset"
-                else:
-                    text = f"CUDA graph {nids[j]}"
-                name = name_cache[key] = json_text(text)
-            lab = plabel[j]
-            ph = phase_cache.get(lab)
-            if ph is None:
-                ph = phase_cache[lab] = ',"launched_in":' + json_text(str(names[lab]))
-            extra = f',"bytes":{nbytes[j]}' if kind in (MEMCPY, MEMSET) else ""
-            gpu_text.append(
-                f'{{"ph":"X","name":{name},"cat":"{cats.get(kind, "graph")}","ts":{os_[j]},"dur":{round(oe[j] - os_[j], 3)},'
-                f'"pid":{GPU_PID_BASE + dev[j]},"tid":{stream[j]},"args":{{"correlation_id":{corr[j]}{extra}{ph}}}}}'
-            )
-        for dev in np.unique(ops.device_id).tolist():
-            meta.append({"ph": "M", "name": "process_name", "pid": GPU_PID_BASE + int(dev), "args": {"name": d.gpu_name(int(dev))}})
-            meta.append({"ph": "M", "name": "process_sort_index", "pid": GPU_PID_BASE + int(dev), "args": {"sort_index": 1000 + int(dev)}})
-        for dev, stream in np.unique(np.stack([ops.device_id, ops.stream_id], axis=1), axis=0).tolist():
-            meta.append({"ph": "M", "name": "thread_name", "pid": GPU_PID_BASE + int(dev), "tid": int(stream), "args": {"name": f"stream {int(stream)}"}})
-    other = {"source": str(ex.path), "nsys_version": ex.nsys_version, "t0_ns": t0, "generator": "nvtxsim report --format perfetto"}
-    return meta + events, gpu_text, other
+    return meta
 
 
-def render_perfetto(d: Detail) -> str:
-    """The whole trace as JSON text (Chrome trace event format, object form)."""
-    events, gpu_text, other = trace_events(d)
+def _gpu_meta(d: Detail) -> list[dict[str, Any]]:
+    """Each GPU a process (sorted after the CPU ones), each of its streams a thread."""
+    ops = d.ops
+    meta: list[dict[str, Any]] = []
+    if not len(ops):
+        return meta
+    for dev in np.unique(ops.device_id).tolist():
+        meta.append({"ph": "M", "name": "process_name", "pid": GPU_PID_BASE + int(dev), "args": {"name": d.gpu_name(int(dev))}})
+        meta.append({"ph": "M", "name": "process_sort_index", "pid": GPU_PID_BASE + int(dev), "args": {"sort_index": 1000 + int(dev)}})
+    for dev, stream in np.unique(np.stack([ops.device_id, ops.stream_id], axis=1), axis=0).tolist():
+        meta.append({"ph": "M", "name": "thread_name", "pid": GPU_PID_BASE + int(dev), "tid": int(stream), "args": {"name": f"stream {int(stream)}"}})
+    return meta
+
+
+_CATEGORIES = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}
+
+
+def _op_text(d: Detail, kind: int, name_id: int, direction: str) -> str:
+    if kind == KERNEL:
+        return short_kernel_name(d.export.string(name_id) or f"kernel #{name_id}")
+    if kind == MEMCPY:
+        return f"memcpy {direction}"
+    if kind == MEMSET:
+        return "memset"
+    return f"CUDA graph {name_id}"
+
+
+def _op_events(d: Detail, t0: int) -> list[str]:
+    """GPU ops are many: serialised straight to JSON text, from Python lists, with cached names."""
+    ops, r, names = d.ops, d.export.ranges, d.label_names
+    phase_of_op = d.op_owner
+    direction = copy_direction(ops).tolist()
+    os_, oe = _us(ops.start, t0), _us(ops.end, t0)
+    kinds, nids, corr = ops.kind.tolist(), ops.name_id.tolist(), ops.correlation_id.tolist()
+    nbytes, dev, stream = ops.bytes.tolist(), ops.device_id.tolist(), ops.stream_id.tolist()
+    plabel = (np.where(phase_of_op >= 0, r.label[np.maximum(phase_of_op, 0)], -1) if len(r.label) else np.full(len(ops), -1)).tolist()
+    name_cache: dict[tuple[int, int, str], str] = {}
+    phase_cache: dict[int, str] = {-1: ""}
+    out = []
+    for j in range(len(kinds)):
+        kind = kinds[j]
+        key = (kind, nids[j] if kind in (KERNEL, GRAPH) else 0, direction[j])
+        name = name_cache.get(key)
+        if name is None:
+            name = name_cache[key] = json_text(_op_text(d, kind, nids[j], direction[j]))
+        lab = plabel[j]
+        ph = phase_cache.get(lab)
+        if ph is None:
+            ph = phase_cache[lab] = ',"launched_in":' + json_text(str(names[lab]))
+        extra = f',"bytes":{nbytes[j]}' if kind in (MEMCPY, MEMSET) else ""
+        out.append(
+            f'{{"ph":"X","name":{name},"cat":"{_CATEGORIES.get(kind, "graph")}","ts":{os_[j]},"dur":{round(oe[j] - os_[j], 3)},'
+            f'"pid":{GPU_PID_BASE + dev[j]},"tid":{stream[j]},"args":{{"correlation_id":{corr[j]}{extra}{ph}}}}}'
+        )
+    return out
+
+
+SHOWS_FINDINGS = False  # the findings are computed only for --fail-on
+
+
+def render(model: ReportModel, *, width: int | None = None, color: bool = False) -> str:
+    """The whole trace of the analysed export as JSON text (Chrome trace event format, object form)."""
+    assert model.detail is not None
+    events, gpu_text, other = trace_events(model.detail)
     dumps = lambda o: json_text(o, separators=(",", ":"))  # noqa: E731
     body = ",".join([dumps(e) for e in events] + gpu_text)
     return f'{{"traceEvents":[{body}],"displayTimeUnit":"ns","otherData":{dumps(other)}}}\n'

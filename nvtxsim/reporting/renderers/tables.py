@@ -1,42 +1,16 @@
-"""Terminal, Markdown, CSV and JSON renderings of view tables.
+"""Terminal, Markdown and CSV renderings of one view table (shared by the report's formats, compare and live).
 
-The ``summary`` view goes through :mod:`nvtxsim.reporting.summary` unchanged, so the default
-report looks the same whether or not other views are asked for. Machine formats
-keep raw values (integer ns, bytes, fractions); human formats pick units.
+Machine formats keep raw values (integer ns, bytes, fractions); human formats pick units.
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from nvtxsim.analysis.projection import Report
-from nvtxsim.errors import NvtxsimError
-from nvtxsim.reporting.escaping import csv_table, json_text
-from nvtxsim.reporting.summary import fmt_bytes, fmt_ns, json_document, markdown_cell, render_csv, render_markdown, render_table
-from nvtxsim.reporting.viewtable import Column, ViewTable
+from nvtxsim.reporting.escaping import csv_table, json_text, markdown_cell
+from nvtxsim.reporting.viewtable import Column, ViewTable, cell
 
-
-def cell(col: Column, row: dict[str, Any]) -> str:
-    """Display text of one value."""
-    v = row.get(col.key, "")
-    if v is None:
-        return ""
-    u = col.unit
-    if u == "ns":
-        return fmt_ns(v)
-    if u == "bytes":
-        return fmt_bytes(v)
-    if u == "int":
-        return f"{int(v):,}"
-    if u == "pct":
-        return f"{100 * float(v):.1f} %" if v else "0"
-    if u == "ratio":
-        return f"{float(v):.2f}×"
-    if u == "float":
-        return f"{float(v):,.2f}" if v else "0"
-    if u == "tree":
-        return "  " * int(row.get("depth", 0)) + str(v)
-    return str(v)
+__all__ = ["cell", "table_text", "markdown_text", "csv_text"]
 
 
 def _plain_rows(t: ViewTable) -> list[list[str]]:
@@ -82,29 +56,3 @@ def csv_text(t: ViewTable) -> str:
         keys = [c.key for c in t.columns]
     as_cell = lambda v: json_text(v) if isinstance(v, (list, dict)) else v  # noqa: E731
     return csv_table(keys, ([as_cell(row.get(k, "")) for k in keys] for row in t.rows))
-
-
-def render_views(report: Report, tables: list[ViewTable], fmt: str, *, width: Optional[int] = None, color: bool = False) -> str:
-    """All requested views in one text (csv: exactly one view)."""
-    if fmt == "json":
-        doc = json_document(report)
-        doc["views"] = {t.name: t.as_dict() for t in tables}
-        return json_text(doc, indent=2) + "\n"
-    if fmt == "csv":
-        if len(tables) != 1:
-            raise NvtxsimError("csv holds one table: ask for one --view (or use json, markdown or html for several)")
-        t = tables[0]
-        return render_csv(report) if t.name == "summary" else csv_text(t)
-    from nvtxsim.reporting.findings import before_markdown, before_table, block_lines, block_markdown
-
-    parts = []
-    if report.findings is not None and fmt in ("table", "markdown") and not any(t.name == "summary" for t in tables):
-        parts.append("\n".join(block_lines(report.findings, width)) + "\n" if fmt == "table" else block_markdown(report.findings))
-    for t in tables:
-        if fmt == "table":
-            parts.append(render_table(report, width=width, color=color, before=before_table(report, width)) if t.name == "summary" else table_text(t, width=width, color=color))
-        elif fmt == "markdown":
-            parts.append(render_markdown(report, before=before_markdown(report)) if t.name == "summary" else markdown_text(t))
-        else:
-            raise NvtxsimError(f"format {fmt!r} does not render views")
-    return "\n".join(parts)

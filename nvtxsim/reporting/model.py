@@ -1,0 +1,90 @@
+"""The report model: what one report of one export holds, whatever it is rendered as.
+
+:func:`nvtxsim.reporting.pipeline.analyse` builds it (request → export → analyses → views);
+every renderer turns it into text (``render(model) -> str``); ``nvtxsim.report()`` returns
+it. The JSON output is its serialisation (:meth:`ReportModel.to_json`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nvtxsim.analysis.projection import DEFAULT_DOMAIN, PhaseStats, Report
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.reporting.escaping import json_text
+from nvtxsim.reporting.summary import json_document
+from nvtxsim.reporting.views import ViewOptions
+from nvtxsim.reporting.viewtable import ViewTable
+
+
+@dataclass
+class ReportRequest:
+    """What a report asks for (the defaults: the classic per-phase summary of the nvtxsim domain)."""
+
+    views: list[str] = field(default_factory=lambda: ["summary"])
+    options: ViewOptions = field(default_factory=ViewOptions)
+    match: str | None = None  # only phases whose name matches this regular expression
+    domain: str | None = DEFAULT_DOMAIN  # None: every domain
+    domain_given: bool = False  # the user named the domain: its absence is an error, not a widening
+    findings: bool = True  # the Findings block / JSON "findings" / HTML section
+    fail_on: tuple[str, ...] = ()  # finding kinds that make the command fail (CI)
+
+    @property
+    def is_classic(self) -> bool:
+        """Only the summary, unfiltered: the JSON has no "views" object."""
+        return self.views == ["summary"] and not self.match
+
+
+@dataclass
+class ReportModel:
+    """One report: the per-phase summary (with warnings and findings), the requested views and, for
+    the HTML page, the plots' data. ``detail`` keeps the analysed export for the Perfetto trace."""
+
+    summary: Report
+    request: ReportRequest = field(default_factory=ReportRequest)
+    views: list[ViewTable] = field(default_factory=list)
+    detail: Detail | None = field(default=None, repr=False)
+    page: dict | None = field(default=None, repr=False)
+    found: Any = field(default=None, repr=False)  # the Findings computed (also when only --fail-on asked for them)
+
+    @property
+    def source(self) -> dict:
+        return self.summary.source
+
+    @property
+    def phases(self) -> list[PhaseStats]:
+        return self.summary.phases
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.summary.warnings
+
+    @property
+    def findings(self) -> Any:
+        return self.summary.findings
+
+    def view(self, name: str) -> ViewTable:
+        for t in self.views:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def as_dict(self) -> dict:
+        """The JSON document: source (with nvtxsim's version and the schema), phases, warnings,
+        findings, and the views unless only the plain summary was asked for."""
+        doc = json_document(self.summary)
+        if not self.request.is_classic:
+            doc["views"] = {t.name: t.as_dict() for t in self.views}
+        return doc
+
+    def to_json(self) -> str:
+        return json_text(self.as_dict(), indent=2) + "\n"
+
+    def failed_findings(self) -> list[str]:
+        """``--fail-on``: one line per finding of a listed kind ("kind in phase: cost")."""
+        from nvtxsim.reporting.summary import fmt_ns
+
+        if not self.request.fail_on or self.found is None:
+            return []
+        return [f"{f.kind} in {f.phase}: {fmt_ns(f.cost_ns)} ({f.severity})" for f in self.found.items if f.kind in self.request.fail_on]
