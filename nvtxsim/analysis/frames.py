@@ -67,11 +67,27 @@ def load_frames(path: "str | os.PathLike[str]", *, domain: Optional[str] = None,
 
 def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
     """DataFrames of an already loaded :class:`~nvtxsim.analysis.selection.Detail`."""
-    from nvtxsim.analysis.launches import api_name, copy_direction
-    from nvtxsim.export.schema import KIND_NAMES
-    from nvtxsim.analysis.iterations import per_iteration
-
     pd = pd or _pandas()
+    api_names = _api_names(d.export)
+    return Frames(
+        ranges=_ranges_frame(d, pd),
+        gpu_ops=_gpu_ops_frame(d, pd, api_names),
+        api_calls=_api_calls_frame(d, pd, api_names),
+        phases=pd.DataFrame([{"phase": p.label, **p.as_dict()} for p in d.report.phases]),
+        iterations=_iterations_frame(d, pd, by),
+    )
+
+
+def _api_names(ex: Any) -> dict[int, str]:
+    """CUDA API name (suffix stripped) per StringIds id of the export's calls."""
+    from nvtxsim.analysis.launches import api_name
+
+    api = ex.api
+    return {int(i): api_name(ex.string(int(i))) for i in np.unique(api.name_id)} if api is not None and len(api) else {}
+
+
+def _ranges_frame(d: Any, pd: Any) -> Any:
+    """One row per selected range: times, thread, nesting, self time and GPU attribution."""
     ex = d.export
     r = ex.ranges
     sel = d.selected
@@ -85,7 +101,7 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
     parent_row = np.where(parent_pos >= 0, r.row[nest.ranges[np.maximum(parent_pos, 0)]], -1)
     names = d.label_names
     tids = r.global_tid[sel]
-    ranges = pd.DataFrame(
+    return pd.DataFrame(
         {
             "phase": names[r.label[sel]].astype(str),
             "name": r.name[sel].astype(str) if len(r.name) else names[r.label[sel]].astype(str),
@@ -113,6 +129,15 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
         index=pd.Index(r.row[sel], name="range_id"),
     )
 
+
+def _gpu_ops_frame(d: Any, pd: Any, api_names: dict[int, str]) -> Any:
+    """One row per GPU op: kind, name, times, device, stream, bytes, launching call and the range that launched it."""
+    from nvtxsim.analysis.launches import copy_direction
+    from nvtxsim.export.schema import KIND_NAMES
+
+    ex = d.export
+    r = ex.ranges
+    names = d.label_names
     ops = d.ops
     api = ex.api
     link = d.link
@@ -120,7 +145,6 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
     call_of = link.op_call(n_ops)
     has_call = call_of >= 0
     owner_range = d.op_owner
-    api_names = {int(i): api_name(ex.string(int(i))) for i in np.unique(api.name_id)} if api is not None and len(api) else {}
     launch_tid = np.zeros(n_ops, dtype=np.int64)
     queue = np.zeros(n_ops, dtype=np.int64)
     if has_call.any():
@@ -139,7 +163,7 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
             op_name[j] = f"CUDA graph {int(ops.name_id[j])}"
         else:
             op_name[j] = kind_names[k]
-    gpu_ops = pd.DataFrame(
+    return pd.DataFrame(
         {
             "kind": kind_names[ops.kind.astype(np.int64)] if n_ops else np.zeros(0, dtype=object),
             "name": op_name,
@@ -159,8 +183,13 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
             "range_id": _nullable(pd, r.row[np.maximum(owner_range, 0)] if len(r) else owner_range, owner_range >= 0),
         }
     )
+
+
+def _api_calls_frame(d: Any, pd: Any, api_names: dict[int, str]) -> Any:
+    """One row per CUDA runtime/driver call, with the number of GPU ops it launched."""
+    api, link = d.export.api, d.link
     if api is not None and len(api):
-        api_calls = pd.DataFrame(
+        return pd.DataFrame(
             {
                 "name": [api_names.get(int(i), "") for i in api.name_id],
                 "start_ns": api.start,
@@ -173,8 +202,14 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
             }
         )
     else:
-        api_calls = pd.DataFrame({c: [] for c in ("name", "start_ns", "end_ns", "duration_ns", "pid", "tid", "correlation_id", "gpu_ops")})
-    phases = pd.DataFrame([{"phase": p.label, **p.as_dict()} for p in d.report.phases])
+        return pd.DataFrame({c: [] for c in ("name", "start_ns", "end_ns", "duration_ns", "pid", "tid", "correlation_id", "gpu_ops")})
+
+
+def _iterations_frame(d: Any, pd: Any, by: str) -> Any:
+    """Long format: per iteration and phase, CPU time, GPU busy time and instances (empty without iterations)."""
+    from nvtxsim.analysis.iterations import per_iteration
+
+    r = d.export.ranges
     try:
         it = per_iteration(d, by)
         n_ph = len(it.phases)
@@ -187,7 +222,6 @@ def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
             "gpu_busy_ns": it.gpu.reshape(-1),
             "instances": it.count.reshape(-1),
         }
-        iterations = pd.DataFrame(recs)
+        return pd.DataFrame(recs)
     except NvtxsimError:
-        iterations = pd.DataFrame({c: [] for c in ("iteration", "range_id", "tid", "phase", "cpu_ns", "gpu_busy_ns", "instances")})
-    return Frames(ranges=ranges, gpu_ops=gpu_ops, api_calls=api_calls, phases=phases, iterations=iterations)
+        return pd.DataFrame({c: [] for c in ("iteration", "range_id", "tid", "phase", "cpu_ns", "gpu_busy_ns", "instances")})

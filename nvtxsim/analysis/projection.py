@@ -378,78 +378,78 @@ def summarize(
     idx = select_ranges(export, domain)
     if select is not None:
         idx = np.intersect1d(idx, np.asarray(select, dtype=np.int64))
-    r = export.ranges
-    labels_used, group = np.unique(r.label[idx], return_inverse=True)
+    labels_used, group = np.unique(export.ranges.label[idx], return_inverse=True)
     group = group.reshape(-1)
-    ng = len(labels_used)
+    cols = {**_cpu_columns(export, idx, group, len(labels_used)), **_gpu_columns(gpu, idx, group, len(labels_used))}
+    phases = []
+    for i, lab in enumerate(labels_used):
+        dom, name = export.labels[int(lab)]
+        phases.append(PhaseStats(domain=dom, name=name, **{k: int(v[i]) for k, v in cols.items()}))
+    _add_memory(export, idx, group, phases)
+    phases.sort(key=lambda p: (-p.cpu_total_ns, p.domain, p.name))
+    return Report(source=source_info(export), phases=phases, warnings=_summary_warnings(export, idx, domain))
+
+
+def _group_sum(group: np.ndarray, values: np.ndarray, ng: int) -> np.ndarray:
+    """Exact int64 sum per group (bincount weights would be float64)."""
+    out = np.zeros(ng, dtype=np.int64)
+    np.add.at(out, group, values)
+    return out
+
+
+def _cpu_columns(export: Export, idx: np.ndarray, group: np.ndarray, ng: int) -> dict[str, np.ndarray]:
+    """The CPU side of each phase: instance count, duration statistics, unclosed/cross-thread ranges, threads."""
+    r = export.ranges
     dur = (r.end - r.start)[idx]
     count = np.bincount(group, minlength=ng)
-    total = np.bincount(group, weights=dur, minlength=ng)
-    # Exact integer totals (bincount weights are float64).
-    total_i = np.zeros(ng, dtype=np.int64)
-    np.add.at(total_i, group, dur)
-    mean = np.divide(total_i, count, out=np.zeros(ng), where=count > 0)
+    total = _group_sum(group, dur, ng)
+    mean = np.divide(total, count, out=np.zeros(ng), where=count > 0)
     sq = np.zeros(ng)
     np.add.at(sq, group, (dur - mean[group]) ** 2)
     std = np.sqrt(np.divide(sq, count - 1, out=np.zeros(ng), where=count > 1))
     q = _group_quantiles(group, dur, ng, (0.5, 0.9, 0.99, 0.0, 1.0))
-    del total
-
-    has = gpu.has_gpu[idx]
-    gdur = gpu.proj_duration[idx]
-    gcount = np.bincount(group[has], minlength=ng)
-    gtotal = np.zeros(ng, dtype=np.int64)
-    np.add.at(gtotal, group[has], gdur[has])
-    gq = _group_quantiles(group[has], gdur[has], ng, (0.5,))
-
-    def gsum(a: np.ndarray) -> np.ndarray:
-        out = np.zeros(ng, dtype=np.int64)
-        np.add.at(out, group, a[idx])
-        return out
-
-    busy, ops, kernels = gsum(gpu.busy), gsum(gpu.ops), gsum(gpu.kernels)
-    copies = {d: gsum(gpu.copy_bytes[d]) for d in SUMMARY_DIRECTIONS}
-    unclosed = gsum(r.unclosed.astype(np.int64))
-    cross = gsum(r.cross_thread.astype(np.int64))
     threads = np.zeros(ng, dtype=np.int64)
     if len(idx):
         pairs = np.unique(np.stack([group, r.global_tid[idx]], axis=1), axis=0)
         threads = np.bincount(pairs[:, 0], minlength=ng).astype(np.int64)
+    return {
+        "instances": count,
+        "cpu_total_ns": total,
+        "cpu_mean_ns": _rint(mean),
+        "cpu_median_ns": _rint(q[0.5]),
+        "cpu_p90_ns": _rint(q[0.9]),
+        "cpu_p99_ns": _rint(q[0.99]),
+        "cpu_min_ns": q[0.0].astype(np.int64),
+        "cpu_max_ns": q[1.0].astype(np.int64),
+        "cpu_stddev_ns": _rint(std),
+        "unclosed": _group_sum(group, r.unclosed[idx].astype(np.int64), ng),
+        "cross_thread": _group_sum(group, r.cross_thread[idx].astype(np.int64), ng),
+        "threads": threads,
+    }
 
-    phases = []
-    for i, lab in enumerate(labels_used):
-        dom, name = export.labels[int(lab)]
-        phases.append(
-            PhaseStats(
-                domain=dom,
-                name=name,
-                instances=int(count[i]),
-                cpu_total_ns=int(total_i[i]),
-                cpu_mean_ns=int(_rint(mean[i : i + 1])[0]),
-                cpu_median_ns=int(_rint(q[0.5][i : i + 1])[0]),
-                cpu_p90_ns=int(_rint(q[0.9][i : i + 1])[0]),
-                cpu_p99_ns=int(_rint(q[0.99][i : i + 1])[0]),
-                cpu_min_ns=int(q[0.0][i]),
-                cpu_max_ns=int(q[1.0][i]),
-                cpu_stddev_ns=int(_rint(std[i : i + 1])[0]),
-                gpu_instances=int(gcount[i]),
-                gpu_proj_total_ns=int(gtotal[i]),
-                gpu_proj_mean_ns=int(round(gtotal[i] / gcount[i])) if gcount[i] else 0,
-                gpu_proj_median_ns=int(_rint(gq[0.5][i : i + 1])[0]) if gcount[i] else 0,
-                gpu_busy_total_ns=int(busy[i]),
-                gpu_ops=int(ops[i]),
-                gpu_kernels=int(kernels[i]),
-                memcpy_htod_bytes=int(copies["htod"][i]),
-                memcpy_dtoh_bytes=int(copies["dtoh"][i]),
-                memcpy_dtod_bytes=int(copies["dtod"][i]),
-                memcpy_other_bytes=int(copies["other"][i]),
-                unclosed=int(unclosed[i]),
-                cross_thread=int(cross[i]),
-                threads=int(threads[i]),
-            )
-        )
-    _add_memory(export, idx, group, phases)
-    phases.sort(key=lambda p: (-p.cpu_total_ns, p.domain, p.name))
+
+def _gpu_columns(gpu: RangeGpu, idx: np.ndarray, group: np.ndarray, ng: int) -> dict[str, np.ndarray]:
+    """The GPU side of each phase: projected span statistics over the ranges that launched work, busy time, counts, bytes."""
+    has = gpu.has_gpu[idx]
+    gdur = gpu.proj_duration[idx]
+    gcount = np.bincount(group[has], minlength=ng)
+    gtotal = _group_sum(group[has], gdur[has], ng)
+    gq = _group_quantiles(group[has], gdur[has], ng, (0.5,))
+    copies = {d: _group_sum(group, gpu.copy_bytes[d][idx], ng) for d in SUMMARY_DIRECTIONS}
+    return {
+        "gpu_instances": gcount,
+        "gpu_proj_total_ns": gtotal,
+        "gpu_proj_mean_ns": np.array([int(round(t / c)) if c else 0 for t, c in zip(gtotal.tolist(), gcount.tolist())], dtype=np.int64),
+        "gpu_proj_median_ns": np.where(gcount > 0, _rint(gq[0.5]), 0),
+        "gpu_busy_total_ns": _group_sum(group, gpu.busy[idx], ng),
+        "gpu_ops": _group_sum(group, gpu.ops[idx], ng),
+        "gpu_kernels": _group_sum(group, gpu.kernels[idx], ng),
+        **{f"memcpy_{d}_bytes": copies[d] for d in SUMMARY_DIRECTIONS},
+    }
+
+
+def _summary_warnings(export: Export, idx: np.ndarray, domain: Optional[str]) -> list[str]:
+    r = export.ranges
     warnings = list(export.warnings)
     if len(export.ranges) and len(idx) == 0 and domain not in (None, "all"):
         warnings.append(f"no ranges in domain {domain!r}; domains present: {', '.join(domains_in(export))} (use --domain all)")
@@ -461,7 +461,7 @@ def summarize(
         warnings.append(f"{n_cross} range(s) ended on another thread: counted on the CPU side, left out of GPU projection (as nsys does)")
     if not export.has_cuda:
         warnings.append("export has no CUDA trace (no CUPTI runtime/kernel tables): GPU columns are 0")
-    return Report(source=source_info(export), phases=phases, warnings=warnings)
+    return warnings
 
 
 def _add_memory(export: Export, idx: np.ndarray, group: np.ndarray, phases: list[PhaseStats]) -> None:
