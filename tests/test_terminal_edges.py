@@ -62,7 +62,7 @@ def glyph_export(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("width", (40, 60, 80, 200))
 def test_glyph_names_fit_and_align(width: int, glyph_export: Path) -> None:
     """Every row's N column ends where the header's does, counted in terminal cells."""
-    from nvtxsim.cli.commands.report import make_report
+    from nvtxsim.reporting.pipeline import make_report
     from nvtxsim.reporting.summary import render_table
 
     text = render_table(make_report(glyph_export, domain=None), width=width)
