@@ -154,8 +154,23 @@ def _key_label(detail: Detail, by: str) -> int:
     for group in ([i for i in exact if i in sel_labels], [i for i in bare if i in sel_labels], exact, bare):
         if group:
             return group[0]
-    present = sorted({str(names[i]) for i in sel_labels})
-    raise NvtxsimError(f"--by {by!r}: no range of that name; phases present: {', '.join(present[:20]) or 'none'}")
+    raise NvtxsimError(f"--by {by!r}: no range of that name; phases present: {_candidates(detail, by)}")
+
+
+def _candidates(detail: Detail, by: str, shown: int = 8, cells: int = 40) -> str:
+    """The phases ``--by`` could name, for an error line: close matches first, then the most frequent
+    (loop bodies), each on one line and short (``emit_nvtx`` names are paragraphs), then how many more."""
+    import difflib
+    import re
+
+    counts = np.bincount(detail.export.ranges.label[detail.selected], minlength=len(detail.export.labels))
+    names = {str(detail.label_names[i]): int(counts[i]) for i in np.flatnonzero(counts)}
+    close = difflib.get_close_matches(by, list(names), n=3, cutoff=0.6)
+    ranked = close + sorted((n for n in names if n not in close), key=lambda n: (-names[n], len(n), n))
+    flat = [re.sub(r"\s+", " ", n).strip() for n in ranked[:shown]]
+    short = [n if len(n) <= cells else n[: cells // 2 - 1] + "…" + n[-(cells - cells // 2):] for n in flat]
+    more = f" and {len(ranked) - shown} more" if len(ranked) > shown else ""
+    return " | ".join(short) + more if short else "none"  # names hold commas
 
 
 def _loop_labels(detail: Detail, name: str) -> list[int]:

@@ -116,7 +116,8 @@ def shorten_end(text: str, cells: int) -> str:
     cut = len(head)
     while cut > len(head) // 2:
         if text[cut] == " " and not text[cut - 1].isdigit() and text[cut - 1] != " ":
-            return head[:cut] + " " + ELLIPSIS if cell_width(head[:cut]) + 2 <= cells else head[:cut] + ELLIPSIS
+            kept = head[:cut].rstrip(" ·")  # no dangling separator before the ellipsis
+            return kept + " " + ELLIPSIS if cell_width(kept) + 2 <= cells else kept + ELLIPSIS
         cut -= 1
     while head and (head[-1].isdigit() or head[-1] in ".,") and text[len(head)].isdigit():
         head = head[:-1]  # no number cut in its middle
