@@ -360,3 +360,26 @@ def test_budget_line_is_escaped_and_fits_80_columns(tmp_path):
     assert "<script" not in md and "\u202e" not in md
     page = render_scaling(sc, "html")
     assert "<script" not in page and f"<bdi>nvtxsim:{evil.replace('<', '&lt;').replace('>', '&gt;')}</bdi>" in page
+
+
+def test_classes_do_not_depend_on_the_parameters_unit(sweep, capsys):
+    """N^k is fitted relative to the largest value: tiny or huge units (1e-90 × N) give the same
+    classes and the same budget in those units (they used to underflow to 'constant' or overflow)."""
+    rc, doc = run_json([*sweep, "--param", "n", "--memory-budget", "80GiB"], capsys)
+    scaled = [f"{s.rsplit('=', 1)[0]}={int(s.rsplit('=', 1)[1])}e-90" for s in sweep]
+    rc2, tiny = run_json([*scaled, "--param", "n", "--memory-budget", "80GiB"], capsys)
+    assert rc == rc2 == 0
+    classes = lambda d: [(p["cpu_class"], p["gpu_class"], p["memory_class"], p["gpu_exponent"]) for p in d["phases"]]  # noqa: E731
+    assert classes(tiny) == classes(doc)
+    assert tiny["memory_budget"]["largest_value"] == pytest.approx(doc["memory_budget"]["largest_value"] * 1e-90, rel=1e-3)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--predict", "1e300"], "out of range"),
+    (["--predict", "1e9"], "1000× beyond"),
+    (["--predict", "1"], "1000× beyond"),
+])
+def test_predict_far_outside_the_sweep_is_refused(sweep, args, message, capsys):
+    assert main(["scaling", *sweep, "--param", "n", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "internal error" not in err

@@ -45,6 +45,8 @@ BOOTSTRAP = 200
 SEED = 0
 MIN_REL_SPREAD = 0.01  # a run's relative spread is never taken below 1 % (exact repeats would get all the weight)
 METRICS = ("cpu", "gpu", "memory")
+VALUE_RANGE = (1e-100, 1e100)  # parameter values: squares and cubes stay finite floats
+PREDICT_REACH = 1000.0  # --predict at most this factor beyond the measured values (further says nothing)
 ZERO_SCALE = 1e-3  # a run at 0 weighs as one at this fraction of the largest run's value
 
 
@@ -102,6 +104,8 @@ def parse_value(text: str, what: str) -> float:
         raise NvtxsimError(f"{what} {text!r}: not a number") from None
     if not math.isfinite(v) or v <= 0:
         raise NvtxsimError(f"{what} {text!r}: must be a positive number")
+    if not VALUE_RANGE[0] <= v <= VALUE_RANGE[1]:
+        raise NvtxsimError(f"{what} {text!r}: out of range ({VALUE_RANGE[0]:g} to {VALUE_RANGE[1]:g})")
     return v
 
 
@@ -196,16 +200,32 @@ def centre(samples: np.ndarray) -> Centre:
 
 @dataclass
 class PowerFit:
-    """y = floor + coef · N^exponent with floor, coef ≥ 0 (weighted by relative errors)."""
+    """y = floor + coef · (N / scale)^exponent with floor, coef ≥ 0 (weighted by relative errors).
+
+    N is taken relative to ``scale`` (the sweep's largest value) so N^k neither overflows nor
+    underflows whatever the parameter's unit."""
 
     floor: float
     coef: float
     exponent: float
     growth: float  # fitted y(N_max) / y(N_min) - 1
+    scale: float = 1.0
 
     def at(self, n: float) -> float:
         """The fitted value at ``n`` (predictions, plotted curves)."""
-        return self.floor + self.coef * n**self.exponent
+        try:
+            return self.floor + self.coef * (n / self.scale) ** self.exponent
+        except OverflowError:
+            return math.inf
+
+    @property
+    def coef_per_n(self) -> float | None:
+        """The coefficient of N^k itself (JSON ``coef``); None where it is not a float."""
+        try:
+            c = self.coef * self.scale ** -self.exponent
+        except (OverflowError, ZeroDivisionError):
+            return None
+        return c if math.isfinite(c) else None
 
 
 def _weights(y: np.ndarray, rel: np.ndarray) -> np.ndarray:
@@ -223,7 +243,8 @@ def _weights(y: np.ndarray, rel: np.ndarray) -> np.ndarray:
 def fit_power(x: np.ndarray, y: np.ndarray, rel: np.ndarray) -> PowerFit:
     """Grid search over k of the non-negative weighted least squares of y on [1, x^k]."""
     w = _weights(y, rel) ** 2
-    X = x[None, :] ** K_GRID[:, None]  # (K, n)
+    scale = float(x.max())
+    X = (x / scale)[None, :] ** K_GRID[:, None]  # (K, n)
     s0, s1, s2 = w.sum(), (w * X).sum(1), (w * X * X).sum(1)
     t0, t1 = (w * y).sum(), (w * X * y).sum(1)
     det = s0 * s2 - s1 * s1
@@ -236,10 +257,9 @@ def fit_power(x: np.ndarray, y: np.ndarray, rel: np.ndarray) -> PowerFit:
         a, b = np.where(neg_a, 0.0, a), np.where(neg_a, t1 / s2, b)
     sse = (w * (y[None, :] - a[:, None] - b[:, None] * X) ** 2).sum(1)
     i = int(np.argmin(sse))
-    lo, hi = float(x.min()), float(x.max())
-    y_lo, y_hi = a[i] + b[i] * lo ** K_GRID[i], a[i] + b[i] * hi ** K_GRID[i]
+    y_lo, y_hi = a[i] + b[i] * float(x.min() / scale) ** K_GRID[i], a[i] + b[i]
     growth = float(y_hi / y_lo - 1) if y_lo > 0 else (math.inf if y_hi > 0 else 0.0)
-    return PowerFit(floor=float(a[i]), coef=float(b[i]), exponent=float(K_GRID[i]), growth=growth)
+    return PowerFit(floor=float(a[i]), coef=float(b[i]), exponent=float(K_GRID[i]), growth=growth, scale=scale)
 
 
 def classify(p: PowerFit) -> str:
@@ -352,7 +372,7 @@ class MetricFit:
             "loglog_slope": self.slope,
             "loglog_slope_err": self.slope_err,
             "floor": p.floor if p else None,
-            "coef": p.coef if p else None,
+            "coef": p.coef_per_n if p else None,
             "growth_exponent": p.exponent if p else None,
             "growth_over_sweep": p.growth if p and math.isfinite(p.growth) else None,
             "quadratic": self.quadratic,
@@ -500,6 +520,12 @@ def predict(sc: Scaling, value: float) -> dict:
     """Time per iteration per phase (and memory) at ``value`` from the floor-plus-power fits."""
     if sc.refused:
         raise NvtxsimError(f"--predict: {sc.refused}")
+    lo, hi = min(sc.values), max(sc.values)
+    if not lo / PREDICT_REACH <= value <= hi * PREDICT_REACH:
+        raise NvtxsimError(
+            f"--predict {value:g}: more than {PREDICT_REACH:g}× beyond the measured {sc.param} ({lo:g} to {hi:g}): "
+            "an extrapolation that far says nothing"
+        )
     phases: list[dict] = []
     for ph in sc.phases:
         row: dict = {"phase": ph.phase}
