@@ -367,6 +367,8 @@ PLANTED = {  # phase → the finding kind make_planted plants there (unattribute
     "policy_update": "other_thread_gpu",
 }
 OUTLIER_ITERATIONS = (7, 19, 23)
+SYNC_DDL = """CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
+    contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL);"""
 
 
 def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, update_every: int = 10) -> None:
@@ -387,7 +389,8 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
 
     pid = 2000
     gpid, main, autograd = global_tid(pid, 0), global_tid(pid, pid), global_tid(pid, pid + 1)
-    nvtx, runtime, kernels, memcpys = [], [], [], []
+    nvtx, runtime, kernels, memcpys, syncs = [], [], [], [], []
+    con.executescript(SYNC_DDL)
     state = {"t": 1_000_000, "gpu": 0, "corr": 1}
 
     def call(name: str, dur: int, tid: int = main, at: int | None = None) -> tuple[int, int, int]:
@@ -395,6 +398,8 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
         c = state["corr"]
         state["corr"] += 1
         runtime.append((s, s + dur, 0, tid, c, sid(name), 0))
+        if name.startswith("cudaStreamSynchronize"):  # CUPTI's synchronization record of the call
+            syncs.append((s + 100, s + dur - 100, 0, 1, 7, c, gpid, 3))
         if at is None:
             state["t"] = s + dur + 500
         return s, s + dur, c
@@ -459,6 +464,7 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", runtime)
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", kernels)
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind,deprecatedSrcId,srcKind,dstKind) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", memcpys)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?)", syncs)
     con.executemany("INSERT INTO ThreadNames VALUES (?,?,?)", [(sid("python3"), 10, main), (sid("pt_autograd_0"), 10, autograd)])
     con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in strings.items()])
     con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])

@@ -193,10 +193,7 @@ def notable_calls(detail: Detail) -> ApiCalls:
 
     src = source_of(ex)
     if src is not None and "name_id" not in api.__dict__:
-        if src.watched is not None and set(ids) <= set(src.watch):
-            a = src.watched[np.isin(src.watched[:, 4], ids)]
-        else:
-            a = _query_calls(src.path, ids)
+        a = src.watched if src.watched is not None else _query_calls(src.path, ids)
         return ApiCalls(*(a[:, i].copy() for i in range(5)))
     m = np.isin(api.name_id, ids)
     return ApiCalls(api.start[m], api.end[m], api.global_tid[m], api.correlation_id[m], api.name_id[m])
@@ -214,23 +211,50 @@ def _query_calls(path, ids: list[int]) -> np.ndarray:
     return np.array(rows, dtype=np.int64).reshape(-1, 5)
 
 
+SYNC_TABLE = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+#: Names of the calls a streamed export's pass keeps (tags < 0, see :func:`prefetch`): CUPTI records one
+#: synchronization row per explicit synchronize call (syncType 1 event, 3 stream, 4 context; 2 is a stream
+#: waiting on an event, no host wait), and the host copies give their launching calls.
+WATCH_NAMES = {-1: "cudaEventSynchronize", -3: "cudaStreamSynchronize", -4: "cudaDeviceSynchronize", -10: "cudaMemcpyAsync"}
+
+
+def api_label(export, name_id: int) -> str:
+    """The API name of a call, also for the tags a streamed export's pass gives the calls it keeps."""
+    return WATCH_NAMES.get(int(name_id), "") if name_id < 0 else api_name(export.string(int(name_id)))
+
+
 def prefetch(detail: Detail) -> None:
     """For a streamed export whose projection has not run yet: ask its pass over the CUDA calls to keep
-    the sync and memcpy calls on the way (one more column read, instead of a second scan later)."""
+    the synchronize calls and the host copies' calls on its way, by correlation id (from the small
+    synchronization and memcpy tables): no second scan of the calls, no extra column read. Their names
+    are then the CUDA call kinds (WATCH_NAMES); synchronous ``cudaMemcpy`` calls are not among them."""
     from nvtxsim.export.streamed import source_of
 
-    src = source_of(detail.export) if detail.export.api is not None else None
+    ex = detail.export
+    src = source_of(ex) if ex.api is not None else None
     if src is None or src.projection is not None or "gpu" in detail.__dict__:
         return
-    ids = _notable_ids(detail)
-    if ids:
-        src.watch = tuple(sorted(ids))
+    parts = []
+    if SYNC_TABLE in ex.tables:
+        conn = connect(src.path)
+        try:
+            cols = {row[1] for row in conn.execute(f"PRAGMA table_info({SYNC_TABLE})")}
+            if {"globalPid", "correlationId", "syncType"} <= cols:
+                rows = conn.execute(f"SELECT globalPid, -syncType, correlationId FROM {SYNC_TABLE} WHERE syncType IN (1, 3, 4) "
+                                    "AND globalPid IS NOT NULL AND correlationId IS NOT NULL").fetchall()
+                parts.append(np.array(rows, dtype=np.int64).reshape(-1, 3)[:, [0, 2, 1]])
+        finally:
+            conn.close()
+    hc = getattr(ex.extras, "host_copies", None)
+    if hc is not None and len(hc):
+        parts.append(np.column_stack([hc.global_pid, hc.correlation_id, np.full(len(hc), -10, dtype=np.int64)]))
+    src.watch = np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.int64)
 
 
 def _named(ctx: "_Context", pred) -> np.ndarray:
     """Positions in ``ctx.calls`` of the calls whose API name satisfies ``pred``."""
     ids, inv = np.unique(ctx.calls.name_id, return_inverse=True)
-    ok = np.array([bool(pred(ctx.ex.string(int(i)))) for i in ids], dtype=bool)
+    ok = np.array([bool(pred(api_label(ctx.ex, int(i)))) for i in ids], dtype=bool)
     return np.flatnonzero(ok[inv.reshape(-1)]) if len(ids) else np.zeros(0, dtype=np.int64)
 
 
@@ -269,7 +293,7 @@ def sync_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
         blocked[phase] = wait
         names: dict[str, int] = {}
         for nid, n in zip(*np.unique(api.name_id[c], return_counts=True)):
-            key = api_name(ctx.ex.string(int(nid)))
+            key = api_label(ctx.ex, int(nid))
             names[key] = names.get(key, 0) + int(n)
         ev = {"calls": int(len(c)), "blocked_ns": wait, "apis": dict(sorted(names.items(), key=lambda kv: -kv[1]))}
         if ctx.iterations:
@@ -332,7 +356,7 @@ def pageable_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
             if m.any():
                 rate = _pinned_rate(hc, d)
                 ev["directions"][name] = {"copies": int(m.sum()), "bytes": int(hc.bytes[ops][m].sum()), "pinned_gbps": round(rate, 2) if rate else None}
-        ev["apis"] = sorted({api_name(ctx.ex.string(int(n))) for n in np.unique(api.name_id[cs])})
+        ev["apis"] = sorted({api_label(ctx.ex, int(n)) for n in np.unique(api.name_id[cs])})
         f = ctx.finding(phase, "pageable_copy", cost, ev, min_share=SYNC_MIN_SHARE)
         if f is not None:
             out.append(f)

@@ -233,8 +233,8 @@ class _Projector:
 
     # ------------------------------------------------------------------ pass 2: calls
 
-    def add_calls(self, cs: np.ndarray, ce: np.ndarray, ct: np.ndarray, cc: np.ndarray) -> None:
-        key = self.keys(ct & PID_MASK, cc, add=False)
+    def add_calls(self, cs: np.ndarray, ce: np.ndarray, ct: np.ndarray, key: np.ndarray) -> None:
+        """Calls (start, end, thread) with their launch keys (:meth:`keys`; -1 for a process without GPU work)."""
         launch = np.flatnonzero(key >= 0)
         launch = launch[self.has_op.test(key[launch])]
         if len(launch) == 0:
@@ -360,26 +360,47 @@ class _Projector:
 
     # ------------------------------------------------------------------ driver
 
+    def _watch_keys(self) -> Optional[tuple[_KeyBits, np.ndarray, np.ndarray]]:
+        """``src.watch``'s (pid, correlation id) pairs as launch keys: a bitmap for the pass, sorted keys and their tags."""
+        w = self.src.watch
+        if w is None or len(w) == 0:
+            return None
+        key = self.keys(w[:, 0], w[:, 1], add=False)
+        order = np.argsort(key, kind="stable")
+        bits = _KeyBits()
+        known = key[order] >= 0
+        bits.add(key[order][known])
+        return bits, key[order], w[order, 2]
+
+    @staticmethod
+    def _watched(batch: np.ndarray, k: np.ndarray, bits: _KeyBits, keys: np.ndarray, tags: np.ndarray) -> np.ndarray:
+        """The calls of ``batch`` (launch keys ``k``) that ``src.watch`` names, with their tags as a fifth column."""
+        hit = np.flatnonzero(bits.test(k))
+        j = np.searchsorted(keys, k[hit])
+        return np.column_stack([batch[hit], tags[j]])
+
     def run(self) -> dict:
         conn = self.src.connect()
         try:
             self.pass1(conn)
             gpu = _GpuStream(self.src, conn)
-            names = ["start", "end", "global_tid", "correlation_id"] + (["name_id"] if self.src.watch else [])
+            names = ["start", "end", "global_tid", "correlation_id"]
             plan = Select.compile(self.src.api_sql(names), len(names))
             if plan is None:
                 raise Fallback("runtime table not readable by the fast path")
             last = _NEG
-            watched = []
+            watched: list[np.ndarray] = []
+            watch = self._watch_keys()
             for batch in _windows(plan.batches(conn, batch_bytes=_CALL_BATCH_BYTES)):
                 self.api_count += len(batch)
                 cs = batch[:, 0]
                 if cs[0] < last or np.any(cs[1:] < cs[:-1]):
                     raise Fallback("runtime table not sorted by start")
                 last = int(cs[-1])
-                if self.src.watch:
-                    watched.append(batch[np.isin(batch[:, 4], self.src.watch)])
-                self.add_calls(cs, batch[:, 1], batch[:, 2], batch[:, 3])
+                key = self.keys(batch[:, 2] & PID_MASK, batch[:, 3], add=False)
+                if watch is not None:
+                    watched.append(self._watched(batch, key, *watch))
+                self.add_calls(cs, batch[:, 1], batch[:, 2], key)
                 # Every call that starts before `last` has been read: ops starting before it can be resolved.
                 self.add_ops(*gpu.take(last))
                 self.compact()
@@ -393,7 +414,7 @@ class _Projector:
             if len(lost) and self.seen.test(lost).any():
                 raise Fallback("a GPU op starts before the call that launched it")
         self.src.api_count, self.src.gpu_counts = self.api_count, dict(self.gpu_counts)
-        if self.src.watch:
+        if watch is not None:
             self.src.watched = np.concatenate(watched) if watched else np.zeros((0, 5), dtype=np.int64)
         has = self.ops > 0
         return {

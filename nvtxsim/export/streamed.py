@@ -48,9 +48,10 @@ class Source:
     gpu_counts: Optional[dict[int, int]] = None
     #: The per-range GPU projection (an ``analysis.projection.RangeGpu``) once computed or read from the cache.
     projection: Any = field(default=None, repr=False)
-    #: API name ids whose calls the projection's pass keeps on its way (set before it runs, by the findings);
-    #: ``watched`` then holds them as (start, end, global_tid, correlation_id, name_id) rows: no second scan.
-    watch: tuple[int, ...] = ()
+    #: CUDA calls the projection's pass keeps on its way, named by (globalPid, correlationId, tag) rows (set
+    #: before it runs, by the findings); ``watched`` then holds them as (start, end, global_tid,
+    #: correlation_id, tag) rows: no second scan and no extra column read.
+    watch: Any = field(default=None, repr=False)
     watched: Any = field(default=None, repr=False)
 
     def connect(self) -> sqlite3.Connection:
