@@ -106,22 +106,23 @@ def shorten_middle(text: str, cells: int) -> str:
 
 
 def shorten_end(text: str, cells: int) -> str:
-    """``text`` in at most ``cells`` cells, cut at its end with an ellipsis when too long: between
-    words where one ends in the second half (a number keeps its unit), never inside a number."""
+    """``text`` in at most ``cells`` cells, cut at its end with an ellipsis when too long; a number is
+    kept whole with what follows it (``1.99 ms``, ``23 %``) or left out, never cut (``2…`` reads as 2)."""
     if cell_width(text) <= cells:
         return text
     if cells <= 1:
         return ELLIPSIS[:cells]
     head = "".join(_take(_clusters(text), cells - 1))
-    cut = len(head)
-    while cut > len(head) // 2:
-        if text[cut] == " " and not text[cut - 1].isdigit() and text[cut - 1] != " ":
-            kept = head[:cut].rstrip(" ·")  # no dangling separator before the ellipsis
-            return kept + " " + ELLIPSIS if cell_width(kept) + 2 <= cells else kept + ELLIPSIS
-        cut -= 1
-    while head and (head[-1].isdigit() or head[-1] in ".,") and text[len(head)].isdigit():
-        head = head[:-1]  # no number cut in its middle
+    if head and _in_number(head[-1]) and _in_number(text[len(head)]):
+        head = head.rstrip("0123456789.,")
+    head = head.rstrip(" ·(")
+    if head[-1:].isdigit():  # a whole number whose unit or closing part was cut off
+        head = head.rstrip("0123456789.,").rstrip(" ·(")
     return head + ELLIPSIS
+
+
+def _in_number(c: str) -> bool:
+    return c.isdigit() or c in ".,"
 
 
 def _shorten_cell(text: str, cells: int, unit: str) -> str:
