@@ -473,10 +473,13 @@ def _cuda_call_time(ctx: _Context, f: Finding) -> None:
     ri, ci = contained(r.start[mine], r.end[mine], r.global_tid[mine], api.start, api.end, api.global_tid)
     if len(ci) == 0:
         return
-    names = np.array([api_name(ctx.ex.string(int(i))) for i in np.unique(api.name_id)], dtype=object)
-    code = np.searchsorted(np.unique(api.name_id), api.name_id[ci])
+    ids, code = np.unique(api.name_id[ci], return_inverse=True)
+    dur = np.bincount(code.reshape(-1), weights=api.end[ci] - api.start[ci], minlength=len(ids))
     total = _blocked(mine[ri], api.start[ci], api.end[ci])
-    per = {str(names[k]): int((api.end[ci] - api.start[ci])[code == k].sum()) for k in np.unique(code)}
+    per: dict[str, int] = {}
+    for i, t in zip(ids.tolist(), dur.tolist()):
+        name = api_name(ctx.ex.string(int(i)))
+        per[name] = per.get(name, 0) + int(t)
     top = dict(sorted(per.items(), key=lambda kv: -kv[1])[:3])
     share = total / max(f.evidence["cpu_work_ns"], 1)
     f.evidence.update({"cuda_calls_ns": total, "cuda_calls_share": round(share, 3), "cuda_calls_top": top})
