@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.columns import Export
 from nvtxsim.export.extras import MemoryEvents
 from nvtxsim.export.schema import PID_MASK
@@ -115,7 +114,7 @@ class PhaseMemory:
     net_total_bytes: int
 
 
-def phase_memory(detail: Detail) -> list[PhaseMemory]:
+def phase_memory(detail) -> list[PhaseMemory]:  # detail: a Detail (selection imports this module's importers)
     """Per selected phase, the peak/rise/net GPU memory of its ranges (empty without memory events)."""
     idx = detail.selected
     m = range_memory(detail.export, idx)
