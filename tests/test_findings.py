@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from synth import OUTLIER_ITERATIONS, PLANTED, make_planted
 
 from nvtxsim.analysis.findings import KINDS, OUTSIDE, SEVERITIES, find
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import load
-from synth import OUTLIER_ITERATIONS, PLANTED, make_planted
 
 
 @pytest.fixture(scope="module")

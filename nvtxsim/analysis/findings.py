@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from typing import Optional
 
 import numpy as np
 
@@ -80,7 +79,7 @@ class Finding:
     kind: str
     severity: str  # high | medium | low
     cost_ns: int  # over the capture (after skip_first)
-    cost_per_iteration_ns: Optional[int]  # None when the iterations are not known
+    cost_per_iteration_ns: int | None  # None when the iterations are not known
     evidence: dict = field(default_factory=dict)
     advice: str = ""
 
@@ -95,12 +94,12 @@ def severity(share: float) -> str:
 class _Context:
     """Shared per-report data: nesting, per-label self numbers, iterations, the reference time."""
 
-    def __init__(self, detail: Detail, by: Optional[str], skip_first: int) -> None:
+    def __init__(self, detail: Detail, by: str | None, skip_first: int) -> None:
         self.d = detail
         self.ex = detail.export
         self.r = detail.export.ranges
         try:
-            self.it: Optional[Iterations] = per_iteration(detail, by, skip_first=skip_first) if len(detail.selected) else None
+            self.it: Iterations | None = per_iteration(detail, by, skip_first=skip_first) if len(detail.selected) else None
         except NvtxsimError:
             self.it = None
         if self.it is not None and len(self.it) == 0:
@@ -138,13 +137,13 @@ class _Context:
         return int(_union_length(np.zeros(len(self.ranges), dtype=np.int64), r.start[self.ranges], r.end[self.ranges], 1)[0])
 
     @property
-    def iterations(self) -> Optional[int]:
+    def iterations(self) -> int | None:
         return len(self.it) if self.it is not None else None
 
     def share(self, cost: float) -> float:
         return float(cost) / self.reference_ns if self.reference_ns else 0.0
 
-    def per_iter(self, cost: float) -> Optional[int]:
+    def per_iter(self, cost: float) -> int | None:
         return int(round(cost / len(self.it))) if self.it is not None else None
 
     @cached_property
@@ -161,7 +160,7 @@ class _Context:
         ok[ok] = self.kept[pos[ok]]
         return np.where(ok, self.tree.nesting.ranges[np.maximum(pos, 0)], -1)
 
-    def finding(self, phase: str, kind: str, cost: float, evidence: dict, *, min_share: float = MIN_SHARE, sev: Optional[str] = None) -> Optional[Finding]:
+    def finding(self, phase: str, kind: str, cost: float, evidence: dict, *, min_share: float = MIN_SHARE, sev: str | None = None) -> Finding | None:
         share = self.share(cost)
         if share < min_share:
             return None
@@ -192,6 +191,7 @@ def notable_calls(detail: Detail) -> ApiCalls:
     from nvtxsim.export.streamed import source_of
 
     src = source_of(ex)
+    assert api is not None
     if src is not None and "name_id" not in api.__dict__:
         a = src.watched if src.watched is not None else _query_calls(src.path, ids)
         return ApiCalls(*(a[:, i].copy() for i in range(5)))
@@ -251,7 +251,7 @@ def prefetch(detail: Detail) -> None:
     src.watch = np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.int64)
 
 
-def _named(ctx: "_Context", pred) -> np.ndarray:
+def _named(ctx: _Context, pred) -> np.ndarray:
     """Positions in ``ctx.calls`` of the calls whose API name satisfies ``pred``."""
     ids, inv = np.unique(ctx.calls.name_id, return_inverse=True)
     ok = np.array([bool(pred(api_label(ctx.ex, int(i)))) for i in ids], dtype=bool)
@@ -323,7 +323,7 @@ def _copy_calls(ctx: _Context, hc) -> np.ndarray:
     return out
 
 
-def _pinned_rate(hc, direction: int) -> Optional[float]:
+def _pinned_rate(hc, direction: int) -> float | None:
     """GB/s of the large pinned copies of this direction in the capture (the rate pinned memory gets)."""
     m = hc.pinned & (hc.copy_kind == direction) & (hc.bytes >= BIG_COPY_BYTES)
     t = int((hc.end - hc.start)[m].sum())
@@ -399,7 +399,7 @@ def phase_self(ctx: _Context) -> list[PhaseSelf]:
     return [PhaseSelf(str(names[k]), int(cnt[k]), int(cpu[k]), int(launches[k]), int(own_busy[k])) for k in np.flatnonzero(cnt)]
 
 
-def _gpu_saturation(ctx: _Context) -> Optional[float]:
+def _gpu_saturation(ctx: _Context) -> float | None:
     """GPU busy share of the iterations (work launched inside them on the key thread), None if unknown."""
     it = ctx.it
     if it is None or not it.duration.sum():
@@ -407,7 +407,7 @@ def _gpu_saturation(ctx: _Context) -> Optional[float]:
     return float(it.gpu_busy.sum()) / float(it.duration.sum())
 
 
-def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], others: "dict[str, OtherThreadGpu]") -> list[Finding]:
+def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], others: dict[str, OtherThreadGpu]) -> list[Finding]:
     """launch_bound, cpu_bound and gpu_bound from each phase's own CPU time, launches and GPU busy time.
 
     ``blocked``: CPU time per phase already explained (waits in syncs and pageable copies, excess of
@@ -421,7 +421,7 @@ def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], 
         if p.phase == key:
             continue  # the iteration's own time is the gaps between its phases
         work = max(p.cpu_self_ns - blocked.get(p.phase, 0), 0)  # CPU time not spent waiting on the GPU
-        ev = {"instances": p.instances, "cpu_self_ns": p.cpu_self_ns, "cpu_work_ns": work, "launches": p.launches, "gpu_busy_ns": p.gpu_busy_ns}
+        ev: dict[str, object] = {"instances": p.instances, "cpu_self_ns": p.cpu_self_ns, "cpu_work_ns": work, "launches": p.launches, "gpu_busy_ns": p.gpu_busy_ns}
         o = others.get(p.phase)
         if o is not None:
             ev.update({"other_thread_launches": o.launches, "other_thread_gpu_ns": o.gpu_busy_ns})
@@ -499,7 +499,7 @@ def _label_of(ctx: _Context, phase: str) -> int:
     return int(np.flatnonzero(names == phase)[0])
 
 
-def _r(x: Optional[float]) -> Optional[int]:
+def _r(x: float | None) -> int | None:
     return int(round(x)) if x is not None else None
 
 
@@ -536,12 +536,12 @@ def _open_elsewhere(ctx: _Context, start: np.ndarray, tid: np.ndarray) -> np.nda
     return best
 
 
-def context(detail: Detail, by: Optional[str] = None, skip_first: int = 0) -> _Context:
+def context(detail: Detail, by: str | None = None, skip_first: int = 0) -> _Context:
     """The shared data of the findings for ``detail`` (iterations keyed on ``by``, the first ``skip_first`` left out)."""
     return _Context(detail, by, skip_first)
 
 
-def other_thread_gpu(detail: Detail, ctx: Optional[_Context] = None) -> list[OtherThreadGpu]:
+def other_thread_gpu(detail: Detail, ctx: _Context | None = None) -> list[OtherThreadGpu]:
     """GPU work nsys attributes to no range, split by the phase open on another thread at launch time."""
     ctx = ctx or _Context(detail, None, 0)
     from nvtxsim.analysis.unattributed import outside_calls
@@ -616,7 +616,7 @@ class Findings:
     """The findings of one report, and what they were measured against."""
 
     items: list[Finding]
-    iterations: Optional[int]  # iterations the per-iteration costs divide by (None: unknown)
+    iterations: int | None  # iterations the per-iteration costs divide by (None: unknown)
     reference_ns: int  # wall time inside the kept ranges: what the shares are of
     notes: list[str] = field(default_factory=list)
 
@@ -624,7 +624,7 @@ class Findings:
         return [f.as_dict() for f in self.items]
 
 
-def analyse(detail: Detail, *, by: Optional[str] = None, skip_first: int = 0, threads: Optional[bool] = None) -> Findings:
+def analyse(detail: Detail, *, by: str | None = None, skip_first: int = 0, threads: bool | None = None) -> Findings:
     """All findings of the report's selection, most costly first.
 
     ``threads``: look for other_thread_gpu and unattributed_gpu, which join every CUDA call to its
@@ -655,7 +655,7 @@ def analyse(detail: Detail, *, by: Optional[str] = None, skip_first: int = 0, th
     return Findings(found, ctx.iterations, ctx.reference_ns, notes)
 
 
-def for_detail(detail: Detail, *, by: Optional[str] = None, skip_first: int = 0) -> Findings:
+def for_detail(detail: Detail, *, by: str | None = None, skip_first: int = 0) -> Findings:
     """:func:`analyse`, computed once per (detail, by, skip_first): the block, the views and the page share it."""
     cache = detail.__dict__.setdefault("_findings", {})
     if (by, skip_first) not in cache:
@@ -686,6 +686,6 @@ def diff(base: Findings, new: Findings) -> FindingsDiff:
     return FindingsDiff([f for k, f in n.items() if k not in b], [f for k, f in b.items() if k not in n], [(b[k], n[k]) for k in n if k in b])
 
 
-def find(detail: Detail, *, by: Optional[str] = None, skip_first: int = 0, threads: Optional[bool] = None) -> list[Finding]:
+def find(detail: Detail, *, by: str | None = None, skip_first: int = 0, threads: bool | None = None) -> list[Finding]:
     """:func:`analyse`'s findings only."""
     return analyse(detail, by=by, skip_first=skip_first, threads=threads).items

@@ -9,7 +9,6 @@ the names are (long phase names are shortened in the middle).
 from __future__ import annotations
 
 import html
-from typing import Optional
 
 from nvtxsim.analysis.findings import Finding, Findings
 from nvtxsim.analysis.projection import Report
@@ -24,7 +23,7 @@ BLOCK_WIDTH = 80
 PHASE_CELLS = 24
 
 
-def _pct(x: Optional[float]) -> str:
+def _pct(x: float | None) -> str:
     if x is None:
         return "?"
     return f"{100 * x:.1f} %" if x < 0.01 else f"{100 * x:.0f} %"
@@ -76,12 +75,12 @@ def finding_line(f: Finding) -> str:
     return f"{f.severity} {f.kind} in {one_line(f.phase)}: {_cost(f)} ({_pct(f.evidence.get('share_of_time'))}) · {one_line(evidence_text(f))}"
 
 
-def fit_line(text: str, width: Optional[int]) -> str:
+def fit_line(text: str, width: int | None) -> str:
     """``text`` printable and cut to the block's width (80 cells, or a narrower terminal)."""
     return _fit(printable(text), min(width or BLOCK_WIDTH, BLOCK_WIDTH))
 
 
-def block_lines(fs: Findings, width: Optional[int] = None) -> list[str]:
+def block_lines(fs: Findings, width: int | None = None) -> list[str]:
     """The terminal block: a title, then two lines per finding (facts, advice), never wider than 80 cells."""
     w = min(width or BLOCK_WIDTH, BLOCK_WIDTH)
     shown = fs.items[:BLOCK_FINDINGS]
@@ -97,7 +96,7 @@ def block_lines(fs: Findings, width: Optional[int] = None) -> list[str]:
     return lines + [_fit(f"note: {n}", w) for n in fs.notes]
 
 
-def before_table(report: Report, width: Optional[int] = None) -> list[str]:
+def before_table(report: Report, width: int | None = None) -> list[str]:
     """The block framed by blank lines, for between the summary's heading and its table ([] without findings)."""
     return [""] + block_lines(report.findings, width) + [""] if report.findings is not None else []
 
@@ -136,7 +135,7 @@ def findings_table(fs: Findings) -> ViewTable:
     return ViewTable("findings", "Findings: what is slow, why, and what to do (most costly first)", FINDING_COLUMNS, rows, notes + fs.notes)
 
 
-def overlap_table(d: Detail, *, by: Optional[str] = None, skip_first: int = 0) -> ViewTable:
+def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> ViewTable:
     """Other threads' GPU work by the phase open at launch: a time-overlap attribution beside nsys's columns."""
     from nvtxsim.analysis.findings import OUTSIDE, context, other_thread_gpu
 
