@@ -209,3 +209,20 @@ def test_by_absent_lists_a_few_names_on_one_short_line():
     p = run_cli("report", str(torch_export), "--by", "train")
     assert_clean_error(p, "--by 'train': no range of that name; phases present: train_step | ")
     assert len(p.stderr) < 400 and " more" in p.stderr
+
+
+@pytest.mark.parametrize("name, start", [("r.html", "<!DOCTYPE html>"), ("r.json", "{"), ("r.csv", "domain,name,"), ("r.md", "**"), ("r.txt", "")])
+def test_output_name_picks_the_format(good_export, tmp_path, name, start):
+    """-o report.html without --format writes the page, not a text table in a .html file."""
+    out = tmp_path / name
+    p = run_cli("report", str(good_export), "-o", str(out), "--no-findings")
+    assert p.returncode == 0, p.stderr
+    text = out.read_text()
+    assert text.startswith(start) and (name != "r.txt" or "Phase" in text)
+    assert run_cli("report", str(good_export), "-o", str(tmp_path / "t.html"), "-f", "table").returncode == 0
+    assert "Phase" in (tmp_path / "t.html").read_text()
+
+
+def test_output_name_picks_the_format_for_compare(good_export, tmp_path):
+    p = run_cli("compare", str(good_export), str(good_export), "-o", str(tmp_path / "c.html"))
+    assert p.returncode in (0, 1) and (tmp_path / "c.html").read_text().startswith("<!DOCTYPE html>")

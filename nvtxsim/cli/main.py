@@ -81,16 +81,38 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> No
     parser.error(f"unknown command {arg!r}{hint}")
 
 
+#: The format an output file's name asks for when ``--format`` is not given (``-o report.html``).
+_FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
+
+
+def _format_from_file(sub: argparse.ArgumentParser, args: argparse.Namespace, command: Optional[str]) -> None:
+    """``-o FILE`` (profile: ``--report FILE``) without ``--format``: the format its suffix names, else the table.
+    A table written into ``report.html`` is never what was meant."""
+    action = next((a for a in sub._actions if a.dest == "format"), None)
+    if action is None or getattr(args, "format", "") is not None:
+        return
+    target = getattr(args, "report" if command == "profile" else "output", None)
+    fmt = _FORMAT_OF_SUFFIX.get(os.path.splitext(str(target or ""))[1].lower(), "table")
+    if fmt not in (action.choices or ()):
+        sub.error(f"{target}: {command} has no {fmt} format; give --format {{{','.join(action.choices or ())}}}")
+    args.format = fmt
+
+
 def _parse(parser: argparse.ArgumentParser, argv: list[str], command: Optional[str]) -> argparse.Namespace:
     """Parse ``argv``; an unknown option of a command is reported with that command's usage (and a close match)."""
     if command is None:
         _unknown_command(parser, argv)
+    subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    sub = subs.choices.get(command) if subs is not None and command else None
+    for action in sub._actions if sub is not None else ():
+        if action.dest == "format":
+            action.default = None  # told apart from a given --format table; resolved below
     args, extra = parser.parse_known_args(argv)
+    if sub is not None:
+        _format_from_file(sub, args, command)
     if extra:
         import difflib
 
-        subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-        sub = subs.choices.get(command) if subs is not None and command else None
         owner = sub or parser
         known = [o for a in owner._actions for o in a.option_strings]
         close = difflib.get_close_matches(extra[0].split("=", 1)[0], known, n=1)

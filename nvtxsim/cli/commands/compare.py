@@ -80,7 +80,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     )
     p.add_argument("base", metavar="BASE", help="baseline export (.sqlite, .sqlite.gz or .nsys-rep)")
     p.add_argument("new", metavar="NEW", help="export to compare against the baseline")
-    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")

@@ -36,7 +36,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", metavar="FILE.jsonl", help="the file live timing wrote")
-    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names")

@@ -196,7 +196,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "--format",
         choices=FORMATS,
         default="table",
-        help="report format (default: table, printed; the others are written to a file: NAME.report.html, .json, .perfetto.json, .csv, .md)",
+        help="report format (default: what --report FILE's extension names, else table, printed; the others are written to a file: NAME.report.html, .json, .perfetto.json, .csv, .md)",
     )
     p.add_argument("--report", metavar="FILE", help="write the report to FILE ('-': stdout) instead of the default")
     p.add_argument(

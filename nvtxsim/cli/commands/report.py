@@ -105,7 +105,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         description="Per-phase CPU and GPU timing of an Nsight Systems export (.sqlite, or .nsys-rep when nsys is installed).",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="nsys export (.sqlite, .sqlite.gz or .nsys-rep); several: one per rank, reported per rank and merged")
-    p.add_argument("--format", "-f", choices=tuple(FORMATS), default="table", help="output format (default: table)")
+    p.add_argument("--format", "-f", choices=tuple(FORMATS), default="table", help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")

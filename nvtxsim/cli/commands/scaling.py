@@ -88,7 +88,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("runs", nargs="+", metavar="RUN=VALUE", help="an export (.sqlite, .sqlite.gz or .nsys-rep) and the parameter's value in that run")
     p.add_argument("--param", required=True, metavar="NAME", help="name of the parameter that differs between the runs (e.g. num_envs)")
-    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: table)")
+    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")
