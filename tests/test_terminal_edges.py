@@ -132,3 +132,24 @@ def test_pipe_ignores_inherited_columns() -> None:
     r = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(DEMO)], capture_output=True, text=True, env=_env(COLUMNS="60"))
     assert r.returncode == 0 and "left out" not in r.stdout and "D→H" in r.stdout
     assert max(terminal.cell_width(ln) for ln in r.stdout.splitlines()) > 60
+
+
+def test_no_progress_display_on_a_dumb_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import time
+
+    from nvtxsim.cli.progress import progress_after
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setenv("TERM", "dumb")
+    buf = Tty()
+    with progress_after("loading x", delay=0, stream=buf):
+        time.sleep(0.2)
+    assert buf.getvalue() == ""
+    monkeypatch.setenv("TERM", "xterm")
+    with progress_after("loading x", delay=0, stream=buf):
+        time.sleep(0.3)
+    assert "loading x" in buf.getvalue()

@@ -56,8 +56,8 @@ class Stages:
 def progress_after(label: str, *, delay: float = 1.0, stream: Optional[TextIO] = None, enabled: Optional[bool] = None) -> Iterator[Stages]:
     """Show a spinner/bar with ``label`` if the block is still running after ``delay`` seconds."""
     stream = stream or sys.stderr
-    if enabled is None:
-        enabled = bool(getattr(stream, "isatty", lambda: False)())
+    if enabled is None:  # a dumb terminal cannot move its cursor back: the spinner would be escape codes
+        enabled = bool(getattr(stream, "isatty", lambda: False)()) and os.environ.get("TERM", "") != "dumb"
     stages = Stages()
     stages.label = printable(label)
     if not enabled:
