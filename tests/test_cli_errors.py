@@ -226,3 +226,11 @@ def test_output_name_picks_the_format(good_export, tmp_path, name, start):
 def test_output_name_picks_the_format_for_compare(good_export, tmp_path):
     p = run_cli("compare", str(good_export), str(good_export), "-o", str(tmp_path / "c.html"))
     assert p.returncode in (0, 1) and (tmp_path / "c.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_live_on_something_else_is_an_error(good_export, tmp_path):
+    """An export or a script given to `nvtxsim live`: one line and exit 2, not an empty table and exit 0."""
+    assert_clean_error(run_cli("live", str(good_export)), "an nsys export, not a live-timing file: nvtxsim report")
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    assert_clean_error(run_cli("live", str(script)), "no live-timing window in its 1 line(s)")

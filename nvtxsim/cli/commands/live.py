@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from nvtxsim.cli.output import check_writable, deliver, layout
+from nvtxsim.errors import NvtxsimError
 
 
 def run(args: argparse.Namespace) -> int:
@@ -17,10 +18,22 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_writable(args.output, force=args.force, protect=[args.file])
     log = load(args.file)
+    if not log.windows and log.skipped:  # an export, a script, a log: not a live-timing file
+        if _is_sqlite(args.file):
+            raise NvtxsimError(f"{args.file}: an nsys export, not a live-timing file: nvtxsim report {args.file}")
+        raise NvtxsimError(f"{args.file}: no live-timing window in its {log.skipped} line(s) (NVTXSIM_LIVE=live.jsonl python train.py writes them)")
     to = layout(args.output, wide=args.wide)
     text = render_live(log, args.format, width=to.width, color=to.color)
     deliver(text, args.output, force=args.force, protect=[args.file])
     return 0
+
+
+def _is_sqlite(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
