@@ -50,7 +50,7 @@ VS16 = "\ufe0f"  # emoji presentation: the glyph takes 2 cells
 def cell_width(text: str) -> int:
     """Terminal cells ``text`` takes (wide East Asian characters and emoji 2, combining marks 0;
     an emoji with its skin tone, variation selector or zero-width-joined family counts once)."""
-    if text.isascii():
+    if text.isascii() or max(text) < "\u0300":  # ASCII and Latin-1 (µs): one cell each, no combining marks
         return len(text)
     return sum(w for _, w in _clusters(text))
 
