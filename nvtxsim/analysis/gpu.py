@@ -366,64 +366,24 @@ class GpuPhaseRow:
 
 def overview(detail: Detail) -> list[GpuPhaseRow]:
     """One row per phase: launches, busy and idle GPU time, queue delay, sync waits, CUDA graphs."""
-    ex, ops, pairs = detail.export, detail.ops, detail.pairs
-    r = ex.ranges
+    ex, r, sel = detail.export, detail.export.ranges, detail.selected
     phases = detail.report.phases
     if not phases:
         return []
-    sel = detail.selected
     nl = len(ex.labels)
-    n = len(r)
-    lab_sel = r.label[sel].astype(np.int64)
 
     def per_label(values_per_range: np.ndarray, idx: np.ndarray = sel) -> np.ndarray:
         out = np.zeros(nl, dtype=np.int64)
         np.add.at(out, r.label[idx].astype(np.int64), values_per_range)
         return out
 
-    instances = np.bincount(lab_sel, minlength=nl)
+    instances = np.bincount(r.label[sel].astype(np.int64), minlength=nl)
     cpu = per_label((r.end - r.start)[sel])
-    # Busy time per range with graph-level executions included (RangeGpu.busy leaves them out, as nsys does).
-    busy_r = _union_length(pairs.range, ops.start[pairs.op], ops.end[pairs.op], n) if len(pairs) else np.zeros(n, dtype=np.int64)
-    busy = per_label(busy_r[sel])
-    has = np.zeros(n, dtype=bool)
-    has[pairs.range] = True
-    gpu_inst = per_label(has[sel].astype(np.int64))
-    # Launches: distinct (range, call) pairs.
-    launch_n = np.zeros(nl, dtype=np.int64)
-    op_n = np.zeros(nl, dtype=np.int64)
-    if len(pairs):
-        rc = unique_pairs(pairs.range, pairs.call)
-        np.add.at(launch_n, r.label[rc[:, 0]].astype(np.int64), 1)
-        np.add.at(op_n, r.label[pairs.range].astype(np.int64), 1)
-    span = np.zeros(n, dtype=np.int64)
-    if len(pairs):
-        lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-        hi = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-        np.minimum.at(lo, pairs.range, ops.start[pairs.op])
-        np.maximum.at(hi, pairs.range, ops.end[pairs.op])
-        span = np.where(has, hi - lo, 0)
-    gaps = per_label((span - busy_r)[sel])
+    work = _work_columns(detail, per_label, nl)
     idle = per_label(gpu_idle_per_range(detail, sel)) if detail.has_cuda else np.zeros(nl, dtype=np.int64)
     sync = per_label(sync_wait_per_range(detail)[sel])
-    q = queue_delay(ex, ops, pairs)
-    qlab = r.label[pairs.range].astype(np.int64) if len(pairs) else np.zeros(0, dtype=np.int64)
-    # Graph launches inside the phase and the GPU time of what they ran.
-    g_calls = _calls_matching(detail, is_graph_launch)
-    g_rng, g_call = _range_calls(detail, g_calls)
-    graph_n = np.zeros(nl, dtype=np.int64)
-    np.add.at(graph_n, r.label[g_rng].astype(np.int64), 1)
-    graph_gpu = np.zeros(nl, dtype=np.int64)
-    if len(pairs) and len(g_calls):
-        is_g = np.isin(pairs.call, g_calls)
-        gb = _union_length(pairs.range[is_g], ops.start[pairs.op[is_g]], ops.end[pairs.op[is_g]], n)
-        graph_gpu = per_label(gb[sel])
-    # Queue delay per label, all labels at once (a mask per phase would be quadratic in phases).
-    q_n = np.bincount(qlab, minlength=nl)
-    q_sum = np.bincount(qlab, weights=q, minlength=nl)
-    q_max = np.zeros(nl, dtype=np.int64)
-    np.maximum.at(q_max, qlab, q.astype(np.int64))
-    q_quant = _group_quantiles(qlab, q, nl, (0.5, 0.99))
+    q_n, q_mean, q_quant, q_max = _queue_columns(detail, nl)
+    graph_n, graph_gpu = _graph_columns(detail, per_label, nl)
     rows = []
     for p in phases:
         lab = _label_index(detail, p.domain, p.name)
@@ -433,14 +393,14 @@ def overview(detail: Detail) -> list[GpuPhaseRow]:
             GpuPhaseRow(
                 phase=p.label,
                 instances=int(instances[lab]),
-                gpu_instances=int(gpu_inst[lab]),
-                launches=int(launch_n[lab]),
-                ops=int(op_n[lab]),
-                gpu_busy_ns=int(busy[lab]),
+                gpu_instances=int(work["gpu_instances"][lab]),
+                launches=int(work["launches"][lab]),
+                ops=int(work["ops"][lab]),
+                gpu_busy_ns=int(work["busy"][lab]),
                 gpu_idle_ns=int(idle[lab]),
                 gpu_idle_share=float(idle[lab]) / c if c and detail.has_cuda else 0.0,
-                span_gaps_ns=int(gaps[lab]),
-                queue_mean_ns=int(round(q_sum[lab] / q_n[lab])) if has_q else 0,
+                span_gaps_ns=int(work["gaps"][lab]),
+                queue_mean_ns=int(round(q_mean[lab])) if has_q else 0,
                 queue_p50_ns=int(round(q_quant[0.5][lab])) if has_q else 0,
                 queue_p99_ns=int(round(q_quant[0.99][lab])) if has_q else 0,
                 queue_max_ns=int(q_max[lab]) if has_q else 0,
@@ -451,6 +411,65 @@ def overview(detail: Detail) -> list[GpuPhaseRow]:
             )
         )
     return rows
+
+
+def _work_columns(detail: Detail, per_label, nl: int) -> dict[str, np.ndarray]:
+    """Per label: ranges with GPU work, launches, ops, busy time (graph-level executions included) and span gaps."""
+    ops, pairs, sel = detail.ops, detail.pairs, detail.selected
+    r = detail.export.ranges
+    n = len(r)
+    # Busy time per range with graph-level executions included (RangeGpu.busy leaves them out, as nsys does).
+    busy_r = _union_length(pairs.range, ops.start[pairs.op], ops.end[pairs.op], n) if len(pairs) else np.zeros(n, dtype=np.int64)
+    has = np.zeros(n, dtype=bool)
+    has[pairs.range] = True
+    # Launches: distinct (range, call) pairs.
+    launch_n = np.zeros(nl, dtype=np.int64)
+    op_n = np.zeros(nl, dtype=np.int64)
+    span = np.zeros(n, dtype=np.int64)
+    if len(pairs):
+        rc = unique_pairs(pairs.range, pairs.call)
+        np.add.at(launch_n, r.label[rc[:, 0]].astype(np.int64), 1)
+        np.add.at(op_n, r.label[pairs.range].astype(np.int64), 1)
+        lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        hi = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+        np.minimum.at(lo, pairs.range, ops.start[pairs.op])
+        np.maximum.at(hi, pairs.range, ops.end[pairs.op])
+        span = np.where(has, hi - lo, 0)
+    return {
+        "busy": per_label(busy_r[sel]),
+        "gpu_instances": per_label(has[sel].astype(np.int64)),
+        "launches": launch_n,
+        "ops": op_n,
+        "gaps": per_label((span - busy_r)[sel]),
+    }
+
+
+def _queue_columns(detail: Detail, nl: int) -> tuple[np.ndarray, np.ndarray, dict, np.ndarray]:
+    """Queue delay per label, all labels at once (a mask per phase would be quadratic in phases): count, mean, quantiles, max."""
+    pairs = detail.pairs
+    q = queue_delay(detail.export, detail.ops, pairs)
+    qlab = detail.export.ranges.label[pairs.range].astype(np.int64) if len(pairs) else np.zeros(0, dtype=np.int64)
+    q_n = np.bincount(qlab, minlength=nl)
+    q_sum = np.bincount(qlab, weights=q, minlength=nl)
+    q_max = np.zeros(nl, dtype=np.int64)
+    np.maximum.at(q_max, qlab, q.astype(np.int64))
+    q_mean = np.divide(q_sum, q_n, out=np.zeros(nl), where=q_n > 0)
+    return q_n, q_mean, _group_quantiles(qlab, q, nl, (0.5, 0.99)), q_max
+
+
+def _graph_columns(detail: Detail, per_label, nl: int) -> tuple[np.ndarray, np.ndarray]:
+    """Graph launches inside each phase and the GPU time of what they ran."""
+    ops, pairs, r = detail.ops, detail.pairs, detail.export.ranges
+    g_calls = _calls_matching(detail, is_graph_launch)
+    g_rng, _ = _range_calls(detail, g_calls)
+    graph_n = np.zeros(nl, dtype=np.int64)
+    np.add.at(graph_n, r.label[g_rng].astype(np.int64), 1)
+    graph_gpu = np.zeros(nl, dtype=np.int64)
+    if len(pairs) and len(g_calls):
+        is_g = np.isin(pairs.call, g_calls)
+        gb = _union_length(pairs.range[is_g], ops.start[pairs.op[is_g]], ops.end[pairs.op[is_g]], len(r))
+        graph_gpu = per_label(gb[detail.selected])
+    return graph_n, graph_gpu
 
 
 def _label_index(detail: Detail, domain: str, name: str) -> int:

@@ -16,7 +16,7 @@ reduced with ``reduceat``. Memory is bounded by processing ranges in chunks.
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np

@@ -112,70 +112,17 @@ def merge(results: Sequence[RankResult]) -> Report:
     """One report over all ranks: :func:`summarize` over the ranks' phase arrays."""
     labels: list[tuple[str, str]] = []
     where: dict[tuple[str, str], int] = {}
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("dur", "label", "tid", "unclosed", "cross", "has", "proj", "ops", "kernels", "busy")}
-    copies: dict[str, list[np.ndarray]] = {d: [] for d in SUMMARY_DIRECTIONS}
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLUMNS + tuple(f"copy_{d}" for d in SUMMARY_DIRECTIONS)}
     for rank, res in enumerate(results):
         for ph in res.phases:
             key = (ph.domain, ph.name)
             if key not in where:
                 where[key] = len(labels)
                 labels.append(key)
-            n, g = len(ph.cpu_ns), len(ph.gpu_ns)
-            if n == 0:
-                continue
-            cols["dur"].append(ph.cpu_ns)
-            cols["label"].append(np.full(n, where[key], dtype=np.int32))
-            # Thread ids: the phase's first `threads` ranges get distinct ids of this rank, the rest repeat one.
-            tid = np.full(n, rank << 32, dtype=np.int64)
-            tid[: ph.threads] += np.arange(ph.threads, dtype=np.int64)
-            cols["tid"].append(tid)
-            # Flags and sums sit on the first ranges: summarize only adds them up per phase.
-            cols["unclosed"].append(np.arange(n) < ph.unclosed)
-            cols["cross"].append(np.arange(n) < ph.cross_thread)
-            has = np.arange(n) < g
-            cols["has"].append(has)
-            proj = np.zeros(n, dtype=np.int64)
-            proj[:g] = ph.gpu_ns
-            cols["proj"].append(proj)
-            ops = has.astype(np.int64)
-            if n:
-                ops[0] += ph.ops - g  # ops >= launches >= ranges with GPU work
-            cols["ops"].append(ops)
-            for name, total in (("kernels", ph.kernels), ("busy", ph.busy_ns)):
-                v = np.zeros(n, dtype=np.int64)
-                v[0] = total
-                cols[name].append(v)
-            for d in SUMMARY_DIRECTIONS:
-                v = np.zeros(n, dtype=np.int64)
-                v[0] = ph.copy_bytes.get(d, 0)
-                copies[d].append(v)
-
-    def cat(parts: list[np.ndarray], dtype) -> np.ndarray:
-        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
-
-    dur = cat(cols["dur"], np.int64)
-    n = len(dur)
-    ranges = Ranges(
-        row=np.arange(n, dtype=np.int64),
-        start=np.zeros(n, dtype=np.int64),
-        end=dur,
-        global_tid=cat(cols["tid"], np.int64),
-        cross_thread=cat(cols["cross"], bool),
-        unclosed=cat(cols["unclosed"], bool),
-        style=np.zeros(n, dtype=np.int8),
-        label=cat(cols["label"], np.int32),
-        payload=np.full(n, np.nan),
-    )
-    has = cat(cols["has"], bool)
-    proj = cat(cols["proj"], np.int64)
-    gpu = RangeGpu(
-        proj_start=np.where(has, 0, -1).astype(np.int64),
-        proj_end=np.where(has, proj, -1).astype(np.int64),
-        ops=cat(cols["ops"], np.int64),
-        kernels=cat(cols["kernels"], np.int64),
-        busy=cat(cols["busy"], np.int64),
-        copy_bytes={d: cat(copies[d], np.int64) for d in SUMMARY_DIRECTIONS},
-    )
+            if len(ph.cpu_ns):
+                for name, values in _phase_columns(ph, rank, where[key]).items():
+                    cols[name].append(values)
+    ranges, gpu = _merged_columns(cols)
     combined = Export(
         path=Path("merged"), meta={}, tables=frozenset(), labels=labels, ranges=ranges, api=None, gpu=None, capture_end=None, warnings=[]
     )
@@ -183,6 +130,74 @@ def merge(results: Sequence[RankResult]) -> Report:
     merged.source = _merged_source(results)
     merged.warnings = [f"{Path(res.path).name}: {w}" for res in results for w in res.report.warnings]
     return merged
+
+
+_COLUMNS = ("dur", "label", "tid", "unclosed", "cross", "has", "proj", "ops", "kernels", "busy")
+
+
+def _phase_columns(ph: PhaseArrays, rank: int, label: int) -> dict[str, np.ndarray]:
+    """Stand-in ranges of one rank's phase whose summary is the phase's: its durations, and flags and
+    sums on its first ranges (summarize only adds them up per phase)."""
+    n, g = len(ph.cpu_ns), len(ph.gpu_ns)
+    # Thread ids: the phase's first `threads` ranges get distinct ids of this rank, the rest repeat one.
+    tid = np.full(n, rank << 32, dtype=np.int64)
+    tid[: ph.threads] += np.arange(ph.threads, dtype=np.int64)
+    has = np.arange(n) < g
+    proj = np.zeros(n, dtype=np.int64)
+    proj[:g] = ph.gpu_ns
+    ops = has.astype(np.int64)
+    ops[0] += ph.ops - g  # ops >= launches >= ranges with GPU work
+
+    def first(total: int) -> np.ndarray:
+        v = np.zeros(n, dtype=np.int64)
+        v[0] = total
+        return v
+
+    return {
+        "dur": ph.cpu_ns,
+        "label": np.full(n, label, dtype=np.int32),
+        "tid": tid,
+        "unclosed": np.arange(n) < ph.unclosed,
+        "cross": np.arange(n) < ph.cross_thread,
+        "has": has,
+        "proj": proj,
+        "ops": ops,
+        "kernels": first(ph.kernels),
+        "busy": first(ph.busy_ns),
+        **{f"copy_{d}": first(ph.copy_bytes.get(d, 0)) for d in SUMMARY_DIRECTIONS},
+    }
+
+
+def _merged_columns(cols: dict[str, list[np.ndarray]]) -> tuple[Ranges, RangeGpu]:
+    """The stand-in ranges of every rank as one Ranges and its RangeGpu."""
+
+    def cat(name: str, dtype) -> np.ndarray:
+        parts = cols[name]
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+
+    dur = cat("dur", np.int64)
+    n = len(dur)
+    ranges = Ranges(
+        row=np.arange(n, dtype=np.int64),
+        start=np.zeros(n, dtype=np.int64),
+        end=dur,
+        global_tid=cat("tid", np.int64),
+        cross_thread=cat("cross", bool),
+        unclosed=cat("unclosed", bool),
+        style=np.zeros(n, dtype=np.int8),
+        label=cat("label", np.int32),
+        payload=np.full(n, np.nan),
+    )
+    has, proj = cat("has", bool), cat("proj", np.int64)
+    gpu = RangeGpu(
+        proj_start=np.where(has, 0, -1).astype(np.int64),
+        proj_end=np.where(has, proj, -1).astype(np.int64),
+        ops=cat("ops", np.int64),
+        kernels=cat("kernels", np.int64),
+        busy=cat("busy", np.int64),
+        copy_bytes={d: cat(f"copy_{d}", np.int64) for d in SUMMARY_DIRECTIONS},
+    )
+    return ranges, gpu
 
 
 def _merged_source(results: Sequence[RankResult]) -> dict:

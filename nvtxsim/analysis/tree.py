@@ -158,59 +158,30 @@ _VECTOR_LEVELS = 64  # deeper trees are grouped by a plain loop instead of one n
 MAX_DEPTH = 32  # deepest tree level listed by default
 
 
+@dataclass
+class _Nodes:
+    """Tree nodes (one per thread and name path): per range its node, per node its parent, label and thread."""
+
+    of_range: np.ndarray
+    parent: list[int]
+    label: list[int]
+    tid: list[int]
+
+
 def aggregate(export: Export, tree: RangeTree, max_depth: int = MAX_DEPTH) -> list[TreeNode]:
     """Merge ranges by (thread, name path); nodes come out depth-first, children in order of first appearance.
 
     Levels below ``max_depth`` are left out of the list (their time is in their ancestors' inclusive time).
     """
-    r = export.ranges
     nesting = tree.nesting
-    idx, parent, depth = nesting.ranges, nesting.parent, nesting.depth
-    n = len(idx)
-    if n == 0:
+    if len(nesting.ranges) == 0:
         return []
-    names = export.label_names()
-    label = r.label[idx].astype(np.int64)
-    tid = r.global_tid[idx]
-    node = np.full(n, -1, dtype=np.int64)
-    # Node id per range, level by level: (parent's node, label) — roots use (thread, label).
-    node_parent: list[int] = []
-    node_label: list[int] = []
-    node_tid: list[int] = []
-    if int(depth.max()) > _VECTOR_LEVELS:
-        # Very deep nesting (e.g. millions of never-closed ranges): one pass in depth order.
-        index: dict[tuple, int] = {}
-        par_l, lab_l, tid_l = parent.tolist(), label.tolist(), tid.tolist()
-        nd = node.tolist()
-        for i in np.argsort(depth, kind="stable").tolist():
-            pk = ("t", tid_l[i]) if par_l[i] < 0 else nd[par_l[i]]
-            key = (pk, lab_l[i])
-            k = index.get(key)
-            if k is None:
-                k = index[key] = len(node_parent)
-                node_parent.append(-1 if par_l[i] < 0 else nd[par_l[i]])
-                node_label.append(lab_l[i])
-                node_tid.append(tid_l[i])
-            nd[i] = k
-        node = np.array(nd, dtype=np.int64)
-    for d in range(int(depth.max()) + 1 if int(depth.max()) <= _VECTOR_LEVELS else 0):
-        at = np.flatnonzero(depth == d)
-        if d == 0:
-            tcodes, tinv = np.unique(tid[at], return_inverse=True)
-            keys = np.stack([np.full(len(at), -1), tinv.reshape(-1), label[at]], axis=1)
-        else:
-            keys = np.stack([node[parent[at]], np.zeros(len(at), dtype=np.int64), label[at]], axis=1)
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-        base = len(node_parent)
-        node[at] = base + inv.reshape(-1)
-        for u in uniq:
-            node_parent.append(int(u[0]))
-            node_label.append(int(u[2]))
-        # Thread of each new node: the thread of any of its ranges.
-        tmp = np.zeros(len(uniq), dtype=np.int64)
-        tmp[inv.reshape(-1)] = tid[at]
-        node_tid.extend(tmp.tolist())
-    m = len(node_parent)
+    r = export.ranges
+    idx = nesting.ranges
+    label, tid = r.label[idx].astype(np.int64), r.global_tid[idx]
+    deep = int(nesting.depth.max()) > _VECTOR_LEVELS  # e.g. millions of never-closed ranges
+    nodes = _nodes_by_loop(nesting, label, tid) if deep else _nodes_by_level(nesting, label, tid)
+    node, m = nodes.of_range, len(nodes.parent)
 
     def total(v: np.ndarray) -> np.ndarray:
         out = np.zeros(m, dtype=np.int64)
@@ -220,20 +191,66 @@ def aggregate(export: Export, tree: RangeTree, max_depth: int = MAX_DEPTH) -> li
     count = np.bincount(node, minlength=m)
     first = np.full(m, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, node, r.start[idx])
-    ci, cs, gi, gs = total(tree.cpu_incl), total(tree.cpu_self), total(tree.gpu_incl), total(tree.gpu_self)
-    cross = total(r.cross_thread[idx].astype(np.int64))
+    times = (total(tree.cpu_incl), total(tree.cpu_self), total(tree.gpu_incl), total(tree.gpu_self), total(r.cross_thread[idx].astype(np.int64)))
+    return _depth_first(nodes, export.label_names(), count, first, times, max_depth)
+
+
+def _nodes_by_level(nesting: Nesting, label: np.ndarray, tid: np.ndarray) -> _Nodes:
+    """Node id per range, level by level with one numpy pass each: (parent's node, label); roots (thread, label)."""
+    parent, depth = nesting.parent, nesting.depth
+    nodes = _Nodes(np.full(len(nesting.ranges), -1, dtype=np.int64), [], [], [])
+    for d in range(int(depth.max()) + 1):
+        at = np.flatnonzero(depth == d)
+        if d == 0:
+            _, tinv = np.unique(tid[at], return_inverse=True)
+            keys = np.stack([np.full(len(at), -1), tinv.reshape(-1), label[at]], axis=1)
+        else:
+            keys = np.stack([nodes.of_range[parent[at]], np.zeros(len(at), dtype=np.int64), label[at]], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        nodes.of_range[at] = len(nodes.parent) + inv.reshape(-1)
+        nodes.parent.extend(int(u[0]) for u in uniq)
+        nodes.label.extend(int(u[2]) for u in uniq)
+        # Thread of each new node: the thread of any of its ranges.
+        tmp = np.zeros(len(uniq), dtype=np.int64)
+        tmp[inv.reshape(-1)] = tid[at]
+        nodes.tid.extend(tmp.tolist())
+    return nodes
+
+
+def _nodes_by_loop(nesting: Nesting, label: np.ndarray, tid: np.ndarray) -> _Nodes:
+    """The same nodes for very deep nesting: one Python pass in depth order (a numpy pass per level would be slower)."""
+    index: dict[tuple, int] = {}
+    par_l, lab_l, tid_l = nesting.parent.tolist(), label.tolist(), tid.tolist()
+    nd = [-1] * len(par_l)
+    nodes = _Nodes(np.zeros(0, dtype=np.int64), [], [], [])
+    for i in np.argsort(nesting.depth, kind="stable").tolist():
+        pk = ("t", tid_l[i]) if par_l[i] < 0 else nd[par_l[i]]
+        key = (pk, lab_l[i])
+        k = index.get(key)
+        if k is None:
+            k = index[key] = len(nodes.parent)
+            nodes.parent.append(-1 if par_l[i] < 0 else nd[par_l[i]])
+            nodes.label.append(lab_l[i])
+            nodes.tid.append(tid_l[i])
+        nd[i] = k
+    nodes.of_range = np.array(nd, dtype=np.int64)
+    return nodes
+
+
+def _depth_first(nodes: _Nodes, names: np.ndarray, count: np.ndarray, first: np.ndarray, times: tuple, max_depth: int) -> list[TreeNode]:
+    """The nodes depth-first, children in order of first appearance (iterative: nesting can be very deep)."""
+    ci, cs, gi, gs, cross = times
     kids: dict[int, list[int]] = {}
-    for k in range(m):
-        kids.setdefault(node_parent[k], []).append(k)
+    for k in range(len(nodes.parent)):
+        kids.setdefault(nodes.parent[k], []).append(k)
     out: list[TreeNode] = []
-    # Depth-first, children in order of first appearance (iterative: nesting can be very deep).
-    todo = [(k, (), 0) for k in reversed(sorted(kids.get(-1, []), key=lambda c: (node_tid[c], first[c])))]
+    todo = [(k, (), 0) for k in reversed(sorted(kids.get(-1, []), key=lambda c: (nodes.tid[c], first[c])))]
     while todo:
         k, path, d = todo.pop()
         if d > max_depth:
             continue
-        path = path + (str(names[node_label[k]]),)
-        out.append(TreeNode(node_tid[k], path, d, int(count[k]), int(ci[k]), int(cs[k]), int(gi[k]), int(gs[k]), int(cross[k]), int(first[k])))
+        path = path + (str(names[nodes.label[k]]),)
+        out.append(TreeNode(nodes.tid[k], path, d, int(count[k]), int(ci[k]), int(cs[k]), int(gi[k]), int(gs[k]), int(cross[k]), int(first[k])))
         for c in reversed(sorted(kids.get(k, []), key=lambda c: first[c])):
             todo.append((c, path, d + 1))
     return out
