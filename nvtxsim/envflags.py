@@ -6,7 +6,6 @@ Shared by every stage (like :mod:`nvtxsim.errors`): the same spellings mean the 
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 DISABLE = "NVTXSIM_DISABLE"
 
@@ -14,7 +13,7 @@ TRUE = frozenset({"1", "true", "yes", "on"})
 FALSE = frozenset({"0", "false", "no", "off", ""})
 
 
-def parse_flag(text: str) -> Optional[bool]:
+def parse_flag(text: str) -> bool | None:
     """``1/true/yes/on`` → True, ``0/false/no/off`` or empty → False (any case, spaces ignored); else None."""
     value = text.strip().lower()
     if value in TRUE:
@@ -24,7 +23,7 @@ def parse_flag(text: str) -> Optional[bool]:
     return None
 
 
-def env_flag(name: str, *, default: bool = False, on_unknown: Optional[bool] = None) -> bool:
+def env_flag(name: str, *, default: bool = False, on_unknown: bool | None = None) -> bool:
     """The flag ``name`` from the environment: ``default`` when unset, ``on_unknown`` (default: ``default``)
     for a value that is none of the accepted spellings."""
     raw = os.environ.get(name)

@@ -10,7 +10,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Optional
+from typing import IO, Any, Callable, Iterator
 
 
 def _umask() -> int:
@@ -26,7 +26,7 @@ def temp_stem(name: str, limit: int = 180) -> str:
 
 
 @contextmanager
-def replace_via_temp(path: Path, mode: str = "wb", *, before_replace: Optional[Callable[[], Any]] = None) -> Iterator[IO[Any]]:
+def replace_via_temp(path: Path, mode: str = "wb", *, before_replace: Callable[[], Any] | None = None) -> Iterator[IO[Any]]:
     """Yield a temporary file beside ``path``; on success it replaces ``path`` in one rename."""
     fd, tmp = tempfile.mkstemp(prefix=f".{temp_stem(path.name)}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
     try:

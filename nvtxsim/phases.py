@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Optional
 
 from nvtxsim.errors import NvtxsimError
 
@@ -121,7 +120,7 @@ class Window:
     """Iterations ``start`` .. ``stop - 1`` (``stop`` None: to the end of the program)."""
 
     start: int
-    stop: Optional[int] = None
+    stop: int | None = None
 
     def __str__(self) -> str:
         return f"{self.start}:{'' if self.stop is None else self.stop}"

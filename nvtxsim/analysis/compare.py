@@ -12,7 +12,7 @@ wholly above zero (the slowdown is both large and not noise).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -26,12 +26,12 @@ MAX_BOOTSTRAP_SAMPLE = 50_000  # larger samples are subsampled for the interval 
 @dataclass
 class CompareSettings:
     metric: str = "cpu"  # cpu: range duration; gpu: GPU busy time of the range
-    by: Optional[str] = None  # None: per instance; else the key range of per-iteration totals
+    by: str | None = None  # None: per instance; else the key range of per-iteration totals
     skip_first: int = 0
     resamples: int = 2000
     confidence: float = 0.95
     seed: int = 0
-    fail_above: Optional[float] = None  # percent
+    fail_above: float | None = None  # percent
     gate: str = "median"  # median | p99 | both
     min_samples: int = 5
 
@@ -44,14 +44,14 @@ class PhaseDelta:
     new_n: int
     base_median_ns: int
     new_median_ns: int
-    median_delta_pct: Optional[float]
-    median_ci_low_pct: Optional[float]
-    median_ci_high_pct: Optional[float]
+    median_delta_pct: float | None
+    median_ci_low_pct: float | None
+    median_ci_high_pct: float | None
     base_p99_ns: int
     new_p99_ns: int
-    p99_delta_pct: Optional[float]
-    p99_ci_low_pct: Optional[float]
-    p99_ci_high_pct: Optional[float]
+    p99_delta_pct: float | None
+    p99_ci_low_pct: float | None
+    p99_ci_high_pct: float | None
     verdict: str  # slower | faster | no change | — (significance of the gated statistic)
     regression: bool
 
@@ -63,7 +63,7 @@ class Comparison:
     settings: CompareSettings
     phases: list[PhaseDelta]
     notes: list[str] = field(default_factory=list)
-    findings: Optional[Any] = None  # nvtxsim.analysis.findings.FindingsDiff, when asked for
+    findings: Any | None = None  # nvtxsim.analysis.findings.FindingsDiff, when asked for
 
     @property
     def regressions(self) -> list[PhaseDelta]:
@@ -116,7 +116,7 @@ def _samples(detail: Detail, settings: CompareSettings) -> tuple[dict[str, np.nd
     return out, {}
 
 
-def _outside_note(by: str, base: dict[str, int], new: dict[str, int], shown: int = 6) -> Optional[str]:
+def _outside_note(by: str, base: dict[str, int], new: dict[str, int], shown: int = 6) -> str | None:
     """One line naming the phases whose ranges lie outside every iteration (not compared)."""
     names = sorted(set(base) | set(new), key=lambda n: (-(base.get(n, 0) + new.get(n, 0)), n))
     if not names:
@@ -152,7 +152,7 @@ def _delta(base: np.ndarray, new: np.ndarray, q: float, s: CompareSettings, rng:
     return point, float(lo), float(hi)
 
 
-def compare(base: Detail, new: Detail, settings: Optional[CompareSettings] = None) -> Comparison:
+def compare(base: Detail, new: Detail, settings: CompareSettings | None = None) -> Comparison:
     """Per-phase deltas of ``new`` against ``base``."""
     s = settings or CompareSettings()
     if not 0 < s.confidence < 1:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -51,7 +51,7 @@ class Frames:
             yield f.name, getattr(self, f.name)
 
 
-def load_frames(path: "str | os.PathLike[str]", *, domain: Optional[str] = None, by: str = "iteration") -> Frames:
+def load_frames(path: "str | os.PathLike[str]", *, domain: str | None = None, by: str = "iteration") -> Frames:
     """Load an export (.sqlite, .sqlite.gz, .nsys-rep) as pandas DataFrames.
 
     ``domain`` limits the ranges, like ``nvtxsim report --domain`` (default: every domain);

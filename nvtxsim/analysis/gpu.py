@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -89,7 +88,7 @@ class KernelRow:
     share: float  # of the phase's kernel time
 
 
-def kernels(detail: Detail, top: Optional[int] = 10) -> list[KernelRow]:
+def kernels(detail: Detail, top: int | None = 10) -> list[KernelRow]:
     """Per phase, its kernels by total GPU time (graph-level graph executions listed as one 'kernel')."""
     ex, ops, pairs = detail.export, detail.ops, detail.pairs
     sel = np.isin(ops.kind[pairs.op], (KERNEL, GRAPH))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -281,7 +281,7 @@ def queue_delay(export: Export, ops: Ops, pairs: OpPairs) -> np.ndarray:
     return np.maximum(ops.start[pairs.op] - api.end[pairs.call], 0)
 
 
-def copy_direction(ops: Ops, idx: Optional[np.ndarray] = None) -> np.ndarray:
+def copy_direction(ops: Ops, idx: np.ndarray | None = None) -> np.ndarray:
     """Direction label per op (``memset`` for memsets, ``""`` for kernels and graphs)."""
     kind = ops.kind if idx is None else ops.kind[idx]
     ck = ops.copy_kind if idx is None else ops.copy_kind[idx]

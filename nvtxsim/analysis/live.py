@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Iterable
 
 from nvtxsim.errors import NvtxsimError
 
@@ -32,7 +32,7 @@ def _is_window(rec: Any) -> bool:
     return isinstance(rec, dict) and isinstance(rec.get("phases"), dict)
 
 
-def load(path: Union[str, "os.PathLike[str]"]) -> LiveLog:
+def load(path: str | "os.PathLike[str]") -> LiveLog:
     """Read a live-timing JSONL file (``-``: not supported; a file that cannot be read is an error)."""
     log = LiveLog(os.fspath(path))
     try:
@@ -55,7 +55,7 @@ def load(path: Union[str, "os.PathLike[str]"]) -> LiveLog:
     return log
 
 
-def _num(v: Any) -> Optional[float]:
+def _num(v: Any) -> float | None:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -264,8 +264,8 @@ class PhaseStats:
     cross_thread: int
     threads: int
     # GPU memory (only when the export has memory events, nsys --cuda-memory-usage=true):
-    gpu_mem_peak_bytes: Optional[int] = None  # most the process held while an instance was open
-    gpu_mem_net_bytes: Optional[int] = None  # allocations minus frees per instance, on average
+    gpu_mem_peak_bytes: int | None = None  # most the process held while an instance was open
+    gpu_mem_net_bytes: int | None = None  # allocations minus frees per instance, on average
 
     @property
     def label(self) -> str:
@@ -294,7 +294,7 @@ class Report:
     source: dict
     phases: list[PhaseStats]
     warnings: list[str] = field(default_factory=list)
-    findings: Optional[Any] = None  # nvtxsim.analysis.findings.Findings, when asked for (JSON: top-level "findings")
+    findings: Any | None = None  # nvtxsim.analysis.findings.Findings, when asked for (JSON: top-level "findings")
 
     def as_dict(self) -> dict:
         doc = {"source": self.source, "phases": [p.as_dict() for p in self.phases], "warnings": list(self.warnings)}
@@ -302,7 +302,7 @@ class Report:
             doc["findings"] = self.findings.as_list()
         return doc
 
-    def phase(self, name: str, domain: Optional[str] = None) -> PhaseStats:
+    def phase(self, name: str, domain: str | None = None) -> PhaseStats:
         for p in self.phases:
             if p.name == name and (domain is None or p.domain == domain):
                 return p
@@ -331,7 +331,7 @@ def _rint(x: np.ndarray) -> np.ndarray:
     return np.rint(x).astype(np.int64)
 
 
-def select_ranges(export: Export, domain: Optional[str] = "nvtxsim") -> np.ndarray:
+def select_ranges(export: Export, domain: str | None = "nvtxsim") -> np.ndarray:
     """Indices of the ranges in ``domain`` (None or "all": every domain; "default"/"": the unnamed one)."""
     if domain is None or domain == "all":
         return np.arange(len(export.ranges))
@@ -348,7 +348,7 @@ def domains_in(export: Export) -> list[str]:
     return sorted({d or "default" for d, _ in export.labels})
 
 
-def resolve_domain(export: Export, domain: Optional[str], *, given: bool = True) -> tuple[Optional[str], Optional[str]]:
+def resolve_domain(export: Export, domain: str | None, *, given: bool = True) -> tuple[str | None, str | None]:
     """The domain to report and, when it was widened, a one-line note saying so.
 
     A domain the user named (``given``) that holds no range is an error listing the domains;
@@ -367,7 +367,7 @@ def resolve_domain(export: Export, domain: Optional[str], *, given: bool = True)
 
 
 def summarize(
-    export: Export, gpu: Optional[RangeGpu] = None, *, domain: Optional[str] = "nvtxsim", select: Optional[np.ndarray] = None
+    export: Export, gpu: RangeGpu | None = None, *, domain: str | None = "nvtxsim", select: np.ndarray | None = None
 ) -> Report:
     """Per-phase statistics for the ranges of ``domain``, sorted by CPU total time.
 
@@ -448,7 +448,7 @@ def _gpu_columns(gpu: RangeGpu, idx: np.ndarray, group: np.ndarray, ng: int) -> 
     }
 
 
-def _summary_warnings(export: Export, idx: np.ndarray, domain: Optional[str]) -> list[str]:
+def _summary_warnings(export: Export, idx: np.ndarray, domain: str | None) -> list[str]:
     r = export.ranges
     warnings = list(export.warnings)
     if len(export.ranges) and len(idx) == 0 and domain not in (None, "all"):

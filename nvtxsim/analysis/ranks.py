@@ -19,7 +19,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class RankResult:
     phases: list[PhaseArrays] = field(default_factory=list)
 
 
-def analyse_one(path: "str | os.PathLike[str]", domain: Optional[str] = "nvtxsim", domain_given: bool = True) -> RankResult:
+def analyse_one(path: "str | os.PathLike[str]", domain: str | None = "nvtxsim", domain_given: bool = True) -> RankResult:
     """Load and analyse one export; the unit of work of a process or Dask worker (domain: see ``resolve_domain``)."""
     from nvtxsim.analysis.selection import Detail
     from nvtxsim.analysis.gpu import graph_hints
@@ -73,7 +73,7 @@ def analyse_one(path: "str | os.PathLike[str]", domain: Optional[str] = "nvtxsim
     return RankResult(path=str(path), report=report, phases=_phase_arrays(export, gpu, domain))
 
 
-def _phase_arrays(export: Export, gpu: RangeGpu, domain: Optional[str]) -> list[PhaseArrays]:
+def _phase_arrays(export: Export, gpu: RangeGpu, domain: str | None) -> list[PhaseArrays]:
     idx = select_ranges(export, domain)
     r = export.ranges
     if len(idx) == 0:
@@ -229,9 +229,9 @@ def rank_spread(reports: Sequence[Report]) -> list[dict]:
 def report_many(
     paths: Sequence["str | os.PathLike[str]"],
     *,
-    domain: Optional[str] = "nvtxsim",
-    workers: Optional[int] = None,
-    dask: Optional[str] = None,
+    domain: str | None = "nvtxsim",
+    workers: int | None = None,
+    dask: str | None = None,
     domain_given: bool = True,
 ) -> tuple[list[Report], Report]:
     """Per-rank reports (in ``paths`` order) and the merged report of several exports.
@@ -257,7 +257,7 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _run_local(paths: list[str], domain: Optional[str], workers: Optional[int], given: bool = True) -> list[RankResult]:
+def _run_local(paths: list[str], domain: str | None, workers: int | None, given: bool = True) -> list[RankResult]:
     if workers is not None and workers < 1:
         raise NvtxsimError("--jobs must be at least 1")
     n = min(len(paths), workers or _cores())
@@ -272,7 +272,7 @@ def _run_local(paths: list[str], domain: Optional[str], workers: Optional[int], 
         return [f.result() for f in futures]
 
 
-def _run_dask(address: str, paths: list[str], domain: Optional[str], given: bool = True) -> list[RankResult]:
+def _run_dask(address: str, paths: list[str], domain: str | None, given: bool = True) -> list[RankResult]:
     try:
         from distributed import Client
     except ImportError:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
-from typing import Optional
 
 import numpy as np
 
@@ -24,7 +23,7 @@ from nvtxsim.export.schema import PID_MASK, pid_of, tid_of
 __all__ = ["Detail", "compile_match", "pid_of", "tid_of"]
 
 
-def compile_match(pattern: Optional[str]) -> Optional[re.Pattern]:
+def compile_match(pattern: str | None) -> re.Pattern | None:
     if not pattern:
         return None
     try:
@@ -36,7 +35,7 @@ def compile_match(pattern: Optional[str]) -> Optional[re.Pattern]:
 class Detail:
     """An export, the ranges selected for the report (domain, name pattern) and cached analyses."""
 
-    def __init__(self, export: Export, *, domain: Optional[str] = "nvtxsim", match: Optional[str] = None, gpu: Optional[RangeGpu] = None) -> None:
+    def __init__(self, export: Export, *, domain: str | None = "nvtxsim", match: str | None = None, gpu: RangeGpu | None = None) -> None:
         self.export = export
         self.domain = domain
         self.match = match

@@ -25,7 +25,7 @@ calls with one launch key, correlation ids outside 0..2^31.
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterator, Optional
+from typing import Iterator
 
 import numpy as np
 
@@ -128,7 +128,7 @@ class _GpuStream:
                 raise Fallback("GPU table not readable by the fast path")
             self.iters.append([kind, plan.batches(conn, batch_bytes=_GPU_BATCH_BYTES), np.zeros((0, len(self.NAMES)), dtype=np.int64), _NEG, False])
 
-    def _fill(self, it: list, bound: Optional[int]) -> None:
+    def _fill(self, it: list, bound: int | None) -> None:
         """Read batches of one table until its buffer holds a row with start >= bound (or the end)."""
         while not it[4] and (bound is None or len(it[2]) == 0 or it[2][-1, 0] < bound):
             try:
@@ -144,7 +144,7 @@ class _GpuStream:
             it[3] = int(s[-1])
             it[2] = np.concatenate([it[2], batch]) if len(it[2]) else batch
 
-    def take(self, bound: Optional[int]) -> tuple[np.ndarray, np.ndarray]:
+    def take(self, bound: int | None) -> tuple[np.ndarray, np.ndarray]:
         """All ops with start < bound (None: all the rest), in start order: (rows, kind)."""
         parts, kinds = [], []
         for it in self.iters:
@@ -360,7 +360,7 @@ class _Projector:
 
     # ------------------------------------------------------------------ driver
 
-    def _watch_keys(self) -> Optional[tuple[_KeyBits, np.ndarray, np.ndarray]]:
+    def _watch_keys(self) -> tuple[_KeyBits, np.ndarray, np.ndarray] | None:
         """``src.watch``'s (pid, correlation id) pairs as launch keys: a bitmap for the pass, sorted keys and their tags."""
         w = self.src.watch
         if w is None or len(w) == 0:

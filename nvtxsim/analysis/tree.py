@@ -16,7 +16,6 @@ that end on another thread stay in the tree of the thread that started them
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -89,7 +88,7 @@ class RangeTree:
     children: np.ndarray
 
 
-def build(export: Export, ranges: np.ndarray, ops: Optional[Ops] = None, link: Optional[Launches] = None, *, nesting: Optional[Nesting] = None) -> RangeTree:
+def build(export: Export, ranges: np.ndarray, ops: Ops | None = None, link: Launches | None = None, *, nesting: Nesting | None = None) -> RangeTree:
     """Inclusive and self CPU/GPU time of the selected ``ranges`` (``nesting``: already computed for them)."""
     r = export.ranges
     nesting = nesting if nesting is not None else nest(export, ranges)

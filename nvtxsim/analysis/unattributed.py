@@ -10,7 +10,6 @@ being misread. :mod:`nvtxsim.analysis.findings` goes further (which phase was op
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
@@ -64,7 +63,7 @@ def outside_calls(detail: Detail) -> np.ndarray:
     return calls[~inside]
 
 
-def outside_phases(detail: Detail, *, in_memory_only: bool = False) -> Optional[OutsideGpu]:
+def outside_phases(detail: Detail, *, in_memory_only: bool = False) -> OutsideGpu | None:
     """The GPU work no reported range of its launching thread contains; None when there is none.
 
     ``in_memory_only``: None for a streamed (very large) export instead of reading every op into memory.

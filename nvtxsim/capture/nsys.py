@@ -22,9 +22,8 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Mapping, Optional, Sequence
+from typing import IO, Any, Mapping, Sequence
 
-from nvtxsim import phases
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.phases import (
     ENV_API,
@@ -107,7 +106,7 @@ def parse_version(text: str) -> tuple[int, ...]:
 QUERY_TIMEOUT = 60.0
 
 
-def nsys_version(path: "str | Path", timeout: Optional[float] = None) -> Optional[str]:
+def nsys_version(path: "str | Path", timeout: float | None = None) -> str | None:
     """Version of an nsys executable (``2022.4.2.1``), or None when it does not run."""
     try:
         out = run_bounded([str(path), "--version"], QUERY_TIMEOUT if timeout is None else timeout)
@@ -122,7 +121,7 @@ def _version_key(path: str) -> tuple:
     return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[^0-9]+", path) if p)
 
 
-def nsys_candidates(env: Optional[Mapping[str, str]] = None) -> list[tuple[Path, str]]:
+def nsys_candidates(env: Mapping[str, str] | None = None) -> list[tuple[Path, str]]:
     """Every nsys that could be used, in order of preference: ``$NSYS``, ``PATH``, install folders."""
     env = os.environ if env is None else env
     found: list[tuple[Path, str]] = []
@@ -150,7 +149,7 @@ def nsys_candidates(env: Optional[Mapping[str, str]] = None) -> list[tuple[Path,
     return found
 
 
-def list_nsys(env: Optional[Mapping[str, str]] = None) -> list[Nsys]:
+def list_nsys(env: Mapping[str, str] | None = None) -> list[Nsys]:
     """All candidates that run and report a version (for ``nvtxsim doctor``)."""
     out = []
     for path, source in nsys_candidates(env):
@@ -160,7 +159,7 @@ def list_nsys(env: Optional[Mapping[str, str]] = None) -> list[Nsys]:
     return out
 
 
-def find_nsys(env: Optional[Mapping[str, str]] = None) -> Nsys:
+def find_nsys(env: Mapping[str, str] | None = None) -> Nsys:
     """The nsys to use: ``$NSYS`` if set, else the first on ``PATH``, else the newest install folder."""
     env = os.environ if env is None else env
     explicit = env.get("NSYS", "").strip()
@@ -194,12 +193,12 @@ class ProfileRequest:
     command: Sequence[str]
     output: Path  # report name without extension
     trace: Sequence[str] = DEFAULT_TRACE
-    window: Optional[Window] = None
+    window: Window | None = None
     window_api: str = "nvtx"  # "nvtx": NVTX capture range; "cuda": cudaProfilerStart/Stop
     force: bool = False
     nsys_args: Sequence[str] = ()
     memory: bool = False  # record GPU allocations and frees (--cuda-memory-usage=true)
-    trigger: Optional[str] = None  # live-timing rule (``sim_step>1.5x``) that opens the window instead of --iterations
+    trigger: str | None = None  # live-timing rule (``sim_step>1.5x``) that opens the window instead of --iterations
     trigger_iterations: int = 10
 
     @property
@@ -265,7 +264,7 @@ def default_output(directory: "str | Path" = ".") -> Path:
     return d / f"nvtxsim-{n}"
 
 
-def _switch_key(arg: str) -> Optional[str]:
+def _switch_key(arg: str) -> str | None:
     if not arg.startswith("-") or arg == "-":
         return None
     key = arg.split("=", 1)[0]
@@ -324,7 +323,7 @@ def build_profile_command(nsys: Nsys, req: ProfileRequest) -> list[str]:
     return argv
 
 
-def profile_env(req: ProfileRequest, base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+def profile_env(req: ProfileRequest, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """Environment for nsys (and so for the program): tells ``nvtxsim.step()`` the window."""
     env = dict(os.environ if base is None else base)
     if req.window is not None:
@@ -349,12 +348,12 @@ class CaptureResult:
     """What ``nsys profile`` left behind, and the program's exit code."""
 
     returncode: int
-    report: Optional[Path]
-    sqlite: Optional[Path]
-    problem: Optional[str] = None  # why there is no report/sqlite, for the user
+    report: Path | None
+    sqlite: Path | None
+    problem: str | None = None  # why there is no report/sqlite, for the user
 
 
-def _wait(proc: "subprocess.Popen[bytes]", timeout: Optional[float] = None) -> int:
+def _wait(proc: "subprocess.Popen[bytes]", timeout: float | None = None) -> int:
     """Wait for nsys; a first Ctrl-C reaches nsys too (same process group), so let it finish the report."""
     try:
         return proc.wait(timeout)
@@ -461,9 +460,9 @@ def run_profile(
     nsys: Nsys,
     req: ProfileRequest,
     *,
-    env: Optional[Mapping[str, str]] = None,
-    log: Optional[IO[Any]] = None,
-    timeout: Optional[float] = None,
+    env: Mapping[str, str] | None = None,
+    log: IO[Any] | None = None,
+    timeout: float | None = None,
 ) -> CaptureResult:
     """Run the program under nsys; export SQLite; the program's exit code comes back unchanged.
 
@@ -513,7 +512,7 @@ def run_profile(
     return CaptureResult(rc, report, sqlite, problem)
 
 
-def _mtime(p: Path) -> Optional[float]:
+def _mtime(p: Path) -> float | None:
     try:
         return p.stat().st_mtime
     except OSError:
@@ -554,7 +553,7 @@ def _cache_dir() -> Path:
     return Path(base) / "nvtxsim"
 
 
-def ensure_sqlite(path: "str | Path", *, force: bool = False, nsys: Optional[Nsys] = None) -> Path:
+def ensure_sqlite(path: "str | Path", *, force: bool = False, nsys: Nsys | None = None) -> Path:
     """The SQLite export of ``path``: ``.sqlite`` as is; ``.nsys-rep`` converted with ``nsys export``.
 
     The export goes beside the report (``run.nsys-rep`` -> ``run.sqlite``) and is reused while
@@ -594,7 +593,7 @@ def ensure_sqlite(path: "str | Path", *, force: bool = False, nsys: Optional[Nsy
 # --------------------------------------------------------------------------- facts for doctor
 
 
-def importer_missing_libraries(nsys: Nsys) -> tuple[Optional[Path], list[str]]:
+def importer_missing_libraries(nsys: Nsys) -> tuple[Path | None, list[str]]:
     """The QdstrmImporter next to ``nsys`` and the shared libraries ``ldd`` cannot find for it.
 
     nsys turns its raw capture into a report with this importer; when a library is missing

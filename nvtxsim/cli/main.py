@@ -13,7 +13,7 @@ import errno
 import importlib
 import os
 import sys
-from typing import Optional, Sequence
+from typing import Sequence
 
 from nvtxsim.errors import NvtxsimError, debugging
 from nvtxsim.reporting.escaping import printable
@@ -38,7 +38,7 @@ _ANALYSIS_COMMANDS = frozenset({"report", "compare", "scaling"})
 _THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def _command_in(argv: Sequence[str]) -> Optional[str]:
+def _command_in(argv: Sequence[str]) -> str | None:
     """The command named in ``argv`` when it is a known one (the first argument not an option)."""
     for arg in argv:
         if not arg.startswith("-"):
@@ -48,7 +48,7 @@ def _command_in(argv: Sequence[str]) -> Optional[str]:
     return None
 
 
-def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of command ``only`` (what ``main`` needs to run it)."""
     from nvtxsim._version import __version__
 
@@ -85,7 +85,7 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> No
 _FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
 
 
-def _format_from_file(sub: argparse.ArgumentParser, args: argparse.Namespace, command: Optional[str]) -> None:
+def _format_from_file(sub: argparse.ArgumentParser, args: argparse.Namespace, command: str | None) -> None:
     """``-o FILE`` (profile: ``--report FILE``) without ``--format``: the format its suffix names, else the table.
     A table written into ``report.html`` is never what was meant."""
     action = next((a for a in sub._actions if a.dest == "format"), None)
@@ -98,7 +98,7 @@ def _format_from_file(sub: argparse.ArgumentParser, args: argparse.Namespace, co
     args.format = fmt
 
 
-def _parse(parser: argparse.ArgumentParser, argv: list[str], command: Optional[str]) -> argparse.Namespace:
+def _parse(parser: argparse.ArgumentParser, argv: list[str], command: str | None) -> argparse.Namespace:
     """Parse ``argv``; an unknown option of a command is reported with that command's usage (and a close match)."""
     if command is None:
         _unknown_command(parser, argv)
@@ -120,7 +120,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str], command: Optional[s
     return args
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
     if command != "run":  # NVTXSIM_LIVE in the environment is for the program, not for nvtxsim's own commands

@@ -9,12 +9,12 @@ import re
 import stat
 import sys
 from pathlib import Path
-from typing import IO, Iterable, NamedTuple, Optional, Union
+from typing import IO, Iterable, NamedTuple
 
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.files import replace_via_temp
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = str | os.PathLike[str]
 
 
 def check_writable(path: PathLike, *, force: bool = False, protect: Iterable[PathLike] = ()) -> Path:
@@ -63,7 +63,7 @@ def _check_target(asked: Path, p: Path, *, force: bool, protect: Iterable[PathLi
 _OWN_FD = re.compile(r"/dev/(?:std(in|out|err)|fd/(\d+))|/proc/(?:self|thread-self|(\d+))/fd/(\d+)")
 
 
-def own_fd(path: Path) -> Optional[int]:
+def own_fd(path: Path) -> int | None:
     """The file descriptor of this process that ``path`` names (``/dev/stdout``, ``/proc/self/fd/N``,
     a symlink to one), else None. Such a path is the stream itself: written into, never renamed over."""
     p = str(path)
@@ -91,14 +91,14 @@ def resolved(path: Path) -> Path:
 class Layout(NamedTuple):
     """How a rendered table is laid out for where it goes."""
 
-    width: Optional[int]  # cells every line must fit in; None: whole, as wide as it needs
+    width: int | None  # cells every line must fit in; None: whole, as wide as it needs
     color: bool  # bold headers
 
 
 PLAIN = Layout(None, False)  # a file, a pipe: every column, no styling
 
 
-def layout(out: Optional[PathLike] = None, *, wide: bool = False, stream: Optional[IO[str]] = None) -> Layout:
+def layout(out: PathLike | None = None, *, wide: bool = False, stream: IO[str] | None = None) -> Layout:
     """The width and styling of text going to ``out`` (a file: whole, plain) or ``stream`` (stdout).
 
     A terminal gets its width (``COLUMNS`` first) and bold headers, unless ``NO_COLOR`` is set or
@@ -114,7 +114,7 @@ def layout(out: Optional[PathLike] = None, *, wide: bool = False, stream: Option
     return Layout(None if wide else max(shutil.get_terminal_size((200, 24)).columns, 20), color)
 
 
-def deliver(text: str, out: Optional[PathLike], *, force: bool = False, protect: Iterable[PathLike] = (), stream: Optional[IO[str]] = None) -> None:
+def deliver(text: str, out: PathLike | None, *, force: bool = False, protect: Iterable[PathLike] = (), stream: IO[str] | None = None) -> None:
     """The last step of every command that renders: to ``out`` atomically, else to ``stream`` (stdout)."""
     if out is not None:
         write_atomic(out, text, force=force, protect=protect)
@@ -179,7 +179,7 @@ def _write_fd(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def write_atomic(path: PathLike, data: Union[str, bytes], *, force: bool = False, protect: Iterable[PathLike] = ()) -> Path:
+def write_atomic(path: PathLike, data: str | bytes, *, force: bool = False, protect: Iterable[PathLike] = ()) -> Path:
     """Write to a temporary file beside ``path``, then rename: readers never see a partial file.
 
     A stream (device, FIFO, this process's own stdout) is written into instead; a symlink is followed."""

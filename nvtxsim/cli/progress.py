@@ -10,7 +10,7 @@ import os
 import sys
 import threading
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, Optional, TextIO
+from typing import TYPE_CHECKING, Iterator, TextIO
 
 from nvtxsim.reporting.escaping import printable
 
@@ -53,7 +53,7 @@ class Stages:
 
 
 @contextmanager
-def progress_after(label: str, *, delay: float = 1.0, stream: Optional[TextIO] = None, enabled: Optional[bool] = None) -> Iterator[Stages]:
+def progress_after(label: str, *, delay: float = 1.0, stream: TextIO | None = None, enabled: bool | None = None) -> Iterator[Stages]:
     """Show a spinner/bar with ``label`` if the block is still running after ``delay`` seconds."""
     stream = stream or sys.stderr
     if enabled is None:  # a dumb terminal cannot move its cursor back: the spinner would be escape codes
@@ -82,7 +82,7 @@ def progress_after(label: str, *, delay: float = 1.0, stream: Optional[TextIO] =
         stages._stop()
 
 
-def load_with_progress(path: "str | os.PathLike[str]", *, progress: Optional[bool] = None) -> "Export":
+def load_with_progress(path: "str | os.PathLike[str]", *, progress: bool | None = None) -> "Export":
     """Load an export, with a progress indicator on a terminal when it takes more than a second."""
     from pathlib import Path
 

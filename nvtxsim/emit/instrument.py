@@ -12,12 +12,12 @@ import functools
 import inspect
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Union
+from typing import Any, Iterable, Mapping
 
 from nvtxsim.emit import ranges as _emit
 from nvtxsim.emit.ranges import phase
 
-PhaseSpec = Union[str, phase]
+PhaseSpec = str | phase
 
 _MISSING = object()
 _UNCHANGED = object()  # a _Patch.previous for a method left as it was (idle instrumentation)
@@ -164,7 +164,7 @@ def _lookup_static(cls: type, name: str) -> Any:
 
 def instrument(
     target: Any,
-    methods: Union[Mapping[str, PhaseSpec], Iterable[str]],
+    methods: Mapping[str, PhaseSpec] | Iterable[str],
     *,
     warn: bool = True,
 ) -> Instrumentation:

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from nvtxsim import phases as _phases
 from nvtxsim.envflags import env_flag, parse_flag
@@ -52,7 +52,7 @@ _PENDING_MAX = 200_000  # GPU event pairs per window; past that GPU time is skip
 
 _now = time.perf_counter_ns
 _tls = threading.local()  # .stack: [(phase, event or None, t0)] of the ranges open on this thread
-_session: Optional["_Session"] = None
+_session: "_Session" | None = None
 _POOL: deque = deque()  # idle CUDA events (created with enable_timing), reused by every session of this process
 _rec_enter = _r.phase._recording_enter
 _rec_exit = _r.phase._recording_exit
@@ -79,9 +79,9 @@ class Trigger:
         self.rule, self.iterations = rule.strip(), iterations
         self.recent: deque = deque(maxlen=self.RECENT)
         self.baseline: deque = deque(maxlen=self.BASELINE)
-        self.fired: Optional[dict] = None
+        self.fired: dict | None = None
 
-    def observe(self, ns: int, iteration: int) -> Optional[dict]:
+    def observe(self, ns: int, iteration: int) -> dict | None:
         """Feed one measured iteration's time of the phase; the firing (once) as a dict, else None."""
         if self.fired is not None:
             return None
@@ -115,8 +115,8 @@ def _median(values: Any) -> float:
 class _Session:
     """What one start() measures and where it goes."""
 
-    def __init__(self, path: Optional[str], every: int, sample: int, writer: Any, callback: Optional[Callable[[dict], Any]],
-                 trigger: Optional[Trigger], append: bool, use_gpu: bool = True) -> None:
+    def __init__(self, path: str | None, every: int, sample: int, writer: Any, callback: Callable[[dict], Any] | None,
+                 trigger: Trigger | None, append: bool, use_gpu: bool = True) -> None:
         self.path, self.every, self.sample, self.append, self.use_gpu = path, every, sample, append, use_gpu
         self.writer, self.callback, self.trigger = writer, callback, trigger
         self.pid = os.getpid()
@@ -127,7 +127,7 @@ class _Session:
         self.cpu: dict[str, list[int]] = {}  # phase name -> CPU ns of each range (current window)
         self.pending: list = []  # (name, ev0, ev1) of the current window
         self.trigger_mark = 0  # len of the trigger phase's list at the last step()
-        self.fired: Optional[dict] = None
+        self.fired: dict | None = None
         self.dropped = 0
         self.gpu = False  # CUDA in use: record events
         self.torch: Any = None
@@ -457,7 +457,7 @@ def _live_exit(self: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
     return False
 
 
-def _unwind(st: list, top: tuple, ph: Any) -> Optional[tuple]:
+def _unwind(st: list, top: tuple, ph: Any) -> tuple | None:
     """The entry of ``ph`` below mismatched ones (a phase opened before sampling switched); None if absent."""
     for i in range(len(st) - 1, -1, -1):
         if st[i][0] is ph:
@@ -498,13 +498,13 @@ def _fail(session: "_Session", message: str) -> None:
 
 
 def start(
-    path: Optional[str] = None,
+    path: str | None = None,
     *,
     every: int = DEFAULT_EVERY,
     sample: int = 1,
     writer: Any = None,
-    callback: Optional[Callable[[dict], Any]] = None,
-    trigger: Optional[str] = None,
+    callback: Callable[[dict], Any] | None = None,
+    trigger: str | None = None,
     trigger_iterations: int = DEFAULT_TRIGGER_ITERATIONS,
     append: bool = False,
     gpu: bool = True,
@@ -602,7 +602,7 @@ def start_from_env() -> bool:
     """Start live timing when ``NVTXSIM_LIVE`` names a file or ``NVTXSIM_LIVE_TRIGGER`` sets a rule (then no file
     is written); never raises (bad settings: one stderr line)."""
     global _owner_set
-    path: Optional[str] = os.environ.get(ENV_FILE, "").strip()
+    path: str | None = os.environ.get(ENV_FILE, "").strip()
     if path and parse_flag(path) is False:  # NVTXSIM_LIVE=0/off: no file
         path = None
     trigger = os.environ.get(ENV_TRIGGER, "").strip() or None

@@ -23,13 +23,13 @@ import sys
 import threading
 import types
 import weakref
-from typing import Any, Callable, Optional, TypeVar, Union
+from typing import Any, Callable, TypeVar
 
 from nvtxsim import envflags as _envflags
 from nvtxsim import phases as _phases
 
 F = TypeVar("F", bound=Callable[..., Any])
-Payload = Union[int, float, None]
+Payload = int | float | None
 
 #: Name of the mark nvtxsim records (in its domain) for every refused unmatched :func:`range_pop`.
 UNMATCHED_POP_MARK = "unmatched_range_pop"
@@ -62,7 +62,7 @@ def _report_once(key: Any, message: str) -> None:
 _STORAGE_FILE = re.compile(rb"/injection_(\d+)_\d+_storage\.dat")
 
 
-def _nsys_traces_this_process() -> Optional[bool]:
+def _nsys_traces_this_process() -> bool | None:
     """Whether nsys traces this process: None when it cannot be told (no nsys storage mapping seen).
 
     nsys (2022.4) maps one ``injection_<pid>_<n>_storage.dat`` per traced process. A child
@@ -132,7 +132,7 @@ class _Backend:
         self.gate_bypassed = False  # True when the nvtx>=0.2.12 enabled-gate was lifted
         self.domain: Any = None
         self.handle: Any = None
-        self.error: Optional[str] = None
+        self.error: str | None = None
         self.push: Callable[..., Any] = _noop
         self.pop: Callable[..., Any] = _noop
         self.mark: Callable[..., Any] = _noop
@@ -140,7 +140,7 @@ class _Backend:
         self._attr_cache: dict[tuple, Any] = {}
         self._domains: dict[str, Any] = {}
         self.failed = False  # an NVTX call raised: ranges stay off for the rest of the process
-        self.inactive_reason: Optional[str] = None  # why a tool is attached but nothing is recorded
+        self.inactive_reason: str | None = None  # why a tool is attached but nothing is recorded
         self.unmatched_pops = 0
         if self.tool_attached:
             if _nsys_traces_this_process() is False:
@@ -174,7 +174,7 @@ class _Backend:
     def live(self) -> bool:
         return self.domain is not None and not self.failed and self.inactive_reason is None
 
-    def domain_for(self, name: Optional[str]) -> Any:
+    def domain_for(self, name: str | None) -> Any:
         """Another NVTX domain (None: nvtxsim's), opened like nvtxsim's own; None when not live."""
         if self.domain is None or name is None or name == _phases.DOMAIN:
             return self.domain
@@ -186,7 +186,7 @@ class _Backend:
                 dom = self._domains[name] = nvtx.get_domain(name)  # the gate is already lifted if needed
             return dom
 
-    def attributes(self, name: str, color: Optional[int], category: Optional[str], payload: Payload = None) -> Any:
+    def attributes(self, name: str, color: int | None, category: str | None, payload: Payload = None) -> Any:
         """Event attributes for a range; cached per (name, color, category) when there is no payload."""
         if self.domain is None:
             return None
@@ -303,12 +303,12 @@ def is_recording() -> bool:
 
 # Live timing (emit.live) hooks in here: while it measures, its own __enter__/__exit__ (which
 # also record the range) replace the class's; while it is off nothing below costs anything.
-_live_methods: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None  # (enter, exit) of emit.live
+_live_methods: tuple[Callable[..., Any], Callable[..., Any]] | None = None  # (enter, exit) of emit.live
 _timing = _live_methods  # the same while nvtxsim is enabled, else None (kept by _install_with_methods)
 _live_on = False  # emit.live is started (it may still skip unsampled iterations)
 
 
-def set_live(on: bool, timing: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None) -> None:
+def set_live(on: bool, timing: tuple[Callable[..., Any], Callable[..., Any]] | None = None) -> None:
     """emit.live's switch: ``timing`` = its (enter, exit) while an iteration is measured, else None."""
     global _live_methods, _live_on
     _live_on = on
@@ -401,9 +401,9 @@ class phase(metaclass=_PhaseType):
         self,
         name: str,
         *,
-        color: Optional[int] = None,
+        color: int | None = None,
         payload: Payload = None,
-        category: Optional[str] = None,
+        category: str | None = None,
     ) -> None:
         if type(name) is not str:
             name = _clean_text(name)
@@ -647,7 +647,7 @@ def _wrap_generator(fn: Callable[..., Any], attrs: Any) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         it = fn(*args, **kwargs)
         sent: Any = None
-        thrown: Optional[BaseException] = None
+        thrown: BaseException | None = None
         while True:
             pushed = _open_resumption(attrs)
             try:
@@ -687,7 +687,7 @@ def _wrap_coroutine(fn: Callable[..., Any], attrs: Any) -> Callable[..., Any]:
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         it = fn(*args, **kwargs)
         sent: Any = None
-        thrown: Optional[BaseException] = None
+        thrown: BaseException | None = None
         while True:
             pushed = _open_resumption(attrs)
             try:
@@ -711,7 +711,7 @@ def _wrap_coroutine(fn: Callable[..., Any], attrs: Any) -> Callable[..., Any]:
 # --------------------------------------------------------------------------- marks
 
 
-def mark(name: str, payload: Payload = None, *, color: Optional[int] = None) -> None:
+def mark(name: str, payload: Payload = None, *, color: int | None = None) -> None:
     """An instant event in the nvtxsim domain (e.g. "episode_end")."""
     if not _active:
         return
@@ -795,11 +795,11 @@ class RangeToken:
 def start_range(
     name: str,
     *,
-    domain: Optional[str] = None,
+    domain: str | None = None,
     payload: Payload = None,
-    color: Optional[int] = None,
-    category: Optional[str] = None,
-) -> Optional[RangeToken]:
+    color: int | None = None,
+    category: str | None = None,
+) -> RangeToken | None:
     """Open a start/end range: it may end on another thread or out of order (async work, windows).
 
     Returns a token for :func:`end_range` (None when nothing is recorded).
@@ -819,7 +819,7 @@ def start_range(
         return None
 
 
-def end_range(token: Optional[RangeToken]) -> None:
+def end_range(token: RangeToken | None) -> None:
     """Close a range opened with :func:`start_range` (from any thread); None is ignored.
 
     Anything else than a token of :func:`start_range`, or a token already ended, is ignored with

@@ -20,7 +20,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.phases import APIS, ENV_API, ENV_ITERATIONS, WINDOW_DOMAIN, WINDOW_RANGE, Window, parse_iterations
@@ -28,12 +28,12 @@ from nvtxsim.phases import APIS, ENV_API, ENV_ITERATIONS, WINDOW_DOMAIN, WINDOW_
 # --------------------------------------------------------------------------- state
 
 _count = -1  # index of the current iteration; -1 before the first step()
-_window: Optional[Window] = None
+_window: Window | None = None
 _api = "nvtx"
-_open: Optional[Callable[[], Any]] = None  # closes the window when called
+_open: Callable[[], Any] | None = None  # closes the window when called
 _atexit_registered = False
 #: Called with the new iteration's index on every step() while live timing is on (emit.live).
-on_step: Optional[Callable[[int], Any]] = None
+on_step: Callable[[int], Any] | None = None
 
 
 def configure(iterations: "str | Window | None", api: str = "nvtx") -> None:
@@ -47,7 +47,7 @@ def configure(iterations: "str | Window | None", api: str = "nvtx") -> None:
     _count = -1
 
 
-def arm(start: int, stop: Optional[int]) -> bool:
+def arm(start: int, stop: int | None) -> bool:
     """Open a window at iteration ``start`` without restarting the count (live triggers).
 
     Refused (False) while a window is set that has not ended yet: nsys records one per run.
@@ -71,7 +71,7 @@ def _configure_from_env() -> None:
         sys.stderr.write(f"nvtxsim: {ENV_ITERATIONS}={spec!r} ignored: {exc}\n")
 
 
-def current() -> Optional[Window]:
+def current() -> Window | None:
     """The window of this process, or None."""
     return _window
 
@@ -123,7 +123,7 @@ def _close() -> None:
             sys.stderr.write(f"nvtxsim: could not close the capture window ({type(exc).__name__}: {exc})\n")
 
 
-def _start_nvtx() -> Optional[Callable[[], Any]]:
+def _start_nvtx() -> Callable[[], Any] | None:
     """Start the window range; None when no profiler is attached (nothing to trigger)."""
     from nvtxsim.emit import ranges as emit
 
@@ -133,7 +133,7 @@ def _start_nvtx() -> Optional[Callable[[], Any]]:
     return lambda: emit.end_range(token)
 
 
-def _start_cuda() -> Optional[Callable[[], Any]]:
+def _start_cuda() -> Callable[[], Any] | None:
     start, stop = _cuda_profiler_api()
     rc = start()
     if rc not in (0, None):

@@ -33,7 +33,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +55,7 @@ _CODE = (
 )
 
 
-def enabled(flag: Optional[bool] = None) -> bool:
+def enabled(flag: bool | None = None) -> bool:
     """``flag`` if given (``--cache``/``--no-cache``), else the NVTXSIM_CACHE environment variable."""
     if flag is not None:
         return bool(flag)
@@ -91,7 +91,7 @@ def _identity(path: Path) -> dict:
     }
 
 
-def _wal_state(path: Path) -> Optional[list[int]]:
+def _wal_state(path: Path) -> list[int] | None:
     """Size and mtime of the ``-wal`` beside the export: rows in it change the export's content."""
     try:
         st = os.stat(str(path) + "-wal")
@@ -271,7 +271,7 @@ def _base_name(entry_name: str) -> str:
     return entry_name.rsplit(".", 3)[0]
 
 
-def _read(entry: Path, ident: dict) -> Optional[Export]:
+def _read(entry: Path, ident: dict) -> Export | None:
     fh = _open_entry(entry)
     if fh is None:
         return None
@@ -312,14 +312,14 @@ class Entry:
     identity: dict
 
 
-def _ident(source: Path, cuda: bool, backend: Optional[str]) -> dict:
+def _ident(source: Path, cuda: bool, backend: str | None) -> dict:
     ident = _identity(source)
     ident["cuda"] = bool(cuda)
     ident["backend"] = backend or "auto"
     return ident
 
 
-def lookup(path: "str | os.PathLike[str]", *, cuda: bool = True, backend: Optional[str] = None) -> Optional[Export]:
+def lookup(path: "str | os.PathLike[str]", *, cuda: bool = True, backend: str | None = None) -> Export | None:
     """The cached export of ``path`` when a valid entry exists, else None (a miss: load and :func:`store` it)."""
     source = Path(path)
     try:
@@ -341,7 +341,7 @@ def lookup(path: "str | os.PathLike[str]", *, cuda: bool = True, backend: Option
     return got
 
 
-def store(path: "str | os.PathLike[str]", export: Export, *, cuda: bool = True, backend: Optional[str] = None) -> None:
+def store(path: "str | os.PathLike[str]", export: Export, *, cuda: bool = True, backend: str | None = None) -> None:
     """Write the entry of ``path``; a cache that cannot be written is no reason to fail a report."""
     source = Path(path)
     try:

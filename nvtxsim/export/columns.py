@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -79,9 +79,9 @@ class Export:
     tables: frozenset[str]
     labels: list[tuple[str, str]]  # (domain, name) per Ranges.label; domain "" = default domain
     ranges: Ranges
-    api: Optional[ApiCalls]
-    gpu: Optional[GpuOps]
-    capture_end: Optional[int]
+    api: ApiCalls | None
+    gpu: GpuOps | None
+    capture_end: int | None
     strings: dict[int, str] = field(repr=False, default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     extras: Any = field(repr=False, default=None)  # nvtxsim.export.extras.Extras: side tables for the detail views

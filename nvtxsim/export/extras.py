@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
@@ -84,10 +83,10 @@ class Extras:
     thread_names: dict[int, str] = field(default_factory=dict)  # globalTid → OS thread name
     process_names: dict[int, str] = field(default_factory=dict)  # globalPid → process name
     gpu_names: dict[int, str] = field(default_factory=dict)  # deviceId → GPU name
-    graph_execs: Optional[GraphExecs] = None  # graph-level executions, when traced that way
+    graph_execs: GraphExecs | None = None  # graph-level executions, when traced that way
     graph_tables: tuple[str, ...] = ()  # CUDA graph tables present (CUDA_GRAPH_EVENTS, ...)
-    memory: Optional[MemoryEvents] = None  # GPU memory allocations/frees, when captured
-    host_copies: Optional[HostCopies] = None  # H→D / D→H memcpys with memory kinds, when the export has them
+    memory: MemoryEvents | None = None  # GPU memory allocations/frees, when captured
+    host_copies: HostCopies | None = None  # H→D / D→H memcpys with memory kinds, when the export has them
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -115,7 +114,7 @@ def _names_by_id(conn: sqlite3.Connection, sql: str) -> dict[int, str]:
     return out
 
 
-def _read_memory(conn: sqlite3.Connection) -> Optional[MemoryEvents]:
+def _read_memory(conn: sqlite3.Connection) -> MemoryEvents | None:
     """Allocations and frees of GPU memory; None when the table lacks the needed columns."""
     cols = _columns(conn, MEMORY_TABLE)
     if not {"start", "bytes", "memoryOperationType"} <= cols:
@@ -132,7 +131,7 @@ def _read_memory(conn: sqlite3.Connection) -> Optional[MemoryEvents]:
     return MemoryEvents(*(a[:, i].copy() for i in range(4)))
 
 
-def _host_copies(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[HostCopies]:
+def _host_copies(conn: sqlite3.Connection, tables: frozenset[str]) -> HostCopies | None:
     if MEMCPY_TABLE not in tables:
         return None
     cols = _columns(conn, MEMCPY_TABLE)

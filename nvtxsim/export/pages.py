@@ -23,7 +23,7 @@ import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -213,7 +213,7 @@ class TableReader:
         return buf[: len(pages) * ps + 8]
 
     def read(
-        self, root: int, ncols: int, wanted: Sequence[int], *, rowid_alias: Optional[int] = None, presence: Optional[int] = None
+        self, root: int, ncols: int, wanted: Sequence[int], *, rowid_alias: int | None = None, presence: int | None = None
     ) -> list[Column]:
         """Columns ``wanted`` (indices into the table's ``ncols`` columns; -1 = rowid) of every row, in rowid order.
 
@@ -234,10 +234,10 @@ class TableReader:
         ncols: int,
         wanted: Sequence[int],
         *,
-        rowid_alias: Optional[int] = None,
-        presence: Optional[int] = None,
+        rowid_alias: int | None = None,
+        presence: int | None = None,
         batch_bytes: int = _BATCH_BYTES,
-        post: Optional[Callable[[list[Column]], Any]] = None,
+        post: Callable[[list[Column]], Any] | None = None,
     ) -> Iterator[Any]:
         """Like :meth:`read`, one batch of leaf pages at a time (bounded memory for streaming).
 
@@ -378,7 +378,7 @@ class TableReader:
 _WITHOUT_ROWID = re.compile(r"\)\s*WITHOUT\s+ROWID\s*;?\s*$", re.IGNORECASE)
 
 
-def table_layout(conn, table: str) -> tuple[int, list[str], Optional[int]]:
+def table_layout(conn, table: str) -> tuple[int, list[str], int | None]:
     """(root page, column names in order, index of the INTEGER PRIMARY KEY column or None)."""
     row = conn.execute("SELECT rootpage, sql FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone()
     if row is None or not row[0] or row[1] is None:
@@ -394,7 +394,7 @@ def table_layout(conn, table: str) -> tuple[int, list[str], Optional[int]]:
     return int(row[0]), names, alias
 
 
-def database_file(conn) -> Optional[str]:
+def database_file(conn) -> str | None:
     """Path of the main database file behind ``conn`` (None for in-memory/temporary databases)."""
     try:
         for _, name, file in conn.execute("PRAGMA database_list"):
@@ -408,7 +408,7 @@ def database_file(conn) -> Optional[str]:
 ROWID_NAMES = ("rowid", "_rowid_", "oid")
 
 
-def read_columns(conn, table: str, names: Sequence[str], *, presence: Sequence[str] = ()) -> Optional[dict[str, Column]]:
+def read_columns(conn, table: str, names: Sequence[str], *, presence: Sequence[str] = ()) -> dict[str, Column] | None:
     """Integer columns ``names`` ("rowid" allowed) and NULL-ness of ``presence`` columns of ``table``.
 
     Returns None when the fast path does not apply; the caller then runs its SQL query.
@@ -427,7 +427,7 @@ def read_columns(conn, table: str, names: Sequence[str], *, presence: Sequence[s
 
 
 def iter_columns(
-    conn, table: str, names: Sequence[str], *, presence: Sequence[str] = (), batch_bytes: int = _BATCH_BYTES, post: Optional[Callable] = None
+    conn, table: str, names: Sequence[str], *, presence: Sequence[str] = (), batch_bytes: int = _BATCH_BYTES, post: Callable | None = None
 ) -> Iterator[Any]:
     """Batches of :func:`read_columns` (raises :class:`Unsupported` where the fast path does not apply)."""
     path = database_file(conn)
@@ -470,7 +470,7 @@ _WHERE_TERMS = [
 _AND = re.compile(r"^\s+AND\s+", re.IGNORECASE)
 
 
-def _where_terms(where: str) -> Optional[list[tuple]]:
+def _where_terms(where: str) -> list[tuple] | None:
     """``a IS NOT NULL``, ``a IN (..)``, ``a BETWEEN k AND k``, ``a >= b`` terms joined by AND; None otherwise."""
     terms, rest = [], where.strip()
     while rest:
@@ -526,7 +526,7 @@ class Select:
         self.table, self.parsed, self.filters, self.ints, self.nulls_only = table, parsed, filters, ints, nulls_only
 
     @classmethod
-    def compile(cls, sql: str, ncols: int) -> Optional["Select"]:
+    def compile(cls, sql: str, ncols: int) -> "Select" | None:
         m = _SELECT.match(" ".join(sql.split()))
         if not m:
             return None
@@ -607,7 +607,7 @@ class Select:
         return out
 
 
-def select_ints(conn, sql: str, ncols: int) -> Optional[np.ndarray]:
+def select_ints(conn, sql: str, ncols: int) -> np.ndarray | None:
     """The (n, ncols) int64 result of one of the loader's simple queries, computed from the pages;
     None where the fast path does not apply (the caller then runs the SQL)."""
     plan = Select.compile(sql, ncols)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Callable, Literal, Optional
+from typing import Callable, Literal
 
 from nvtxsim.errors import NvtxsimError, debug
 from nvtxsim.export import cache as _cache
@@ -43,7 +43,7 @@ Backend = Literal["memory", "streamed"]
 BACKENDS = ("memory", "streamed")
 
 
-def load(path: "str | os.PathLike[str]", *, cuda: bool = True, cache: Optional[bool] = None, backend: Optional[Backend] = None) -> Export:
+def load(path: "str | os.PathLike[str]", *, cuda: bool = True, cache: bool | None = None, backend: Backend | None = None) -> Export:
     """Read one export. ``.nsys-rep`` files are converted with ``nsys export`` first.
 
     ``cache``: go through the parsed-columns cache beside the export (:mod:`nvtxsim.export.cache`);
@@ -62,7 +62,7 @@ def load(path: "str | os.PathLike[str]", *, cuda: bool = True, cache: Optional[b
     return export
 
 
-def _load(path: Path, *, cuda: bool, backend: Optional[Backend]) -> Export:
+def _load(path: Path, *, cuda: bool, backend: Backend | None) -> Export:
     if path.suffix == ".gz":
         return _load_gzip(path, cuda=cuda, backend=backend)
     if path.suffix == ".nsys-rep":
@@ -85,7 +85,7 @@ def _load(path: Path, *, cuda: bool, backend: Optional[Backend]) -> Export:
         conn.close()
 
 
-def _read(conn: sqlite3.Connection, path: Path, *, cuda: bool, backend: Optional[Backend]) -> Export:
+def _read(conn: sqlite3.Connection, path: Path, *, cuda: bool, backend: Backend | None) -> Export:
     tables = table_names(conn)
     meta = read_meta(conn, tables)
     ranges, labels, strings, warnings = read_ranges(conn, tables)
@@ -120,7 +120,7 @@ def _read(conn: sqlite3.Connection, path: Path, *, cuda: bool, backend: Optional
     )
 
 
-def _streamed_source(conn: sqlite3.Connection, tables: frozenset[str], path: Path, backend: Optional[Backend]) -> Optional[streamed.Source]:
+def _streamed_source(conn: sqlite3.Connection, tables: frozenset[str], path: Path, backend: Backend | None) -> streamed.Source | None:
     """The streamed backend's source when it applies (asked for, or auto and the export is large)."""
     if backend == "memory":
         return None
@@ -130,7 +130,7 @@ def _streamed_source(conn: sqlite3.Connection, tables: frozenset[str], path: Pat
     return src
 
 
-def _load_gzip(path: Path, *, cuda: bool, backend: Optional[Backend]) -> Export:
+def _load_gzip(path: Path, *, cuda: bool, backend: Backend | None) -> Export:
     """Gzipped exports (as shipped in tests/data) are inflated to a private temporary file (size-limited)."""
     check_regular(path)
 
@@ -142,7 +142,7 @@ def _load_gzip(path: Path, *, cuda: bool, backend: Optional[Backend]) -> Export:
     return _load_copy(path, inflated, cuda=cuda, backend=backend)
 
 
-def _load_copy(path: Path, make: Callable[[Path], Path], *, cuda: bool, backend: Optional[Backend]) -> Export:
+def _load_copy(path: Path, make: Callable[[Path], Path], *, cuda: bool, backend: Backend | None) -> Export:
     """Load from a private copy that ``make(folder)`` writes; the copy is gone afterwards (signals included)."""
     with private_dir() as folder:
         exp = _load(make(folder), cuda=cuda, backend=backend)

@@ -17,7 +17,7 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -44,8 +44,8 @@ class Source:
     path: Path
     api_cols: set[str]
     gpu_tables: list[tuple[int, str, set[str]]]  # (kind, table, columns) in load order
-    api_count: Optional[int] = None
-    gpu_counts: Optional[dict[int, int]] = None
+    api_count: int | None = None
+    gpu_counts: dict[int, int] | None = None
     #: The per-range GPU projection (an ``analysis.projection.RangeGpu``) once computed or read from the cache.
     projection: Any = field(default=None, repr=False)
     #: CUDA calls the projection's pass keeps on its way, named by (globalPid, correlationId, tag) rows (set
@@ -64,7 +64,7 @@ class Source:
     def gpu_sql(names: list[str], kind: int, table: str, cols: set[str]) -> str:
         return gpu_sql(names, kind, table, cols)
 
-    def column(self, conn: sqlite3.Connection, sql: str, rows: Optional[int] = None) -> np.ndarray:
+    def column(self, conn: sqlite3.Connection, sql: str, rows: int | None = None) -> np.ndarray:
         """One column, filled batch by batch (``rows`` known: straight into its array, no second copy)."""
         plan = Select.compile(sql, 1)
         if plan is not None:
@@ -108,7 +108,7 @@ def _row_estimate(conn: sqlite3.Connection, table: str) -> int:
         return int(conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
 
-def open_source(conn: sqlite3.Connection, tables: frozenset[str], path: Path, *, force: bool = False) -> Optional[Source]:
+def open_source(conn: sqlite3.Connection, tables: frozenset[str], path: Path, *, force: bool = False) -> Source | None:
     """A :class:`Source` when ``path`` can be streamed (and, unless ``force``, is large enough to be worth it)."""
     api_cols = api_columns(conn, tables)
     if api_cols is None:
@@ -214,7 +214,7 @@ def materialize(export: Export) -> None:
         export.gpu = GpuOps(**{name: getattr(export.gpu, name) for name in LazyGpuOps._FIELDS})
 
 
-def source_of(export: Export) -> Optional[Source]:
+def source_of(export: Export) -> Source | None:
     """The streamed source behind ``export``; None for an export loaded in memory."""
     api, gpu = export.api, export.gpu
     src = getattr(api, "_source", None) if isinstance(api, LazyApiCalls) else None

@@ -14,7 +14,7 @@ import sqlite3
 import stat
 import urllib.parse
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -219,7 +219,7 @@ def _nvtx_columns(conn: sqlite3.Connection, tables: frozenset[str]) -> set[str]:
 _TYPES = ",".join(str(t) for t in RANGE_TYPES)
 
 
-def rowid_name(cols: set[str]) -> Optional[str]:
+def rowid_name(cols: set[str]) -> str | None:
     """A name that reaches the table's true rowid (a real column called ``rowid`` hides it), None if all are taken."""
     taken = {c.lower() for c in cols}
     return next((n for n in ROWID_NAMES if n not in taken), None)
@@ -426,7 +426,7 @@ def gpu_sql(names: Sequence[str], kind: int, table: str, cols: set[str]) -> str:
     return f"SELECT {', '.join(gpu_expr(n, kind, cols) for n in names)} FROM {table} WHERE {GPU_WHERE}"
 
 
-def api_columns(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[set[str]]:
+def api_columns(conn: sqlite3.Connection, tables: frozenset[str]) -> set[str] | None:
     """Columns of the runtime table, or None when it is absent or unusable."""
     if RUNTIME_TABLE not in tables:
         return None
@@ -445,7 +445,7 @@ def gpu_tables(conn: sqlite3.Connection, tables: frozenset[str]) -> list[tuple[i
     return out
 
 
-def read_api(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[ApiCalls]:
+def read_api(conn: sqlite3.Connection, tables: frozenset[str]) -> ApiCalls | None:
     cols = api_columns(conn, tables)
     if cols is None:
         return None
@@ -453,7 +453,7 @@ def read_api(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[ApiCa
     return ApiCalls(*(a[:, i].copy() for i in range(len(API_FIELDS))))
 
 
-def read_gpu(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[GpuOps]:
+def read_gpu(conn: sqlite3.Connection, tables: frozenset[str]) -> GpuOps | None:
     parts = [(kind, ints(conn, gpu_sql(GPU_FIELDS, kind, table, cols), len(GPU_FIELDS))) for kind, table, cols in gpu_tables(conn, tables)]
     if not parts:
         return None
@@ -464,7 +464,7 @@ def read_gpu(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[GpuOp
     return GpuOps(kind=kind, **got)
 
 
-def capture_end(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[int]:
+def capture_end(conn: sqlite3.Connection, tables: frozenset[str]) -> int | None:
     if "ANALYSIS_DETAILS" in tables and "duration" in columns_of(conn, "ANALYSIS_DETAILS"):
         row = conn.execute("SELECT max(duration) FROM ANALYSIS_DETAILS").fetchone()
         if row and row[0] is not None:
@@ -472,7 +472,7 @@ def capture_end(conn: sqlite3.Connection, tables: frozenset[str]) -> Optional[in
     return None
 
 
-def flag_open_at_capture_end(ranges: Ranges, end: Optional[int]) -> None:
+def flag_open_at_capture_end(ranges: Ranges, end: int | None) -> None:
     """nsys 2022.4 writes a range still open when the capture stops (program killed or exited
     inside it) with ``end`` = capture end (``ANALYSIS_DETAILS.duration``), not NULL: flag those too."""
     if end is not None and len(ranges):

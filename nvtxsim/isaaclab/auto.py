@@ -23,7 +23,7 @@ import importlib.abc
 import os
 import sys
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from nvtxsim.isaaclab import phasemap as M
 from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, warn_missing
@@ -228,7 +228,7 @@ def _hook_loader(loader: Any, fullname: str) -> None:
         pass  # a loader without instance dict: leave it alone
 
 
-def install(*, count_steps: bool = True, quiet: Optional[bool] = None) -> None:
+def install(*, count_steps: bool = True, quiet: bool | None = None) -> None:
     """Hook imports so Isaac Lab envs and RL runners are instrumented as they are created (idempotent)."""
     _state["count_steps"] = count_steps
     _state["quiet"] = bool(os.environ.get("NVTXSIM_QUIET")) if quiet is None else quiet

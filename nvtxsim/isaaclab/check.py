@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable
 
 from nvtxsim.isaaclab import phasemap as M
 from nvtxsim.isaaclab.resolve import Resolution, resolve
@@ -11,7 +11,7 @@ from nvtxsim.isaaclab.resolve import Resolution, resolve
 
 @dataclass
 class CheckResult:
-    version: Optional[int]
+    version: int | None
     results: list[Resolution]
 
     def count(self, *statuses: str) -> int:
@@ -40,7 +40,7 @@ class CheckResult:
         return ", ".join(parts)
 
 
-def check(version: Optional[int], targets: Optional[Iterable[M.Target]] = None) -> CheckResult:
+def check(version: int | None, targets: Iterable[M.Target] | None = None) -> CheckResult:
     """Resolve every entry for ``version`` (by import; from source where an import needs Kit)."""
     selected = M.targets_for(version, targets)
     # Resolve core isaaclab entries first (isaaclab.envs before isaaclab.managers: 2.3 circular import).

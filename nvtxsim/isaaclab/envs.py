@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.isaaclab import loop, phasemap as M
@@ -44,7 +44,7 @@ def _is_isaaclab_env(obj: Any) -> bool:
     return any(key in names for key in M.ENV_CLASSES)
 
 
-def unwrap_env(env: Any) -> Optional[Any]:
+def unwrap_env(env: Any) -> Any | None:
     """The Isaac Lab env inside gym / RL-library wrappers, or None."""
     seen: set[int] = set()
     obj = env
@@ -78,7 +78,7 @@ def _instance_dict(obj: Any) -> dict:
         return {}
 
 
-def _env_targets(env_cls: type, version: Optional[int], targets: Iterable[M.Target]) -> list[M.Target]:
+def _env_targets(env_cls: type, version: int | None, targets: Iterable[M.Target]) -> list[M.Target]:
     bases = {(k.__module__, k.__qualname__) for k in env_cls.__mro__}
     return [t for t in targets if t.scope == "task" and t.applies_to(version) and (t.module, t.owner) in bases]
 
@@ -86,9 +86,9 @@ def _env_targets(env_cls: type, version: Optional[int], targets: Iterable[M.Targ
 def apply_class_targets(
     handle: IsaacLabInstrumentation,
     targets: Iterable[M.Target],
-    version: Optional[int],
+    version: int | None,
     *,
-    only_module: Optional[str] = None,
+    only_module: str | None = None,
 ) -> None:
     """Patch class/function entries. Optional ones only where their package is already imported."""
     for t in targets:
@@ -155,8 +155,8 @@ def _patch_renderers(handle: IsaacLabInstrumentation) -> None:
 def instrument(
     env: Any,
     *,
-    version: Optional[int] = None,
-    targets: Optional[Iterable[M.Target]] = None,
+    version: int | None = None,
+    targets: Iterable[M.Target] | None = None,
     count_steps: bool = False,
     warn: bool = True,
     idle: bool = False,

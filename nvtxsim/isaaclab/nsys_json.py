@@ -18,7 +18,7 @@ left out.
 from __future__ import annotations
 
 import json
-from typing import Iterable, Optional
+from typing import Iterable
 
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.isaaclab import phasemap as M
@@ -35,7 +35,7 @@ def _color(phase: str) -> str:
     return f"0x{P.style_for(phase).color:06X}"
 
 
-def task_targets(spec: str, version: Optional[int]) -> list[M.Target]:
+def task_targets(spec: str, version: int | None) -> list[M.Target]:
     """``MODULE:CLASS`` -> entries for the task hooks that CLASS defines itself (read from source, not imported)."""
     module, sep, cls = spec.partition(":")
     if not sep or not module or not cls:
@@ -75,7 +75,7 @@ def absent_here(t: M.Target) -> bool:
 
 
 def entries(
-    version: Optional[int], *, runners: bool = True, tasks: Iterable[str] = (), installed_only: bool = True
+    version: int | None, *, runners: bool = True, tasks: Iterable[str] = (), installed_only: bool = True
 ) -> list[M.Target]:
     """The map entries an nsys trace file can express.
 
@@ -97,7 +97,7 @@ def entries(
 
 
 def build(
-    version: Optional[int],
+    version: int | None,
     *,
     domain: str = DEFAULT_DOMAIN,
     runners: bool = True,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 from nvtxsim.emit.ranges import phase
 from nvtxsim.emit.instrument import Instrumentation, instrument
@@ -22,7 +22,7 @@ from nvtxsim.isaaclab.resolve import defining_class
 class IsaacLabInstrumentation(Instrumentation):
     """:class:`nvtxsim.Instrumentation` plus what the phase map expected but did not find."""
 
-    version: Optional[int] = None
+    version: int | None = None
     missing: list[str] = field(default_factory=list)
 
     def absorb(self, other: Instrumentation) -> "IsaacLabInstrumentation":

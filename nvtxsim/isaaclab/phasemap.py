@@ -27,7 +27,7 @@ sensor, labelled with its class and prim path), ``events`` (``events.<mode>``),
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable
 
 from nvtxsim import phases as P
 from nvtxsim.isaaclab.loop import BEGIN, END, Event
@@ -64,7 +64,7 @@ class Target:
     alternative: str = ""  # the attribute that replaces this one in other releases of the library ("update")
 
     @property
-    def owner(self) -> Optional[str]:
+    def owner(self) -> str | None:
         """Class name, or None for a module-level function."""
         return self.qualname.rpartition(".")[0] or None
 
@@ -80,7 +80,7 @@ class Target:
     def package(self) -> str:
         return self.module.split(".", 1)[0]
 
-    def applies_to(self, version: Optional[int]) -> bool:
+    def applies_to(self, version: int | None) -> bool:
         return version is None or version in self.versions
 
 
@@ -260,7 +260,7 @@ RUNNER_TARGETS: tuple[Target, ...] = (
 
 #: Method name -> range (None: no range, loop events only), patched on whatever class defines it for an
 #: RL algorithm/agent instance.
-RUNNER_METHODS: dict[str, dict[str, Optional[str]]] = {
+RUNNER_METHODS: dict[str, dict[str, str | None]] = {
     "rsl_rl": {"act": P.POLICY, "process_env_step": PROCESS_ENV_STEP, "compute_returns": COMPUTE_RETURNS,
                "update": P.POLICY_UPDATE},
     "skrl": {"act": P.POLICY, "record_transition": RECORD_TRANSITION, "update": P.POLICY_UPDATE,
@@ -270,10 +270,10 @@ RUNNER_METHODS: dict[str, dict[str, Optional[str]]] = {
                  "play_steps_rnn": None, "get_values": None},
 }
 
-_STEP_BEGINS: tuple[Optional[Event], Optional[Event]] = ((BEGIN, P.STEP), None)
-_UPDATE: tuple[Optional[Event], Optional[Event]] = ((END, P.ROLLOUT), (END, P.LEARNING_ITERATION))
+_STEP_BEGINS: tuple[Event | None, Event | None] = ((BEGIN, P.STEP), None)
+_UPDATE: tuple[Event | None, Event | None] = ((END, P.ROLLOUT), (END, P.LEARNING_ITERATION))
 #: A training loop (``learn``, ``train``, ``eval``): every level ends on entry and on exit, returned or raised.
-_LOOP: tuple[Optional[Event], Optional[Event]] = ((END, P.LEARNING_ITERATION), (END, P.LEARNING_ITERATION))
+_LOOP: tuple[Event | None, Event | None] = ((END, P.LEARNING_ITERATION), (END, P.LEARNING_ITERATION))
 #: The training loops, patched on their classes only (runner/trainer classes, not algorithm instances).
 TRAINING_LOOPS: dict[str, tuple[str, ...]] = {"rsl_rl": ("learn",), "skrl": ("train", "eval"), "rl_games": ("train",)}
 
@@ -283,7 +283,7 @@ TRAINING_LOOPS: dict[str, tuple[str, ...]] = {"rsl_rl": ("learn",), "skrl": ("tr
 #: action to the processing of the transition, a learning iteration from the first action after an
 #: update to the end of that update. rl_games has both (``train_epoch``, ``play_steps``); its step
 #: runs from one action to the next (the loop body's bookkeeping included).
-LOOP_EVENTS: dict[str, dict[str, tuple[Optional[Event], Optional[Event]]]] = {
+LOOP_EVENTS: dict[str, dict[str, tuple[Event | None, Event | None]]] = {
     "rsl_rl": {"act": _STEP_BEGINS, "process_env_step": (None, (END, P.STEP)),
                "compute_returns": ((END, P.ROLLOUT), None), "update": _UPDATE, "learn": _LOOP},
     "skrl": {"act": _STEP_BEGINS, "post_interaction": (None, (END, P.STEP)), "update": _UPDATE, "_update": _UPDATE,
@@ -318,7 +318,7 @@ def all_targets() -> tuple[Target, ...]:
     return ENV_TARGETS + CLASS_TARGETS + RUNNER_TARGETS
 
 
-def targets_for(version: Optional[int], targets: Optional[Iterable[Target]] = None) -> list[Target]:
+def targets_for(version: int | None, targets: Iterable[Target] | None = None) -> list[Target]:
     """The entries that apply to Isaac Lab ``version`` (None: all)."""
     return [t for t in (all_targets() if targets is None else targets) if t.applies_to(version)]
 

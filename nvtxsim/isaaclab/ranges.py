@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from nvtxsim.emit.ranges import is_measuring, phase
 from nvtxsim.isaaclab import loop, phasemap
@@ -197,7 +197,7 @@ class LoopPhase(GuardedPhase):
 
     __slots__ = ("before", "after", "ranged")
 
-    def __init__(self, name: str, *, before: "Optional[loop.Event]" = None, after: "Optional[loop.Event]" = None,
+    def __init__(self, name: str, *, before: "loop.Event | None" = None, after: "loop.Event | None" = None,
                  ranged: bool = True) -> None:
         super().__init__(name)
         self.before = before
@@ -235,7 +235,7 @@ class LoopPhase(GuardedPhase):
         return wrapper
 
 
-def runner_phase(library: str, method: str, name: Optional[str]) -> phase:
+def runner_phase(library: str, method: str, name: str | None) -> phase:
     """The phase of an RL-library method: its range ``name`` (None: none) and its loop events, if any."""
     events = phasemap.LOOP_EVENTS.get(library, {}).get(method)
     if events is None:

@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from nvtxsim.isaaclab.phasemap import Target
 
@@ -51,7 +51,7 @@ def owner_of(target: Target, module: Any) -> Any:
     return lookup(module, target.owner) if target.owner else module
 
 
-def defining_class(cls: type, name: str) -> Optional[type]:
+def defining_class(cls: type, name: str) -> type | None:
     """The class on ``cls.__mro__`` whose ``__dict__`` holds ``name`` (None for object, gym, ABC ...)."""
     for klass in getattr(cls, "__mro__", ()):
         if name in klass.__dict__:
@@ -70,7 +70,7 @@ def package_in_use(package: str) -> bool:
 # --------------------------------------------------------------------------- version
 
 
-def _major(version: str) -> Optional[int]:
+def _major(version: str) -> int | None:
     head = version.strip().split(".", 1)[0]
     if not head.isdigit():
         return None
@@ -79,7 +79,7 @@ def _major(version: str) -> Optional[int]:
     return 2 if major == 0 else major
 
 
-def detect_version() -> Optional[int]:
+def detect_version() -> int | None:
     """Major version of the installed Isaac Lab (2 or 3), or None when it cannot be told."""
     mod = sys.modules.get("isaaclab")
     if mod is None:
@@ -105,7 +105,7 @@ def detect_version() -> Optional[int]:
 # --------------------------------------------------------------------------- static check
 
 
-def source_file(module: str) -> Optional[str]:
+def source_file(module: str) -> str | None:
     """Path of ``module``'s source on ``sys.path`` without importing it or its parents.
 
     Also looks inside the Isaac Lab 2.3 pip wheel layout (``isaaclab/source/<pkg>/<pkg>/...``).
@@ -125,7 +125,7 @@ def source_file(module: str) -> Optional[str]:
     return None
 
 
-def find_in_source(path: str, qualname: str) -> Optional[str]:
+def find_in_source(path: str, qualname: str) -> str | None:
     """What ``qualname`` is in the source file: "method", "classmethod", "staticmethod", "property",
     "function", "assigned" (a module-level name bound by import or assignment), or None."""
     try:
@@ -177,7 +177,7 @@ class Resolution:
         return self.status in ("ok", "source")
 
 
-def _missing_kit_module(exc: BaseException) -> Optional[str]:
+def _missing_kit_module(exc: BaseException) -> str | None:
     """The name of a missing module outside the Isaac Lab packages (Kit, Newton ...), if that is what failed."""
     name = getattr(exc, "name", None)
     if isinstance(exc, ModuleNotFoundError) and name and not name.split(".")[0].startswith("isaaclab"):
@@ -186,14 +186,14 @@ def _missing_kit_module(exc: BaseException) -> Optional[str]:
 
 
 def resolve(
-    target: Target, *, import_modules: bool = True, failed_imports: Optional[dict[str, BaseException]] = None
+    target: Target, *, import_modules: bool = True, failed_imports: dict[str, BaseException] | None = None
 ) -> Resolution:
     """Resolve a map entry by import; where the import needs a missing non-Isaac-Lab module, from the source.
 
     ``failed_imports`` (module -> exception) avoids retrying an import that already failed.
     """
     module = None
-    import_error: Optional[BaseException] = None
+    import_error: BaseException | None = None
     if failed_imports is not None and target.module in failed_imports:
         import_error = failed_imports[target.module]
     elif import_modules or target.module in sys.modules:
@@ -229,5 +229,5 @@ def resolve(
     return Resolution(target, "source", detail)
 
 
-def _find_top(package: str) -> Optional[str]:
+def _find_top(package: str) -> str | None:
     return source_file(package)

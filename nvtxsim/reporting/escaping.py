@@ -15,7 +15,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Optional
+from typing import Any
 
 # C0/C1 controls, DEL, and the characters that reorder or break lines on a terminal:
 # bidi embeddings/overrides/isolates (U+202A-U+202E, U+2066-U+2069), marks (U+200E/F, U+061C),
@@ -82,7 +82,7 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def json_text(value: Any, *, indent: Optional[int] = None, **kwargs: Any) -> str:
+def json_text(value: Any, *, indent: int | None = None, **kwargs: Any) -> str:
     """Strict JSON text (never ``NaN``/``Infinity``): what every JSON and Perfetto output goes through.
 
     With ``indent``, objects and lists are indented except table rows (a list of objects): one row

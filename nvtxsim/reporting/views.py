@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -26,11 +26,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class ViewOptions:
-    by: Optional[str] = None  # key range of the per-iteration views (None: step if recorded, else iteration)
+    by: str | None = None  # key range of the per-iteration views (None: step if recorded, else iteration)
     by_given: bool = False  # --by was given explicitly (a missing key is then an error)
     skip_first: int = 0
     top: int = 10  # kernels per phase, slowest iterations
-    envs: Optional[float] = None  # environments stepped per iteration (--envs): env-steps/s in the iterations view
+    envs: float | None = None  # environments stepped per iteration (--envs): env-steps/s in the iterations view
 
 
 C = Column
@@ -326,7 +326,7 @@ VIEWS: dict[str, Callable[[Detail, ViewOptions], ViewTable]] = {
 }
 
 
-def parse_views(text: Optional[str]) -> list[str]:
+def parse_views(text: str | None) -> list[str]:
     """``tree,kernels`` → ["tree", "kernels"]; ``all`` → every view."""
     if not text:
         return ["summary"]
@@ -339,6 +339,6 @@ def parse_views(text: Optional[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def build(d: Detail, names: list[str], options: Optional[ViewOptions] = None) -> list[ViewTable]:
+def build(d: Detail, names: list[str], options: ViewOptions | None = None) -> list[ViewTable]:
     o = options or ViewOptions()
     return [VIEWS[n](d, o) for n in names]

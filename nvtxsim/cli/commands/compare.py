@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional
 
 from nvtxsim.analysis.compare import CompareSettings, compare
 from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import Export
-from nvtxsim.errors import NvtxsimError, float_option, int_option
+from nvtxsim.errors import float_option, int_option
 from nvtxsim.cli.output import check_writable, deliver, layout
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.cli.arguments import parse_kinds
@@ -23,7 +22,7 @@ from nvtxsim.cli.progress import load_with_progress
 FORMATS = ("table", "csv", "json", "markdown", "html")
 
 
-def _domain(args: argparse.Namespace, base: Export, new: Export) -> tuple[Optional[str], Optional[str]]:
+def _domain(args: argparse.Namespace, base: Export, new: Export) -> tuple[str | None, str | None]:
     """The domain both runs are compared in (every domain when the default one is in neither) and a note when widened."""
     from nvtxsim.cli.arguments import domain_from_args
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from nvtxsim.capture import nsys as capture
 from nvtxsim.cli.output import write_stream
@@ -42,7 +42,7 @@ class Check:
     name: str
     status: str
     detail: str
-    fix: Optional[str] = None
+    fix: str | None = None
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Diagnosis:
     will_capture: list[str] = field(default_factory=list)
     will_not_capture: list[str] = field(default_factory=list)
 
-    def add(self, name: str, status: str, detail: str, fix: Optional[str] = None) -> Check:
+    def add(self, name: str, status: str, detail: str, fix: str | None = None) -> Check:
         c = Check(name, status, detail, fix)
         self.checks.append(c)
         return c
@@ -62,7 +62,7 @@ class Diagnosis:
         return not any(c.status == FAIL for c in self.checks)
 
 
-def _vtuple(text: Optional[str]) -> tuple[int, ...]:
+def _vtuple(text: str | None) -> tuple[int, ...]:
     out = []
     for part in (text or "").split("."):
         digits = "".join(ch for ch in part if ch.isdigit())
@@ -79,7 +79,7 @@ def _vstr(v: tuple[int, ...]) -> str:
 # --------------------------------------------------------------------------- checks
 
 
-def check_nsys(d: Diagnosis) -> Optional[capture.Nsys]:
+def check_nsys(d: Diagnosis) -> capture.Nsys | None:
     try:
         nsys = capture.find_nsys()
     except NvtxsimError as exc:
@@ -109,7 +109,7 @@ def check_nsys(d: Diagnosis) -> Optional[capture.Nsys]:
     return nsys
 
 
-def nvtx_verdict(nvtx_version: Optional[str], nsys_version: tuple[int, ...]) -> tuple[str, str, Optional[str]]:
+def nvtx_verdict(nvtx_version: str | None, nsys_version: tuple[int, ...]) -> tuple[str, str, str | None]:
     """(status, detail, fix) for the nvtx package under this nsys (docs: nvtx-compat.md)."""
     if not nvtx_version:
         return FAIL, "the nvtx package is not installed: no NVTX ranges at all", "pip install nvtx"
@@ -142,9 +142,9 @@ def nvtx_verdict(nvtx_version: Optional[str], nsys_version: tuple[int, ...]) -> 
     )
 
 
-def check_nvtx(d: Diagnosis, nsys: Optional[capture.Nsys]) -> None:
+def check_nvtx(d: Diagnosis, nsys: capture.Nsys | None) -> None:
     try:
-        version: Optional[str] = metadata.version("nvtx")
+        version: str | None = metadata.version("nvtx")
     except metadata.PackageNotFoundError:
         version = None
     d.facts["nvtx_version"] = version
@@ -183,7 +183,7 @@ _TORCH_PROBE = (
 )
 
 
-def torch_facts(timeout: float = 90) -> Optional[dict[str, Any]]:
+def torch_facts(timeout: float = 90) -> dict[str, Any] | None:
     """torch's build and CUDA, asked in a child process (importing torch here would be slow and stay)."""
     import importlib.util
 
@@ -196,7 +196,7 @@ def torch_facts(timeout: float = 90) -> Optional[dict[str, Any]]:
         return {"error": "import torch failed or took too long"}
 
 
-def check_gpu(d: Diagnosis, nsys: Optional[capture.Nsys], quick: bool) -> bool:
+def check_gpu(d: Diagnosis, nsys: capture.Nsys | None, quick: bool) -> bool:
     g = gpu_facts()
     d.facts["gpu"] = g
     has_gpu = bool(g["driver"] or g["gpus"])
@@ -227,7 +227,7 @@ def check_gpu(d: Diagnosis, nsys: Optional[capture.Nsys], quick: bool) -> bool:
 
 def check_perf(d: Diagnosis) -> None:
     try:
-        level: Optional[int] = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip())
+        level: int | None = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip())
     except (OSError, ValueError):
         level = None
     d.facts["perf_event_paranoid"] = level
@@ -320,7 +320,7 @@ def check_probe(d: Diagnosis, nsys: capture.Nsys) -> None:
                   "capture windows may be unreliable with this nsys; profile without --iterations")
 
 
-def summarize_capture(d: Diagnosis, nsys: Optional[capture.Nsys], has_gpu: bool) -> None:
+def summarize_capture(d: Diagnosis, nsys: capture.Nsys | None, has_gpu: bool) -> None:
     if nsys is None:
         d.will_not_capture.append("anything: no nsys")
         return

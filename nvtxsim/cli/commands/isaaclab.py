@@ -13,14 +13,13 @@ import argparse
 import contextlib
 import json
 import sys
-from typing import Optional
 
 from nvtxsim.errors import NvtxsimError
 
 _VERSIONS = ("auto", "2", "3", "all")
 
 
-def _version(text: str, *, need_install: bool) -> Optional[int]:
+def _version(text: str, *, need_install: bool) -> int | None:
     """``auto`` -> the installed Isaac Lab's major version; ``all`` -> None (every entry)."""
     if text == "all":
         return None

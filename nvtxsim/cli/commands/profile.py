@@ -8,11 +8,10 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Optional
 
 from nvtxsim.capture import nsys as capture
 from nvtxsim.cli.output import check_writable
-from nvtxsim.errors import NvtxsimError, float_option, int_option
+from nvtxsim.errors import NvtxsimError, int_option
 from nvtxsim.phases import ENV_ITERATIONS, parse_iterations, parse_trigger
 from nvtxsim.reporting.escaping import printable
 
@@ -59,7 +58,7 @@ def _request(args: argparse.Namespace) -> capture.ProfileRequest:
 REPORT_SUFFIXES = {"html": ".html", "perfetto": ".perfetto.json", "json": ".json", "csv": ".csv", "markdown": ".md"}
 
 
-def report_file(args: argparse.Namespace, stem: Path) -> Optional[Path]:
+def report_file(args: argparse.Namespace, stem: Path) -> Path | None:
     """Where the report goes: ``--report FILE``, else ``NAME.report.EXT`` beside the export for every
     format but the table (a file, never mixed into the program's own stdout); None: stdout."""
     if args.no_report or args.report == "-":
@@ -71,7 +70,7 @@ def report_file(args: argparse.Namespace, stem: Path) -> Optional[Path]:
     return stem.with_name(stem.name + ".report" + REPORT_SUFFIXES.get(args.format, "." + args.format))
 
 
-def _report(path: "os.PathLike[str] | str", args: argparse.Namespace, out: Optional[Path]) -> None:
+def _report(path: "os.PathLike[str] | str", args: argparse.Namespace, out: Path | None) -> None:
     """Print or write the report; a failure here is reported but never replaces the program's exit code."""
     try:
         from nvtxsim.cli.commands.report import domain_from_args, run_report

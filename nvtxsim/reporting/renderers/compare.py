@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 from dataclasses import asdict
-from typing import Optional
 
 from nvtxsim.analysis.compare import Comparison, PhaseDelta
 from nvtxsim.errors import NvtxsimError
@@ -15,7 +14,7 @@ from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_te
 C = Column
 
 
-def _pct(v: Optional[float]) -> str:
+def _pct(v: float | None) -> str:
     if v is None:
         return ""
     if v in (float("inf"), float("-inf")):
@@ -23,7 +22,7 @@ def _pct(v: Optional[float]) -> str:
     return f"{v:+.1f} %"
 
 
-def _ci(lo: Optional[float], hi: Optional[float]) -> str:
+def _ci(lo: float | None, hi: float | None) -> str:
     if lo is None or hi is None:
         return ""
     return f"[{_pct(lo)}, {_pct(hi)}]"
@@ -53,7 +52,7 @@ def comparison_table(c: Comparison) -> ViewTable:
     return ViewTable("compare", title, cols, [_row(p) for p in c.phases], notes)
 
 
-def render_comparison(c: Comparison, fmt: str, *, width: Optional[int] = None, color: bool = False) -> str:
+def render_comparison(c: Comparison, fmt: str, *, width: int | None = None, color: bool = False) -> str:
     if fmt == "json":
         from nvtxsim._version import __version__
 
@@ -82,7 +81,7 @@ def _findings_lines(c: Comparison) -> list[tuple[str, str]]:
     return [("appeared", finding_line(f)) for f in d.appeared] + [("gone", finding_line(f)) for f in d.gone]
 
 
-def _findings_text(c: Comparison, width: Optional[int]) -> str:
+def _findings_text(c: Comparison, width: int | None) -> str:
     from nvtxsim.reporting.findings import fit_line
 
     if c.findings is None:

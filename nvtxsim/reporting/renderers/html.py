@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Optional
 
 from nvtxsim.reporting.escaping import html_json
 from nvtxsim.reporting.model import ReportModel
@@ -20,7 +19,7 @@ from nvtxsim.reporting.viewtable import ViewTable
 from nvtxsim.reporting.renderers.tables import cell
 
 
-def _table_html(t: ViewTable, limit: Optional[int] = None) -> str:
+def _table_html(t: ViewTable, limit: int | None = None) -> str:
     head = "".join(
         f'<th class="{"l" if c.unit in ("str", "tree") else "r"}">{html.escape(c.header)}</th>' for c in t.columns
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Optional
 
 from nvtxsim.analysis.live import LiveLog, series, totals
 from nvtxsim.errors import NvtxsimError
@@ -67,7 +66,7 @@ def live_table(log: LiveLog) -> ViewTable:
     return ViewTable("live", _heading(log), COLUMNS, rows, _notes(log))
 
 
-def render_live(log: LiveLog, fmt: str, *, width: Optional[int] = None, color: bool = False) -> str:
+def render_live(log: LiveLog, fmt: str, *, width: int | None = None, color: bool = False) -> str:
     t = live_table(log)
     if fmt == "table":
         return table_text(t, width=width, color=color)

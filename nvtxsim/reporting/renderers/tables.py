@@ -5,7 +5,7 @@ Machine formats keep raw values (integer ns, bytes, fractions); human formats pi
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from nvtxsim.reporting.escaping import csv_table, json_text, markdown_cell
 from nvtxsim.reporting.viewtable import Column, ViewTable, cell
@@ -17,7 +17,7 @@ def _plain_rows(t: ViewTable) -> list[list[str]]:
     return [[cell(c, r) for c in t.columns] for r in t.rows]
 
 
-def table_text(t: ViewTable, *, width: Optional[int] = None, color: bool = False) -> str:
+def table_text(t: ViewTable, *, width: int | None = None, color: bool = False) -> str:
     """``t`` for a terminal ``width`` columns wide (None: whole, as wide as it needs)."""
     from nvtxsim.reporting.renderers import terminal
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Optional, Sequence
+from typing import Sequence
 
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.viewtable import Column
@@ -134,7 +134,7 @@ def _shorten_cell(text: str, cells: int, unit: str) -> str:
     return shorten_middle(text, cells)
 
 
-def fit_text(text: str, width: Optional[int], *, indent: str = "  ") -> list[str]:
+def fit_text(text: str, width: int | None, *, indent: str = "  ") -> list[str]:
     """``text`` (one line of prose) wrapped at spaces to ``width`` cells; overlong words are shortened."""
     if width is None:
         return [printable(text)]
@@ -152,7 +152,7 @@ def fit_text(text: str, width: Optional[int], *, indent: str = "  ") -> list[str
     return lines
 
 
-def fit_parts(parts: Sequence[str], width: Optional[int], *, sep: str = " · ") -> list[str]:
+def fit_parts(parts: Sequence[str], width: int | None, *, sep: str = " · ") -> list[str]:
     """A heading made of ``parts`` on as few lines as fit ``width``; a part too long alone is shortened."""
     parts = [one_line(p) if width is not None else printable(p) for p in parts]
     if width is None:
@@ -200,7 +200,7 @@ def _share(widths: list[int], need: list[int], among: list[int], cells: int) -> 
             cells -= 1
 
 
-def table_lines(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, width: Optional[int], color: bool = False) -> list[str]:
+def table_lines(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, width: int | None, color: bool = False) -> list[str]:
     """The table's lines (header first), fitted to ``width``, plus a line naming the left-out columns."""
     clean = one_line if width is not None else printable
     cells = [[clean(str(v)) for v in row] for row in rows]
@@ -228,7 +228,7 @@ def table_lines(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wid
     return lines
 
 
-def _left_out_line(headers: Sequence[str], width: Optional[int]) -> list[str]:
+def _left_out_line(headers: Sequence[str], width: int | None) -> list[str]:
     said = f"left out: {', '.join(headers)}"
     for how in SEE_ALL:
         if width is None or cell_width(f"{said} ({how})") <= width:
@@ -236,7 +236,7 @@ def _left_out_line(headers: Sequence[str], width: Optional[int]) -> list[str]:
     return fit_text(f"{said} ({SEE_ALL[-1]})", width)
 
 
-def notes_lines(notes: Sequence[str], width: Optional[int], *, prefix: str = "note: ") -> list[str]:
+def notes_lines(notes: Sequence[str], width: int | None, *, prefix: str = "note: ") -> list[str]:
     """Notes or warnings under a table, each wrapped to ``width``."""
     return [ln for n in notes if n for ln in fit_text(f"{prefix}{n}", width)]
 
@@ -246,7 +246,7 @@ def render(
     rows: Sequence[Sequence[str]],
     *,
     heading: Sequence[str],
-    width: Optional[int],
+    width: int | None,
     color: bool = False,
     notes: Sequence[str] = (),
     note_prefix: str = "note: ",
