@@ -123,6 +123,7 @@ def test_fewer_than_three_runs_shows_the_table_and_refuses_classes(sweep, capsys
         (["{0}=1", "{1}=2", "{2}=3", "--predict", "x"], "--predict"),
         (["{0}=1", "{1}=2", "{2}=3", "--memory-budget", "0"], "--memory-budget"),
         (["{0}=1", "{1}=2", "{2}=3", "--memory-budget=-80GiB"], "--memory-budget"),
+        (["{0}=1", "{1}=2", "{2}=3", "--memory-budget", "-80GiB"], "--memory-budget"),
         (["{0}=1", "{1}=2", "{2}=3", "--predict", "nan"], "--predict"),
         (["{0}=1", "{1}=2", "{2}=3", "--param", " "], "--param"),
         (["{0}=1", "/nonexistent/x.sqlite=2", "{2}=3"], "no such file"),

@@ -7,6 +7,7 @@ classes are refused with one line on stderr).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from nvtxsim.analysis.projection import resolve_domain
@@ -23,8 +24,8 @@ from nvtxsim.analysis.scaling import (
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.cli.arguments import domain_from_args
 from nvtxsim.cli.output import check_writable, deliver, layout
-from nvtxsim.errors import NvtxsimError, int_option
 from nvtxsim.cli.progress import load_with_progress
+from nvtxsim.errors import NvtxsimError, int_option
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
 
@@ -98,4 +99,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--memory-budget", metavar="SIZE", help="largest parameter value whose peak GPU memory fits SIZE (80GiB, 80GB, 512MiB)")
     p.add_argument("--domain", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim; every domain when a run has no range in nvtxsim)")
     p.add_argument("--match", metavar="REGEX", help="only phases whose name matches REGEX (the iteration range is always kept)")
+    # "-80GiB" is a (bad) size, not an option: argparse only takes "-80" or "-0.5" as values, so a
+    # negative size with a unit got a usage block instead of the one-line --memory-budget error.
+    p._negative_number_matcher = re.compile(r"^-\.?\d")
     p.set_defaults(func=run)
