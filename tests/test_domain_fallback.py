@@ -64,6 +64,15 @@ def test_views_and_compare_widen_too(no_nvtxsim: Path) -> None:
     assert proc.returncode == 0 and NOTE in proc.stdout and "iteration" in proc.stdout
 
 
+def test_compare_says_when_one_run_lacks_the_domain(no_nvtxsim: Path, tmp_path: Path) -> None:
+    """An instrumented run against one without nvtxsim ranges: every phase added/removed, and a note says why."""
+    with_nvtxsim = tmp_path / "nvtxsim.sqlite"
+    make_export(with_nvtxsim, 5)
+    proc = cli("compare", str(with_nvtxsim), str(no_nvtxsim), "--no-findings")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{no_nvtxsim} has no range in domain 'nvtxsim': every phase shows as added or removed" in proc.stdout.replace("\n  ", " ")
+
+
 @pytest.mark.parametrize("command", ["report", "compare"])
 def test_named_domain_absent_exits_2_with_the_list(no_nvtxsim: Path, command: str) -> None:
     paths = [str(no_nvtxsim)] * (2 if command == "compare" else 1)

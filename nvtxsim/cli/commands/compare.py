@@ -28,7 +28,10 @@ def _domain(args: argparse.Namespace, base: Export, new: Export) -> tuple[str | 
 
     domain, given = domain_from_args(args)
     picked = [resolve_domain(e, domain, given=given) for e in (base, new)]
-    return picked[0] if picked[0][0] == picked[1][0] else (domain, None)
+    if picked[0][0] == picked[1][0]:
+        return picked[0]
+    lacking = args.base if picked[0][1] else args.new  # the run whose default domain is empty
+    return domain, f"{lacking} has no range in domain {domain!r}: every phase shows as added or removed; --domain all compares every domain"
 
 
 def run(args: argparse.Namespace) -> int:
