@@ -384,3 +384,17 @@ def test_predict_far_outside_the_sweep_is_refused(sweep, args, message, capsys):
     assert main(["scaling", *sweep, "--param", "n", *args]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "internal error" not in err
+
+
+def test_default_key_is_the_reports_step_where_steps_were_recorded(tmp_path, capsys):
+    """Runs of an instrumented RL runner are keyed on ``step``, as the report keys them; ``--by`` still overrides."""
+    runs = []
+    for n in (1, 2, 4):
+        p = tmp_path / f"rl{n}.sqlite"
+        make_loop_export(p, [LoopPhase("policy", 1000 * n, 500 * n), LoopPhase("iteration", 3000 * n)], iterations=4, seed=n, key="step")
+        runs.append(f"{p}={n}")
+    rc, doc = run_json([*runs, "--param", "n"], capsys)
+    assert rc == 0 and doc["key"] == "nvtxsim:step"
+    assert {p["phase"] for p in doc["phases"]} == {"nvtxsim:step", "nvtxsim:policy", "nvtxsim:iteration"}
+    rc, doc = run_json([*runs, "--param", "n", "--by", "iteration"], capsys)
+    assert rc == 0 and doc["key"] == "nvtxsim:iteration"

@@ -133,8 +133,9 @@ class RunData:
     notes: list[str] = field(default_factory=list)
 
 
-def collect_run(spec: RunSpec, detail, *, by: str = "iteration", skip_first: int = 0) -> RunData:
-    """Per-iteration CPU, GPU and memory samples of every phase of one run (``detail``: a Detail)."""
+def collect_run(spec: RunSpec, detail, *, by: str | None = None, skip_first: int = 0) -> RunData:
+    """Per-iteration CPU, GPU and memory samples of every phase of one run (``detail``: a Detail;
+    ``by`` None: the report's default key, ``step`` where an RL runner's steps were recorded)."""
     try:
         it = per_iteration(detail, by, skip_first=skip_first)
     except NvtxsimError as exc:

@@ -31,7 +31,7 @@ FORMATS = ("table", "json", "csv", "markdown", "html")
 
 
 def sweep(
-    items: list[str], param: str, *, by: str = "iteration", skip_first: int = 0, domain: str | None = "nvtxsim", domain_given: bool = False, match: str | None = None
+    items: list[str], param: str, *, by: str | None = None, skip_first: int = 0, domain: str | None = "nvtxsim", domain_given: bool = False, match: str | None = None
 ) -> Scaling:
     """Load every run and fit (the programmatic form of ``nvtxsim scaling``)."""
     if skip_first < 0:
@@ -93,7 +93,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")
-    p.add_argument("--by", default="iteration", metavar="NAME", help="range that marks one loop iteration (default: iteration)")
+    p.add_argument("--by", metavar="NAME", help="range that marks one loop iteration (default: step where an RL runner's steps were recorded, else iteration; as the report)")
     p.add_argument("--skip-first", type=int_option("--skip-first"), default=0, metavar="N", help="leave out the first N iterations of each run (warm-up)")
     p.add_argument("--predict", metavar="VALUE", help="time per iteration per phase and memory at this parameter value")
     p.add_argument("--memory-budget", metavar="SIZE", help="largest parameter value whose peak GPU memory fits SIZE (80GiB, 80GB, 512MiB)")
