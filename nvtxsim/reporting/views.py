@@ -9,12 +9,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from nvtxsim.analysis.projection import Report
+from nvtxsim.analysis.projection import Report, row_dict
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.summary import SUMMARY_COLUMNS, fmt_bytes, fmt_ns, phase_record, summary_columns
@@ -61,7 +61,7 @@ def memory(d: Detail, o: ViewOptions) -> ViewTable:
         f"process peak during the capture: {fmt_bytes(process_peak(d.export))}",
         "only driver allocations are seen: PyTorch's caching allocator hides tensor frees (PYTORCH_NO_CUDA_MEMORY_CACHING=1 shows them)",
     ]
-    return ViewTable("memory", "GPU memory per phase", cols, [asdict(r) for r in phase_memory(d)], notes)
+    return ViewTable("memory", "GPU memory per phase", cols, [row_dict(r) for r in phase_memory(d)], notes)
 
 
 def tree(d: Detail, o: ViewOptions) -> ViewTable:
@@ -124,7 +124,7 @@ def iterations(d: Detail, o: ViewOptions) -> ViewTable:
     ]
     if it is None:
         return ViewTable("iterations", "Per iteration", cols, [], [err or ""])
-    rows = [asdict(s) for k, s in enumerate(phase_stats(it)) if k == 0 or s.iterations > 0]
+    rows = [row_dict(s) for k, s in enumerate(phase_stats(it)) if k == 0 or s.iterations > 0]
     notes = [f"{len(it)} iterations keyed on '{it.key}'" + (f", first {it.skipped} skipped" if it.skipped else "") + "; a phase's time per iteration is the sum of its ranges in that iteration (0 when absent)"]
     rates = loop_rates(d, it, o.envs)
     if rates.envs and rows:
@@ -170,7 +170,7 @@ def slowest(d: Detail, o: ViewOptions) -> ViewTable:
     ]
     if it is None:
         return ViewTable("slowest", "Slowest iterations", cols, [], [err or ""])
-    rows = [asdict(s) for s in slow(it, o.top)]
+    rows = [row_dict(s) for s in slow(it, o.top)]
     rates = loop_rates(d, it, o.envs)
     if rates.rollout_ns is not None:
         cols = cols + [C("rollout_ns", "rollout", "ns"), C("update_ns", "update", "ns")]
@@ -204,7 +204,7 @@ def _learning_note(it: "Iterations", rates: "LoopRates") -> str:
 def kernels(d: Detail, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import kernels as k
 
-    rows = [asdict(r) for r in k(d, o.top)]
+    rows = [row_dict(r) for r in k(d, o.top)]
     # Short names collide across template instantiations: number the repeats within a phase.
     seen: dict[tuple[str, str], int] = {}
     for row in rows:
@@ -226,7 +226,7 @@ def copies(d: Detail, o: ViewOptions) -> ViewTable:
 
     rows = []
     for r in cp(d):
-        row = asdict(r)
+        row = row_dict(r)
         row["direction_label"] = DIRECTION_LABELS.get(r.direction, r.direction)
         rows.append(row)
     cols = [
@@ -243,7 +243,7 @@ def syncs(d: Detail, o: ViewOptions) -> ViewTable:
         C("phase", "Phase"), C("api", "CUDA call"), C("calls", "calls", "int"), C("total_ns", "CPU wait", "ns"),
         C("mean_ns", "mean", "ns"), C("max_ns", "max", "ns"), C("share_of_cpu", "of phase CPU", "pct"),
     ]
-    return ViewTable("syncs", "CPU time in synchronizing CUDA calls per phase", cols, [asdict(r) for r in sy(d)])
+    return ViewTable("syncs", "CPU time in synchronizing CUDA calls per phase", cols, [row_dict(r) for r in sy(d)])
 
 
 def gpu(d: Detail, o: ViewOptions) -> ViewTable:
@@ -262,7 +262,7 @@ def gpu(d: Detail, o: ViewOptions) -> ViewTable:
     notes += graph_hints(d)
     if not d.has_cuda:
         notes.append("export has no CUDA trace: GPU columns are 0")
-    return ViewTable("gpu", "GPU per phase: busy, idle, queue delay, sync waits, CUDA graphs", cols, [asdict(r) for r in overview(d)], notes)
+    return ViewTable("gpu", "GPU per phase: busy, idle, queue delay, sync waits, CUDA graphs", cols, [row_dict(r) for r in overview(d)], notes)
 
 
 def gpus(d: Detail, o: ViewOptions) -> ViewTable:
@@ -272,7 +272,7 @@ def gpus(d: Detail, o: ViewOptions) -> ViewTable:
         C("phase", "Phase"), C("gpu", "GPU"), C("ops", "ops", "int"), C("kernels", "kernels", "int"), C("kernel_ns", "kernel time", "ns"),
         C("busy_ns", "busy", "ns"), C("copy_bytes", "copied", "bytes"),
     ]
-    return ViewTable("gpus", "Per phase and GPU", cols, [asdict(r) for r in by_device(d)])
+    return ViewTable("gpus", "Per phase and GPU", cols, [row_dict(r) for r in by_device(d)])
 
 
 def _grouped(d: Detail, by: str) -> ViewTable:
