@@ -153,3 +153,18 @@ def test_no_progress_display_on_a_dumb_terminal(monkeypatch: pytest.MonkeyPatch)
     with progress_after("loading x", delay=0, stream=buf):
         time.sleep(0.3)
     assert "loading x" in buf.getvalue()
+
+
+def test_sentences_yield_to_numbers() -> None:
+    """The findings view at 80 columns keeps the cost columns and leaves the evidence/advice sentences out
+    (they were shortened to 'GPU bu…dData)' while the cost was left out); a sentence is cut at its end."""
+    from nvtxsim.reporting.viewtable import Column
+
+    cols = [Column("kind", "Kind"), Column("phase", "Phase"), Column("cost_ns", "cost", "ns"), Column("share", "of time", "pct"),
+            Column("evidence_text", "Evidence"), Column("advice", "Advice")]
+    row = ["cpu_bound", "forward", "242.98 ms", "45.8 %", "GPU busy 0.4 % of its CPU time, CUDA calls 51 % (cuLibraryLoadData)", "make fewer of them"]
+    narrow = terminal.table_lines(cols, [row], width=40)
+    assert "242.98 ms" in narrow[1] and "45.8 %" in narrow[1] and narrow[-1].startswith("left out: Evidence, Advice")
+    wide = terminal.table_lines(cols, [row], width=80)
+    assert "242.98 ms" in wide[1] and "GPU busy 0.4 % of" in wide[1] and not re.search(r"\d" + terminal.ELLIPSIS, wide[1])
+    assert all(terminal.cell_width(ln) <= w for w, lines in ((40, narrow), (80, wide)) for ln in lines)

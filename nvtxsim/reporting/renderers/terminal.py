@@ -40,6 +40,9 @@ PRIORITY = (
     "base_n", "new_n",
 )
 _RANK = {k: i for i, k in enumerate(PRIORITY)}
+#: Text columns of sentences (a finding's evidence and advice): after every number, where there is room,
+#: cut at their end (the start says what it is about) and never inside a number.
+PROSE = ("evidence_text", "advice", "threads_text")
 _BREAKS = re.compile(r"\s*[\r\n\t\v\f]+\s*")
 
 
@@ -169,22 +172,24 @@ def fit_parts(parts: Sequence[str], width: int | None, *, sep: str = " · ") -> 
 
 def _choose(columns: Sequence[Column], need: list[int], width: int) -> tuple[list[int], list[int]]:
     """Indices of the columns shown (table order) and their widths, for ``width`` cells."""
-    text = [i for i, c in enumerate(columns) if c.unit in TEXT_UNITS]
+    text = [i for i, c in enumerate(columns) if c.unit in TEXT_UNITS and c.key not in PROSE]
+    prose = [i for i, c in enumerate(columns) if c.unit in TEXT_UNITS and c.key in PROSE]
     rest = sorted((i for i, c in enumerate(columns) if c.unit not in TEXT_UNITS), key=lambda i: (_RANK.get(columns[i].key, len(_RANK)), i))
     floor = list(need)
-    for i in text:
+    for i in text + prose:
         floor[i] = min(need[i], max(cell_width(columns[i].header), 12))
     _share(floor, need, text, min(sum(need[i] for i in text), int(width * NAME_SHARE)) - sum(floor[i] for i in text))
     shown: list[int] = []
     used = 0
-    for i in text + rest:
-        add = floor[i] + (GAP if shown else 0)
-        if shown and used + add > width:
-            if columns[i].unit in TEXT_UNITS:
-                continue
-            break  # strict priority: a column never shows while a more important one is left out
-        shown.append(i)
-        used += add
+    for group in (text, rest, prose):
+        for i in group:
+            add = floor[i] + (GAP if shown else 0)
+            if shown and used + add > width:
+                if columns[i].unit in TEXT_UNITS:
+                    continue
+                break  # strict priority: a number never shows while a more important one is left out
+            shown.append(i)
+            used += add
     _share(floor, need, [i for i in shown if columns[i].unit in TEXT_UNITS], width - used)
     return sorted(shown), floor
 
@@ -215,7 +220,7 @@ def table_lines(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wid
         for i in shown:
             c, v = columns[i], values[i]
             if cell_width(v) > widths[i]:
-                v = _shorten_cell(v, widths[i], c.unit)
+                v = shorten_end(v, widths[i]) if c.key in PROSE else _shorten_cell(v, widths[i], c.unit)
             pad = " " * (widths[i] - cell_width(v))
             out.append(v + pad if c.unit in TEXT_UNITS else pad + v)
         return (" " * GAP).join(out).rstrip()
