@@ -168,3 +168,21 @@ def test_sentences_yield_to_numbers() -> None:
     wide = terminal.table_lines(cols, [row], width=80)
     assert "242.98 ms" in wide[1] and "GPU busy 0.4 % of" in wide[1] and not re.search(r"\d" + terminal.ELLIPSIS, wide[1])
     assert all(terminal.cell_width(ln) <= w for w, lines in ((40, narrow), (80, wide)) for ln in lines)
+
+
+@pytest.mark.parametrize("width", (60, 80, 200))
+def test_tree_keeps_its_nesting_on_a_terminal(width: int) -> None:
+    """The tree view's indentation is its nesting: fitted cells keep it (one_line stripped it)."""
+    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.export.reader import load
+    from nvtxsim.reporting.renderers.tables import _plain_rows
+    from nvtxsim.reporting.views import build
+
+    t = build(Detail(load(DEMO), domain="nvtxsim"), ["tree"])[0]
+    rows = _plain_rows(t)
+    lines = terminal.table_lines(t.columns, rows, width=width)
+    at = [c.unit for c in t.columns].index("tree")
+    start = lines[0].index(t.columns[at].header)
+    for line, row in zip(lines[1:], rows):
+        indent = len(row[at]) - len(row[at].lstrip(" "))
+        assert line[start : start + indent + 1] == " " * indent + "n", (line, row[at])

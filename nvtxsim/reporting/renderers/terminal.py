@@ -128,6 +128,14 @@ def _in_number(c: str) -> bool:
     return c.isdigit() or c in ".,"
 
 
+def _cell_text(text: str, unit: str) -> str:
+    """A cell on one line; a tree cell keeps the indentation that shows its nesting."""
+    if unit != "tree":
+        return one_line(text)
+    body = text.lstrip(" ")
+    return text[: len(text) - len(body)] + one_line(body)
+
+
 def _shorten_cell(text: str, cells: int, unit: str) -> str:
     if unit == "tree":  # keep the indentation that shows the nesting
         body = text.lstrip(" ")
@@ -207,8 +215,8 @@ def _share(widths: list[int], need: list[int], among: list[int], cells: int) -> 
 
 def table_lines(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, width: int | None, color: bool = False) -> list[str]:
     """The table's lines (header first), fitted to ``width``, plus a line naming the left-out columns."""
-    clean = one_line if width is not None else printable
-    cells = [[clean(str(v)) for v in row] for row in rows]
+    units = [c.unit for c in columns]
+    cells = [[_cell_text(str(v), u) if width is not None else printable(str(v)) for v, u in zip(row, units)] for row in rows]
     need = [max([cell_width(c.header)] + [cell_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
     if width is None:
         shown, widths = list(range(len(columns))), need
