@@ -197,6 +197,7 @@ def test_export_without_ranges_says_so(tmp_path):
     con.close()
     p = run_cli("report", str(path))
     assert p.returncode == 0 and "no NVTX ranges in this export" in p.stdout, p.stdout + p.stderr
+    assert_clean_error(run_cli("report", str(path), "--domain", "nvtxsim"), "no ranges in domain 'nvtxsim': this export holds no NVTX range in any domain")
 
 
 def test_by_absent_lists_a_few_names_on_one_short_line():

@@ -366,7 +366,11 @@ def resolve_domain(export: Export, domain: str | None, *, given: bool = True) ->
     the default domain holding none (``torch.cuda.nvtx``, ``nvtx.annotate``, CuPy ... ranges)
     widens to every domain, so any NVTX export is reported without flags.
     """
-    if domain is None or domain == "all" or not len(export.ranges):
+    if domain is None or domain == "all":
+        return domain, None
+    if not len(export.ranges):
+        if given:
+            raise NvtxsimError(f"no ranges in domain {domain!r}: this export holds no NVTX range in any domain")
         return domain, None
     wanted = "" if domain == "default" else domain
     if any(d == wanted for d, _ in export.labels):

@@ -110,7 +110,7 @@ def render_table(report: Report, *, width: int | None = None, color: bool | None
     ``before``: lines between the heading and the table (the Findings block)."""
     columns = summary_columns(report)
     heading = terminal.fit_parts(heading_parts(report.source), width) + list(before)
-    empty = "no NVTX ranges in the selected domain" if report.source.get("ranges") else "no NVTX ranges in this export (marks are not phases)"
+    empty = "no NVTX ranges in the selected domain" if report.source.get("ranges") else "no NVTX ranges in this export"
     text = terminal.render(columns, _cells(report, columns), heading=heading, width=width, color=bool(color), empty=empty)
     return text + "".join(f"{ln}\n" for ln in terminal.notes_lines(report.warnings, width, prefix="warning: "))
 
