@@ -290,7 +290,8 @@ def _gated_warning(conn: sqlite3.Connection) -> list[str]:
     if kinds and kinds <= {DOMAIN_CREATE, DOMAIN_DESTROY}:
         return [
             "NVTX_EVENTS holds only domain create/destroy rows: if the program opened ranges, this nsys refused "
-            "those of nvtx>=0.2.12; import nvtxsim before nvtx (it lifts the gate), use a newer nsys, or pin nvtx<=0.2.11"
+            "those of nvtx>=0.2.12; import nvtxsim before nvtx (it lifts the gate; or run `python -m nvtxsim run SCRIPT`), "
+            "use a newer nsys, or pin nvtx<=0.2.11"
         ]
     return []
 
