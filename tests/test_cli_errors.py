@@ -235,3 +235,12 @@ def test_live_on_something_else_is_an_error(good_export, tmp_path):
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")
     assert_clean_error(run_cli("live", str(script)), "no live-timing window in its 1 line(s)")
+
+
+def test_profile_of_a_missing_program_runs_nothing(tmp_path):
+    """nsys itself would start, say 'Program not found' among its lines and exit 1."""
+    assert_clean_error(run_cli("profile", "-o", str(tmp_path / "r"), "--", "no-such-program-xyz"), "no-such-program-xyz: command not found")
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    assert_clean_error(run_cli("profile", "-o", str(tmp_path / "r"), "--", str(script)), f"not executable (nothing was run); e.g. -- python {script}")
+    assert not list(tmp_path.glob("r.*"))

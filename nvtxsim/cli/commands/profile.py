@@ -32,6 +32,12 @@ def _request(args: argparse.Namespace) -> capture.ProfileRequest:
         command = command[1:]
     if not command:
         raise NvtxsimError("no command to profile: nvtxsim profile [options] -- python train.py ...")
+    import shutil
+
+    if shutil.which(command[0]) is None:  # nsys says 'Program not found' among its lines and exits 1
+        if os.sep in command[0] and os.path.isfile(command[0]):
+            raise NvtxsimError(f"{command[0]}: not executable (nothing was run); e.g. -- python {command[0]}")
+        raise NvtxsimError(f"{command[0]}: command not found (nothing was run)")
     trigger = args.trigger
     if trigger is not None:
         parse_trigger(trigger)  # a bad rule fails before anything runs
