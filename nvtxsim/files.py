@@ -7,6 +7,7 @@ entries, ``cli.output`` writes reports) and neither may import the other.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +18,18 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def _mode_for(path: Path) -> int:
+    """The replaced file's permissions (``--force`` over a read-only or private file keeps them); a new
+    file follows the umask (mkstemp makes 0600)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode):
+        return stat.S_IMODE(st.st_mode)
+    return 0o666 & ~_umask()
 
 
 def temp_stem(name: str, limit: int = 180) -> str:
@@ -32,7 +45,7 @@ def replace_via_temp(path: Path, mode: str = "wb", *, before_replace: Callable[[
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
             yield fh
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results follow the umask like any new file
+        os.chmod(tmp, _mode_for(path))
         if before_replace is not None:
             before_replace()
         os.replace(tmp, path)

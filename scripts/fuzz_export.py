@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 import nvtxsim.cli.main as cli  # noqa: E402
-from hostile_names import HOSTILE  # noqa: E402
+from hostile_names import HOSTILE, formula_cell, markdown_autolink, unsafe_terminal  # noqa: E402
 
 REAL_SEED = REPO / "tests" / "data" / "reliability" / "cpu_loop_2022_4.sqlite.gz"
 IMPORTANT = [
@@ -65,7 +65,6 @@ RUNS = [  # (argv tail, how often: every case / every 4th case)
     (("-f", "csv", "--domain", "all", "--view", "tree"), 4),
     (("-f", "markdown", "--view", "all"), 4),
 ]
-UNSAFE_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 class CaseTimeout(Exception):
@@ -245,24 +244,18 @@ def check_output(fmt: str, text: str) -> None:
             raise Failure("a CSV row does not have the header's width")
         for r in rows[1:]:
             for v in r:
-                if v[:1] in ("=", "+", "-", "@", "\t", "\r") and not _number(v):
+                if formula_cell(v):
                     raise Failure(f"CSV formula cell {v[:40]!r}")
     elif fmt == "markdown":
         if "<" in text:
             raise Failure("raw '<' in markdown output")
+        if markdown_autolink(text):
+            raise Failure(f"markdown autolink {markdown_autolink(text)!r}")
     elif fmt == "html":
         if len(re.findall(r"<script\b", text, re.I)) != 2 or len(re.findall(r"</script", text, re.I)) != 2:
             raise Failure("the HTML page does not have exactly its two script blocks")
-    elif UNSAFE_TERMINAL.search(text):
-        raise Failure(f"terminal output holds {UNSAFE_TERMINAL.search(text).group()!r}")
-
-
-def _number(v: str) -> bool:
-    try:
-        float(v)
-        return True
-    except ValueError:
-        return False
+    elif unsafe_terminal(text):
+        raise Failure(f"terminal output holds {unsafe_terminal(text)!r}")
 
 
 def signature(exc: BaseException) -> str:

@@ -23,10 +23,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hostile_names import HOSTILE, HOSTILE_FILE, hostile_names_export  # noqa: E402
+from hostile_names import HOSTILE, HOSTILE_FILE, formula_cell, hostile_names_export, markdown_autolink, unsafe_terminal  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-UNSAFE_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 VIEWS = ["summary", "tree", "iterations", "slowest", "kernels", "copies", "syncs", "gpu", "gpus", "threads", "processes", "findings", "overlap"]
 
 
@@ -109,15 +108,7 @@ def test_csv_round_trips_every_name_through_csv_and_pandas(export, view):
     assert frame.values.tolist() == body  # pandas sees the same cells, \r \n quotes and NUL included
     for r in body:
         for v in r:
-            assert not v.startswith(("=", "+", "-", "@", "\t", "\r")) or _is_number(v), v
-
-
-def _is_number(v: str) -> bool:
-    try:
-        float(v)
-        return True
-    except ValueError:
-        return False
+            assert not formula_cell(v), v
 
 
 def test_csv_summary_keeps_names_and_numbers(export):
@@ -187,8 +178,9 @@ def test_markdown_names_cannot_inject_markup(export, view):
     text = proc.stdout.decode()
     t = md_tags(text)
     assert set(t.tags) <= ALLOWED_MD_TAGS, set(t.tags) - ALLOWED_MD_TAGS
+    assert not markdown_autolink(text), markdown_autolink(text)
     assert not [a for a in t.attrs if a[0] not in ("style",)], t.attrs
-    assert not UNSAFE_TERMINAL.search(text)
+    assert not unsafe_terminal(text)
     table_lines = [ln for ln in text.splitlines() if ln.startswith("|")]
     if table_lines:
         widths = {len(re.findall(r"(?<!\\)\|", ln)) for ln in table_lines}
@@ -215,7 +207,7 @@ def test_terminal_output_has_no_control_or_bidi_characters(export, view):
     proc = cli("report", str(export), "--domain", "all", "--view", view)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
-    assert not UNSAFE_TERMINAL.search(out), repr(UNSAFE_TERMINAL.search(out).group())
+    assert not unsafe_terminal(out), repr(unsafe_terminal(out))
     assert "\\x1b[" in out and "\\u202e" in out  # shown, escaped
 
 
@@ -227,14 +219,24 @@ def test_error_messages_neutralise_file_names(tmp_path):
         assert proc.returncode == 2
         err = proc.stderr.decode()
         assert err.startswith("nvtxsim: error:") and err.count("\n") == 1
-        assert not UNSAFE_TERMINAL.search(err), err
+        assert not unsafe_terminal(err), err
 
 
 def test_printable_escapes_every_unsafe_character():
+    """The whole class by Unicode category (every control, format, separator character, not a list),
+    each escape unambiguous: ``\\U0001d173`` for a character beyond U+FFFF, never ``\\u1d173``."""
+    import unicodedata
+
     from nvtxsim.reporting.escaping import printable
 
-    for cp in [*range(0x20), *range(0x7F, 0xA0), 0x61C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]:
-        assert not UNSAFE_TERMINAL.search(printable(f"a{chr(cp)}b")), hex(cp)
+    unsafe = [c for c in map(chr, range(0x110000)) if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
+    assert len(unsafe) > 200
+    text = printable("a".join(unsafe))
+    assert not unsafe_terminal(text)
+    assert text.encode("ascii", "ignore").decode("unicode_escape") == "a".join(unsafe)
+    assert printable("\U000e0041x") == "\\U000e0041x"
+    assert printable("\U0001f468\u200d\U0001f469") == "\U0001f468\u200d\U0001f469"  # an emoji family stays one glyph
+    assert printable("st\u200dep") == "st\\u200dep"
 
 
 # --------------------------------------------------------------------------- HTML
@@ -349,12 +351,12 @@ def test_compare_keeps_names_as_data(export, fmt):
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout.decode()
     if fmt == "table":
-        assert not UNSAFE_TERMINAL.search(text)
+        assert not unsafe_terminal(text)
     elif fmt == "markdown":
-        assert set(md_tags(text).tags) <= ALLOWED_MD_TAGS and not UNSAFE_TERMINAL.search(text)
+        assert set(md_tags(text).tags) <= ALLOWED_MD_TAGS and not unsafe_terminal(text) and not markdown_autolink(text)
     elif fmt == "csv":
         rows, frame = read_both(text)
         assert frame.values.tolist() == rows[1:]
-        assert not [v for r in rows[1:] for v in r if v[:1] in ("=", "+", "-", "@", "\t", "\r") and not _is_number(v)]
+        assert not [v for r in rows[1:] for v in r if formula_cell(v)]
     else:
         strict_json(text)

@@ -7,14 +7,19 @@ nesting), so asking for several views costs little more than asking for one.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
+import threading
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 
 import numpy as np
 
 from nvtxsim.analysis.projection import RangeGpu, Report, project, select_ranges, summarize
 from nvtxsim.analysis.launches import Launches, OpPairs, Ops, gpu_activity, launches, op_pairs
-from nvtxsim.errors import NvtxsimError
+from nvtxsim.errors import NvtxsimError, float_option
 from nvtxsim.analysis.launches import op_owners
 from nvtxsim.analysis.tree import Nesting, RangeTree, build, nest
 from nvtxsim.export.columns import Export
@@ -32,6 +37,55 @@ def compile_match(pattern: str | None) -> re.Pattern | None:
         raise NvtxsimError(f"--match {pattern!r}: not a valid regular expression ({exc})") from None
 
 
+MATCH_SECONDS = "NVTXSIM_MATCH_SECONDS"
+
+
+def matching(pat: re.Pattern, names: Sequence[object]) -> np.ndarray:
+    """Which ``names`` ``pat`` finds something in, within a time budget.
+
+    A pattern that backtracks catastrophically (``(a+)+$``) on a name an export chose (``aaa…a!``)
+    would run for years: the matching gets ``NVTXSIM_MATCH_SECONDS`` (default 10) and then ends with
+    one error line. Python's regex engine checks for signals while it backtracks, so a timer signal
+    stops it; off the main thread (no signals there) the matching is unbounded."""
+    seconds = float_option(MATCH_SECONDS, low=0.0, low_open=True)(os.environ.get(MATCH_SECONDS) or "10")
+    search = pat.search
+    with _deadline(seconds) as armed:
+        try:
+            return np.array([search(str(n)) is not None for n in names], dtype=bool)
+        except _OutOfTime:
+            if not armed:
+                raise
+    raise NvtxsimError(
+        f"--match {pat.pattern!r}: still matching after {seconds:g} s (a pattern with nested repeats such as "
+        f"(a+)+ backtracks without end on some names); simplify it, or raise {MATCH_SECONDS}"
+    )
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[bool]:
+    """Raise ``_OutOfTime`` in the body after ``seconds`` (main thread, no other timer running);
+    yields whether the timer is armed."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        yield False
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield True
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 class Detail:
     """An export, the ranges selected for the report (domain, name pattern) and cached analyses."""
 
@@ -42,8 +96,7 @@ class Detail:
         idx = select_ranges(export, domain)
         pat = compile_match(match)
         if pat is not None and len(idx):
-            names = export.label_names()
-            ok = np.array([bool(pat.search(str(n))) for n in names], dtype=bool)
+            ok = matching(pat, export.label_names())
             idx = idx[ok[export.ranges.label[idx]]]
         self.selected: np.ndarray = idx
         if gpu is not None:

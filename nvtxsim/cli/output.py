@@ -39,12 +39,8 @@ def _check_target(asked: Path, p: Path, *, force: bool, protect: Iterable[PathLi
         name_max = 255
     if len(os.fsencode(p.name)) > name_max:
         raise NvtxsimError(f"{asked}: file name too long (the limit here is {name_max} bytes)")
-    for other in protect:
-        try:
-            if p.exists() and Path(other).exists() and p.samefile(other):
-                raise NvtxsimError(f"{asked}: refusing to overwrite the input file")
-        except OSError:
-            pass
+    if any(_is_part_of(p, Path(other)) for other in protect):
+        raise NvtxsimError(f"{asked}: refusing to overwrite the input file")
     if p.is_dir():
         raise NvtxsimError(f"{asked}: is a directory")
     if is_stream(p):
@@ -60,6 +56,25 @@ def _check_target(asked: Path, p: Path, *, force: bool, protect: Iterable[PathLi
         raise NvtxsimError(f"{parent}: directory is not writable")
 
 
+# SQLite keeps part of a database beside it: writing over these corrupts or loses the input's rows.
+_SQLITE_SIDECARS = ("", "-wal", "-journal", "-shm")
+
+
+def _is_part_of(p: Path, export: Path) -> bool:
+    """``p`` is the input ``export`` or one of its SQLite sidecar files (existing or not), through
+    any symlink or hard link."""
+    bases = {str(export), os.path.realpath(export)}  # SQLite finds the sidecars of a link's target
+    for part in (Path(base + suffix) for base in bases for suffix in _SQLITE_SIDECARS):
+        try:
+            if p.exists() and part.exists() and p.samefile(part):
+                return True
+            if os.path.realpath(p) == os.path.realpath(part):
+                return True
+        except (OSError, ValueError):
+            pass
+    return False
+
+
 _OWN_FD = re.compile(r"/dev/(?:std(in|out|err)|fd/(\d+))|/proc/(?:self|thread-self|(\d+))/fd/(\d+)")
 
 
@@ -67,6 +82,8 @@ def own_fd(path: Path) -> int | None:
     """The file descriptor of this process that ``path`` names (``/dev/stdout``, ``/proc/self/fd/N``,
     a symlink to one), else None. Such a path is the stream itself: written into, never renamed over."""
     p = str(path)
+    if p == "-":  # the usual spelling of standard output
+        return 1
     for _ in range(40):  # the kernel's own limit on a symlink chain
         m = _OWN_FD.fullmatch(os.path.normpath(p))
         if m:

@@ -17,27 +17,38 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-# C0/C1 controls, DEL, and the characters that reorder or break lines on a terminal:
-# bidi embeddings/overrides/isolates (U+202A-U+202E, U+2066-U+2069), marks (U+200E/F, U+061C),
-# and the Unicode line/paragraph separators (U+2028/U+2029).
-_TERMINAL_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Everything a terminal would act on or not show: Unicode's control (Cc: C0, DEL, C1), format (Cf:
+# bidi embeddings/overrides/isolates and marks, zero-width space/joiners, word joiner, soft hyphen,
+# BOM, invisible "tag" characters U+E0000-U+E007F, ...), line and paragraph separator (Zl, Zp)
+# categories, and the Hangul fillers (letters that draw nothing). One class for the whole kind, so a
+# character nobody listed cannot hide or reorder text; tests check it against ``unicodedata``.
+# The one exception: a zero width joiner before an emoji, which joins a visible glyph (a family).
+_TERMINAL_UNSAFE = re.compile(
+    "\u200d(?![\u2600-\u27bf\U0001f000-\U0001faff])|"
+    "[\x00-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u180e"
+    "\u200b\u200c\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f]"
+)
 
 
 def printable(text: str) -> str:
-    """``text`` for a terminal: controls, escape sequences and bidi overrides shown as ``\\xNN``/``\\uNNNN``."""
+    """``text`` for a terminal: controls, escape sequences, bidi overrides and invisible characters shown
+    as ``\\xNN``/``\\uNNNN``/``\\UNNNNNNNN`` (Python's spelling: unambiguous, whatever follows)."""
     return _TERMINAL_UNSAFE.sub(_escape_char, str(text))
 
 
 def _escape_char(m: re.Match[str]) -> str:
     o = ord(m.group())
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
 
 
 # The characters that open inline markup in CommonMark/GFM (emphasis, code, links, tables,
 # strikethrough, math, autolinks) are backslash-escaped; ``<``, ``>`` and ``&`` become entities so
 # no raw HTML or entity can form. Line-start markup (``#``, ``-``, ``>``...) cannot occur: every
 # escaped text follows ``| ``, ``### ``, ``> `` or ``**`` on its line, and newlines are escaped.
-_MARKDOWN_PUNCT = re.compile(r"([\\`*_\[\]|~$:])")
+# GFM's extended autolinks are closed too: ``:`` (``http:``), ``@`` (e-mail) and the dot of ``www.``.
+_MARKDOWN_PUNCT = re.compile(r"([\\`*_\[\]|~$:@]|(?<=[wW]{3})\.)")
 _MARKDOWN_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
@@ -47,13 +58,14 @@ def markdown_cell(text: str) -> str:
     return re.sub("[&<>]", lambda m: _MARKDOWN_ENTITIES[m.group()], s)
 
 
-# OWASP CSV injection: a cell a spreadsheet would read as a formula gets a leading quote.
+# OWASP CSV injection: a cell a spreadsheet would read as a formula gets a leading quote, also after
+# leading whitespace (an importer that trims spaces would otherwise find the formula).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_cell(value: Any) -> Any:
     """One CSV value: text that starts like a formula is prefixed with ``'``; numbers stay numbers."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    if isinstance(value, str) and (value.startswith(_FORMULA_START) or value.lstrip().startswith(_FORMULA_START)):
         return "'" + value
     return value
 
