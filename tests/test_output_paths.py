@@ -235,3 +235,74 @@ def test_other_commands_on_a_full_stdout_are_one_line(argv):
     with open("/dev/full", "wb") as full:
         proc = run(*argv, stdout=full)
     one_line_error(proc, "standard output")
+
+
+# --------------------------------------------------------------------------- adversarial round 3
+
+
+def _commands(export: Path, tmp_path: Path) -> dict[str, list[str]]:
+    """Every command with ``-o`` that reads an export or a file, as argv (without ``-o``)."""
+    live = tmp_path / "live.jsonl"
+    other, third = tmp_path / "other.sqlite", tmp_path / "third.sqlite"
+    for copy in (other, third):
+        copy.write_bytes(Path(export).read_bytes())
+    live.write_text('{"iterations":null,"measured":0,"sample":1,"pid":1,"time":1.0,"phases":{"nvtxsim:x":{"count":1,"cpu_ns":5,"cpu_mean_ns":5,"cpu_p90_ns":5,"gpu_ns":null}}}\n')
+    return {
+        "report": ["report", str(export)],
+        "compare": ["compare", str(export), str(export)],
+        "scaling": ["scaling", "--param", "n", f"{export}=1", f"{other}=2", f"{third}=4"],
+        "live": ["live", str(live)],
+    }
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "scaling", "live"])
+def test_dash_is_standard_output(export, tmp_path, command, monkeypatch):
+    """``-o -`` is standard output (as for ``isaaclab nsys-json``), never a file named ``-``."""
+    monkeypatch.chdir(tmp_path)
+    argv = _commands(export, tmp_path)[command]
+    proc = run(*argv, "-f", "json", "-o", "-")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().startswith(b"{"), proc.stdout[:200]
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("sidecar", ["", "-wal", "-journal", "-shm"])
+@pytest.mark.parametrize("command", ["report", "compare", "scaling"])
+def test_an_inputs_sqlite_files_are_never_written(export, tmp_path, command, sidecar):
+    """Writing over an input's ``-wal``/``-journal``/``-shm`` (existing or not, named directly or
+    through a symlink to the export) would corrupt or lose its rows, as writing the export itself."""
+    d = tmp_path / "d"
+    d.mkdir()
+    src = d / "in.sqlite"
+    src.write_bytes(export.read_bytes())
+    link = tmp_path / "link.sqlite"
+    link.symlink_to(src)
+    before = sorted(p.name for p in d.iterdir())
+    argv = _commands(link, tmp_path)[command]
+    for target in (Path(f"{src}{sidecar}"), Path(f"{link}{sidecar}")):
+        if sidecar and target.parent == tmp_path:
+            continue  # SQLite keeps the sidecars beside the link's target, not beside the link
+        proc = run(*argv, "-o", str(target), "--force")
+        one_line_error(proc, "refusing to overwrite the input file")
+    assert sorted(p.name for p in d.iterdir()) == before
+    assert src.read_bytes() == export.read_bytes()
+
+
+def test_force_keeps_the_replaced_files_mode(export, tmp_path):
+    """``--force`` replaces the content, not the permissions (a read-only or private file stays so)."""
+    for mode in (0o444, 0o600, 0o640):
+        out = tmp_path / f"r{mode:o}.txt"
+        out.write_text("old")
+        out.chmod(mode)
+        proc = run("report", str(export), "-o", str(out), "--force")
+        assert proc.returncode == 0, proc.stderr
+        assert stat.S_IMODE(out.stat().st_mode) == mode and out.read_text() != "old"
+    new = tmp_path / "new.txt"
+    proc = run("report", str(export), "-o", str(new))
+    assert proc.returncode == 0 and stat.S_IMODE(new.stat().st_mode) == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
