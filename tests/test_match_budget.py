@@ -37,7 +37,7 @@ def test_catastrophic_match_pattern_ends_with_one_line(tmp_path, pattern, comman
     assert_clean_error(proc, "NVTXSIM_MATCH_SECONDS")
 
 
-def test_match_budget_is_validated_and_leaves_no_timer(tmp_path, good_export, monkeypatch):
+def test_match_budget_is_validated_and_leaves_no_timer(monkeypatch):
     import re
     import signal
 
