@@ -8,10 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from synth import make_export
 from test_cli_errors import assert_clean_error
-
 
 # Patterns that backtrack without end on a name an export chooses ("aaa…a!"): ReDoS.
 CATASTROPHIC = [r"(a+)+$", r"(a|a)*$", r"(a*)*b", r"^(\w+\s?)*$", r"(a|aa)+$"]

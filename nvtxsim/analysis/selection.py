@@ -12,7 +12,7 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from functools import cached_property
 
 import numpy as np
@@ -40,7 +40,7 @@ def compile_match(pattern: str | None) -> re.Pattern | None:
 MATCH_SECONDS = "NVTXSIM_MATCH_SECONDS"
 
 
-def matching(pat: re.Pattern, names: Sequence[object]) -> np.ndarray:
+def matching(pat: re.Pattern, names: Iterable[object]) -> np.ndarray:
     """Which ``names`` ``pat`` finds something in, within a time budget.
 
     A pattern that backtracks catastrophically (``(a+)+$``) on a name an export chose (``aaa…a!``)
