@@ -83,7 +83,10 @@ class Env:
     def step(self, a):
         return self.k + a
 
+    pm = phase("partialmethod")(functools.partialmethod(step, 100))
+
 e = Env(3)
+out("partialmethod", e.pm())
 out("static", (Env.static(1), e.static(2)))
 out("klass", (Env.klass(1), e.klass(2)))
 out("cached", (e.cached(2), e.cached(2), Env.calls, e.cached.cache_info().hits))
@@ -226,6 +229,7 @@ EXPECTED_SAME = [
     "refuse class: 'phase() cannot decorate a class (C)'",
     "refuse int: 'phase() decorates functions, methods and properties, not int objects'",
     "refuse str: 'phase() decorates functions, methods and properties, not str objects'",
+    "partialmethod: 103",
     "static: (('static', 1), ('static', 2))",
     "klass: (('Env', 1), ('Env', 2))",
     "cached: (6, 6, 1, 1)",
@@ -313,3 +317,19 @@ def test_run_gives_the_script_the_argv0_of_python(tmp_path):
     via = subprocess.run([sys.executable, "-m", "nvtxsim", "run", "show.py", "a", "-b"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert direct.returncode == via.returncode == 0, via.stderr
     assert via.stdout == direct.stdout
+
+
+def test_instrumenting_an_instance_twice_wraps_once(profiler_attached):
+    import nvtxsim
+
+    class Net:
+        def forward(self, x):
+            return 2 * x
+
+    net = Net()
+    first = nvtxsim.instrument(net, ["forward"])
+    again = nvtxsim.instrument(net, ["forward"])
+    assert len(first.patched) == 1 and again.patched == [] and net.forward(3) == 6
+    again.restore()
+    first.restore()
+    assert "forward" not in net.__dict__

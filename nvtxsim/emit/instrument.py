@@ -128,6 +128,7 @@ class _PhasedMethod(functools.partial):
         obj.origin = (target, name, ph, previous)
         functools.update_wrapper(obj, bound, updated=())  # __name__, __doc__, __wrapped__ ... as a method has
         obj.__self__ = target
+        obj.__nvtxsim_phase__ = ph.name  # instrumenting the instance again leaves it as it is
         return obj
 
     def __reduce__(self) -> Any:

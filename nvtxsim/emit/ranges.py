@@ -511,7 +511,7 @@ def _wrap_call(fn: Callable[..., Any], ph: "phase") -> Callable[..., Any]:
     return wrapper
 
 
-_DESCRIPTORS = (staticmethod, classmethod, property, functools.cached_property)
+_DESCRIPTORS = (staticmethod, classmethod, property, functools.cached_property, functools.partialmethod)
 
 
 def refuse_undecoratable(fn: Any) -> None:
@@ -531,7 +531,7 @@ def refuse_undecoratable(fn: Any) -> None:
 def wrap_in_shape(ph: "phase", fn: Any) -> Any:
     """``ph`` around ``fn``, keeping what ``fn`` is: descriptors stay descriptors of the same kind.
 
-    ``staticmethod``/``classmethod``/``property``/``cached_property`` are rebuilt around wrapped
+    ``staticmethod``/``classmethod``/``property``/``cached_property``/``partialmethod`` are rebuilt around wrapped
     functions; a bound method stays a bound method; another callable (``lru_cache``, ``partial``,
     a builtin, a callable object) gets a function wrapper that carries its public attributes
     (``cache_info()`` ...; a snapshot of the values, live for methods) and that binds as a method
@@ -545,6 +545,8 @@ def wrap_in_shape(ph: "phase", fn: Any) -> Any:
             if part is not None and getattr(part, "__nvtxsim_phase__", None) is None:
                 fn = getattr(fn, rebuild)(ph.wrap(part))
         return fn
+    if isinstance(fn, functools.partialmethod):
+        return functools.partialmethod(ph.wrap(fn.func), *fn.args, **fn.keywords)
     if isinstance(fn, functools.cached_property):
         new = functools.cached_property(ph.wrap(fn.func))
         new.attrname, new.__doc__ = fn.attrname, fn.__doc__
