@@ -17,6 +17,7 @@ attributed however the graph was traced.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,15 +124,42 @@ def contained(
     Calls are sorted per thread by start; each range finds its candidates with two
     ``searchsorted`` and keeps those that also end inside. Pairs come sorted by range.
     """
-    empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    parts = list(contained_chunks(r_start, r_end, r_tid, c_start, c_end, c_tid))
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return parts[0] if len(parts) == 1 else (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+def contained_chunks(
+    r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_start: np.ndarray, c_end: np.ndarray, c_tid: np.ndarray, *, budget: int | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """:func:`contained`'s pairs in chunks of consecutive ranges holding about ``budget`` candidate
+    calls each (None: one chunk), so that memory stays bounded on large exports."""
     if len(r_start) == 0 or len(c_start) == 0:
-        return empty
+        return
     order = np.lexsort((c_start, c_tid))
     lo, hi = call_windows(r_start, r_end, r_tid, c_tid[order], c_start[order])
-    rng, pos = expand_segments(lo, np.maximum(hi - lo, 0))
-    call = order[pos]
-    keep = c_end[call] <= r_end[rng]
-    return rng[keep], call[keep]
+    lengths = np.maximum(hi - lo, 0)
+    for chunk in chunks(lengths, budget) if budget else [slice(0, len(lengths))]:
+        seg, pos = expand_segments(lo[chunk], lengths[chunk])
+        rng = seg + chunk.start
+        call = order[pos]
+        keep = c_end[call] <= r_end[rng]
+        yield rng[keep], call[keep]
+
+
+def chunks(lengths: np.ndarray, budget: int) -> Iterator[slice]:
+    """Slices of consecutive segments whose total length stays near ``budget``."""
+    if len(lengths) == 0:
+        return
+    csum = np.cumsum(lengths)
+    lo = 0
+    while lo < len(lengths):
+        base = csum[lo - 1] if lo else 0
+        hi = int(np.searchsorted(csum, base + budget, side="right"))
+        hi = max(hi, lo + 1)
+        yield slice(lo, hi)
+        lo = hi
 
 
 def expand_segments(offsets_lo: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import numpy as np
 
 from nvtxsim.analysis import stream
-from nvtxsim.analysis.launches import Launches, call_windows, expand_segments, launches
+from nvtxsim.analysis.launches import Launches, chunks, contained_chunks, expand_segments, launches, unique_pairs
 from nvtxsim.errors import NvtxsimError, debug
 from nvtxsim.export import cache
 from nvtxsim.export.columns import Export, distinct
@@ -83,20 +83,6 @@ def _per_launch(export: Export, link: Launches) -> _PerLaunch:
     moving = gpu.kind == MEMCPY
     copy = {d: seg(np.where(moving & (direction == i), gpu.bytes, 0), np.add) for i, d in enumerate(SUMMARY_DIRECTIONS)}
     return _PerLaunch(seg(gpu.start, np.minimum), seg(gpu.end, np.maximum), seg((gpu.kind == KERNEL).astype(np.int64), np.add), copy)
-
-
-def _chunks(lengths: np.ndarray, budget: int) -> Iterator[slice]:
-    """Slices of consecutive segments whose total length stays near ``budget``."""
-    if len(lengths) == 0:
-        return
-    csum = np.cumsum(lengths)
-    lo = 0
-    while lo < len(lengths):
-        base = csum[lo - 1] if lo else 0
-        hi = int(np.searchsorted(csum, base + budget, side="right"))
-        hi = max(hi, lo + 1)
-        yield slice(lo, hi)
-        lo = hi
 
 
 def _union_length(group: np.ndarray, start: np.ndarray, end: np.ndarray, ngroups: int) -> np.ndarray:
@@ -174,37 +160,27 @@ def _project_in_memory(export: Export) -> RangeGpu:
     link = launches(export, gpu)
     per = _per_launch(export, link)
 
-    # Calls that launched GPU work, with their launch group, sorted by (thread, start).
-    c_idx = np.flatnonzero((link.launch_id >= 0) & (api.end >= api.start))
-    c_launch = link.launch_id[c_idx]
-    c_tid, c_start, c_end = api.global_tid[c_idx], api.start[c_idx], api.end[c_idx]
-    order = np.lexsort((c_start, c_tid))
-    c_tid, c_start, c_end, c_launch = c_tid[order], c_start[order], c_end[order], c_launch[order]
+    # Calls that launched GPU work, with their launch group.
+    calls = np.flatnonzero((link.launch_id >= 0) & (api.end >= api.start))
+    c_launch = link.launch_id[calls]
     need_dedupe = bool(len(c_launch)) and int(np.bincount(c_launch).max()) > 1  # a launch matched by several calls
-
     eligible = np.flatnonzero(~r.cross_thread)
-    if len(eligible) == 0 or len(c_tid) == 0:
-        return result
-    # Candidate calls per range: start-sorted calls of its thread with start in [r.start, r.end].
-    lo, hi = call_windows(r.start[eligible], r.end[eligible], r.global_tid[eligible], c_tid, c_start)
-    lengths = np.maximum(hi - lo, 0)
-    for chunk in _chunks(lengths, _PAIR_CHUNK):
-        ranges_c = eligible[chunk]
-        seg, call = expand_segments(lo[chunk], lengths[chunk])
-        keep = c_end[call] <= r.end[ranges_c[seg]]
-        seg, call = seg[keep], call[keep]
+    pairs = contained_chunks(
+        r.start[eligible], r.end[eligible], r.global_tid[eligible], api.start[calls], api.end[calls], api.global_tid[calls], budget=_PAIR_CHUNK
+    )
+    for seg, call in pairs:  # seg: position in eligible, sorted
         if len(seg) == 0:
             continue
         launch = c_launch[call]
         if need_dedupe:
-            pair = np.unique(np.stack([seg, launch], axis=1), axis=0)
+            pair = unique_pairs(seg, launch)
             seg, launch = pair[:, 0], pair[:, 1]
-        _reduce_chunk(result, export, link, per, ranges_c, seg, launch)
+        _reduce_chunk(result, export, link, per, eligible, seg, launch)
     return result
 
 
 def _reduce_chunk(result: RangeGpu, export: Export, link: Launches, per: _PerLaunch, ranges_c: np.ndarray, seg: np.ndarray, launch: np.ndarray) -> None:
-    """Add one chunk of (range, launch) pairs, sorted by range, to ``result``."""
+    """Add one chunk of (range, launch) pairs, sorted by range (``ranges_c[seg]``), to ``result``."""
     gpu = export.gpu
     assert gpu is not None
     bounds = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
@@ -220,7 +196,7 @@ def _reduce_chunk(result: RangeGpu, export: Export, link: Launches, per: _PerLau
     nops = offsets[launch + 1] - offsets[launch]
     pair_bounds = np.r_[bounds, len(seg)]
     per_range = np.add.reduceat(nops, bounds)
-    for rs in _chunks(per_range, _PAIR_CHUNK):
+    for rs in chunks(per_range, _PAIR_CHUNK):
         a, b = pair_bounds[rs.start], pair_bounds[rs.stop]
         pseg, op_pos = expand_segments(offsets[launch[a:b]], nops[a:b])
         ops = link.op_order[op_pos]

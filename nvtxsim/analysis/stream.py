@@ -29,7 +29,7 @@ from typing import Iterator
 
 import numpy as np
 
-from nvtxsim.analysis.launches import call_windows, expand_segments, launch_key
+from nvtxsim.analysis.launches import contained, expand_segments, launch_key
 from nvtxsim.export.columns import Export
 from nvtxsim.export.pages import Select, Unsupported
 from nvtxsim.export.schema import KERNEL, MEMCPY, PID_MASK, SUMMARY_DIRECTIONS, summary_direction
@@ -254,14 +254,9 @@ class _Projector:
         live = self.live
         if len(live) == 0:
             return
-        # Calls by (thread, start); per live range, the calls of its thread starting inside it (analyse.project's rule).
-        order = np.lexsort((cs, ct))
-        ts, ss, es = ct[order], cs[order], ce[order]
-        lo, hi_ = call_windows(r.start[live], r.end[live], r.global_tid[live], ts, ss)
-        lengths = np.maximum(hi_ - lo, 0)
-        seg, call = expand_segments(lo, lengths)
-        keep = es[call] <= r.end[live[seg]]
-        rng, call = live[seg[keep]], order[call[keep]]  # call: index into this batch's launching calls
+        # Per live range, the calls of its thread wholly inside it (projection's rule, launches.contained).
+        ri, call = contained(r.start[live], r.end[live], r.global_tid[live], cs, ce, ct)  # call: index into this batch's launching calls
+        rng = live[ri]
         if len(rng) == 0:
             return
         self.ops += np.bincount(rng, minlength=self.n)
