@@ -186,3 +186,11 @@ def test_tree_keeps_its_nesting_on_a_terminal(width: int) -> None:
     for line, row in zip(lines[1:], rows):
         indent = len(row[at]) - len(row[at].lstrip(" "))
         assert line[start : start + indent + 1] == " " * indent + "n", (line, row[at])
+
+
+def test_heading_parts_stay_whole() -> None:
+    """'40 measured' is one part of the live heading: it moves to the next line whole, never split."""
+    lines = terminal.fit_parts(["/tmp/live.jsonl", "1 window", "iterations 0..39", "40 measured"], 50)
+    assert lines == ["/tmp/live.jsonl · 1 window · iterations 0..39", "40 measured"]
+    long = terminal.fit_parts(["Findings: what is slow, why, and what to do (most costly first)"], 40)
+    assert long[0] == "Findings: what is slow, why, and what to" and long[1] == "  do (most costly first)"

@@ -164,14 +164,16 @@ def fit_text(text: str, width: int | None, *, indent: str = "  ") -> list[str]:
 
 
 def fit_parts(parts: Sequence[str], width: int | None, *, sep: str = " · ") -> list[str]:
-    """A heading made of ``parts`` on as few lines as fit ``width``; a part too long alone is shortened."""
+    """A heading made of ``parts`` on as few lines as fit ``width``, each part whole on its line ('40 measured'
+    never split); a part too long alone is wrapped at its spaces (a word too long: shortened in the middle)."""
     parts = [one_line(p) if width is not None else printable(p) for p in parts]
     if width is None:
         return [sep.join(parts)]
     lines: list[str] = []
     for part in parts:
-        part = shorten_middle(part, width)
-        if lines and cell_width(lines[-1] + sep + part) <= width:
+        if cell_width(part) > width:
+            lines += fit_text(part, width)
+        elif lines and cell_width(lines[-1] + sep + part) <= width:
             lines[-1] += sep + part
         else:
             lines.append(part)
