@@ -20,6 +20,11 @@ Report::
 ``report`` and ``load`` import the report stages on first call: ``import nvtxsim`` stays light.
 """
 
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
 from nvtxsim import phases
 from nvtxsim.emit.ranges import (
     backend_info,
@@ -40,8 +45,13 @@ from nvtxsim.emit import live
 
 from nvtxsim._version import __version__
 
+if TYPE_CHECKING:  # the report stages are imported on first call, never by ``import nvtxsim``
+    from nvtxsim.analysis.frames import Frames
+    from nvtxsim.export.columns import Export
+    from nvtxsim.reporting.model import ReportModel
 
-def report(path, **options):  # type: ignore[no-untyped-def]
+
+def report(path: str | os.PathLike[str], **options: Any) -> ReportModel:
     """Load → analyse one export: the :class:`~nvtxsim.reporting.model.ReportModel` behind ``nvtxsim report``.
 
     Options: ``views`` ("tree,kernels", a list, or "all"), ``domain`` (a name, "default" or "all"),
@@ -55,7 +65,7 @@ def report(path, **options):  # type: ignore[no-untyped-def]
     return _report(path, **options)
 
 
-def load(path, **options):  # type: ignore[no-untyped-def]
+def load(path: str | os.PathLike[str], **options: Any) -> Export:
     """Read one export (.sqlite, .sqlite.gz, .nsys-rep) into numpy columns: an :class:`~nvtxsim.export.columns.Export`.
 
     Options: ``cuda`` (read the CUDA tables, default True), ``cache`` (the parsed-columns cache beside
@@ -66,7 +76,7 @@ def load(path, **options):  # type: ignore[no-untyped-def]
     return _load(path, **options)
 
 
-def load_frames(path, **kwargs):  # type: ignore[no-untyped-def]
+def load_frames(path: str | os.PathLike[str], **kwargs: Any) -> Frames:
     """An export as pandas DataFrames (ranges, gpu_ops, api_calls, phases, iterations); needs pandas.
 
     See :func:`nvtxsim.analysis.frames.load_frames`. Imported lazily: ``import nvtxsim`` stays light."""

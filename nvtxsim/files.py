@@ -43,7 +43,7 @@ def replace_via_temp(path: Path, mode: str = "wb", *, before_replace: Callable[[
     """Yield a temporary file beside ``path``; on success it replaces ``path`` in one rename."""
     fd, tmp = tempfile.mkstemp(prefix=f".{temp_stem(path.name)}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as fh:
             yield fh
         os.chmod(tmp, _mode_for(path))
         if before_replace is not None:

@@ -51,7 +51,7 @@ class Frames:
             yield f.name, getattr(self, f.name)
 
 
-def load_frames(path: "str | os.PathLike[str]", *, domain: str | None = None, by: str = "iteration") -> Frames:
+def load_frames(path: str | os.PathLike[str], *, domain: str | None = None, by: str = "iteration") -> Frames:
     """Load an export (.sqlite, .sqlite.gz, .nsys-rep) as pandas DataFrames.
 
     ``domain`` limits the ranges, like ``nvtxsim report --domain`` (default: every domain);
@@ -149,8 +149,8 @@ def _gpu_ops_frame(d: Any, pd: Any, api_names: dict[int, str]) -> Any:
     queue = np.zeros(n_ops, dtype=np.int64)
     if has_call.any():
         c = call_of[has_call]
-        launch_tid[has_call] = api.global_tid[c] & 0xFFFFFF  # type: ignore[union-attr]
-        queue[has_call] = np.maximum(ops.start[has_call] - api.end[c], 0)  # type: ignore[union-attr]
+        launch_tid[has_call] = api.global_tid[c] & 0xFFFFFF
+        queue[has_call] = np.maximum(ops.start[has_call] - api.end[c], 0)
     kind_names = np.array([KIND_NAMES.get(k, "?") for k in range(4)], dtype=object)
     op_name = np.empty(n_ops, dtype=object)
     kernel_names: dict[int, str] = {}

@@ -243,7 +243,7 @@ def _depth_first(nodes: _Nodes, names: np.ndarray, count: np.ndarray, first: np.
     for k in range(len(nodes.parent)):
         kids.setdefault(nodes.parent[k], []).append(k)
     out: list[TreeNode] = []
-    todo = [(k, (), 0) for k in reversed(sorted(kids.get(-1, []), key=lambda c: (nodes.tid[c], first[c])))]
+    todo: list[tuple[int, tuple[str, ...], int]] = [(k, (), 0) for k in reversed(sorted(kids.get(-1, []), key=lambda c: (nodes.tid[c], first[c])))]
     while todo:
         k, path, d = todo.pop()
         if d > max_depth:

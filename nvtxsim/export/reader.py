@@ -43,7 +43,7 @@ Backend = Literal["memory", "streamed"]
 BACKENDS = ("memory", "streamed")
 
 
-def load(path: "str | os.PathLike[str]", *, cuda: bool = True, cache: bool | None = None, backend: Backend | None = None) -> Export:
+def load(path: str | os.PathLike[str], *, cuda: bool = True, cache: bool | None = None, backend: Backend | None = None) -> Export:
     """Read one export. ``.nsys-rep`` files are converted with ``nsys export`` first.
 
     ``cache``: go through the parsed-columns cache beside the export (:mod:`nvtxsim.export.cache`);
@@ -89,7 +89,8 @@ def _read(conn: sqlite3.Connection, path: Path, *, cuda: bool, backend: Backend 
     tables = table_names(conn)
     meta = read_meta(conn, tables)
     ranges, labels, strings, warnings = read_ranges(conn, tables)
-    api, gpu = None, None
+    api: ApiCalls | None = None
+    gpu: GpuOps | None = None
     if cuda:
         src = _streamed_source(conn, tables, path, backend)
         if src is not None:

@@ -259,7 +259,7 @@ def _range_rows(conn: sqlite3.Connection, cols: set[str], warnings: list[str]) -
         raise NvtxsimError(f"corrupt NVTX_EVENTS table ({exc})") from None
     out = [a[:, i] for i in range(11)]
     row = out[0]
-    key, join = (rid, a[:, 11]) if both else (rid or "eventId", row)
+    key, join = (str(rid), a[:, 11]) if both else (rid or "eventId", row)
     if "eventId" in cols and not _unique(row):  # names and payloads must never be matched to the wrong range
         if not both:
             raise NvtxsimError("unsupported export: NVTX_EVENTS.eventId is not unique and the table has no rowid to tell its rows apart")

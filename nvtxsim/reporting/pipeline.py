@@ -33,7 +33,7 @@ __all__ = ["ReportRequest", "ReportModel", "ViewOptions", "analyse", "make_repor
 
 def request(
     *,
-    views: "str | list[str] | None" = None,
+    views: str | list[str] | None = None,
     domain: str | None = DEFAULT_DOMAIN,
     match: str | None = None,
     by: str | None = None,
@@ -51,7 +51,7 @@ def request(
 
 
 def report(
-    path: "str | os.PathLike[str]", *, fmt: str | None = None, cache: bool | None = None, backend: Backend | None = None, **options: Any
+    path: str | os.PathLike[str], *, fmt: str | None = None, cache: bool | None = None, backend: Backend | None = None, **options: Any
 ) -> ReportModel:
     """Load → analyse one export: the model behind ``nvtxsim report`` (its JSON is ``model.to_json()``).
 
@@ -64,7 +64,7 @@ def report(
 def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> ReportModel:
     """The analyses ``req`` asks for (and the format ``fmt`` needs) on ``export``, as a :class:`ReportModel`."""
     module = renderers.renderer(fmt) if fmt is not None else None
-    shown = module.views_shown(req.views) if hasattr(module, "views_shown") else req.views
+    shown = module.views_shown(req.views) if module is not None and hasattr(module, "views_shown") else req.views
     req = replace(req, views=shown) if shown != req.views else req
     if req.findings and not getattr(module, "SHOWS_FINDINGS", True):
         req = replace(req, findings=False)
@@ -92,7 +92,7 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     return model
 
 
-def render(model: "ReportModel | Report", fmt: str, *, width: int | None = None, color: bool = False) -> str:
+def render(model: ReportModel | Report, fmt: str, *, width: int | None = None, color: bool = False) -> str:
     """``model`` in format ``fmt`` (a bare :class:`Report`: its summary alone)."""
     if isinstance(model, Report):
         model = ReportModel(summary=model, views=[build_summary(model)])
@@ -106,7 +106,7 @@ def build_summary(summary: Report) -> Any:
     return summary_table(summary)
 
 
-def make_report(path: "str | os.PathLike[str]", *, domain: str | None = DEFAULT_DOMAIN, domain_given: bool = False, findings: bool = False) -> Report:
+def make_report(path: str | os.PathLike[str], *, domain: str | None = DEFAULT_DOMAIN, domain_given: bool = False, findings: bool = False) -> Report:
     """The per-phase summary of one export (its warnings included): :func:`report` less the views."""
     req = ReportRequest(domain=None if domain == "all" else domain, domain_given=domain_given, findings=findings)
     return analyse(load(Path(path)), req).summary
