@@ -8,11 +8,15 @@ still be going on.
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from pathlib import Path
+from typing import IO, Any
 
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.export.tables import check_regular
 
 
 @dataclass
@@ -28,27 +32,67 @@ class LiveLog:
         return sorted({w.get("pid") for w in self.windows if isinstance(w.get("pid"), int)})
 
 
-def _is_window(rec: Any) -> bool:
-    return isinstance(rec, dict) and isinstance(rec.get("phases"), dict)
+# A window line is at most a few kB per phase; a longer line is not one (and reading it whole could
+# take all memory: a file of one endless line).
+MAX_LINE = 64 << 20
+_COUNTS = ("count", "cpu_ns", "cpu_mean_ns", "cpu_p90_ns", "gpu_ns")
+_WINDOW_COUNTS = ("measured", "sample", "pid", "dropped_windows")
+
+
+def _window(rec: Any) -> dict | None:
+    """A live-timing window with every number the renderers use checked: counts and times are
+    non-negative finite numbers (as ints) or None, ``iterations`` a pair of ints or None. The file is
+    data written by another process (or anything): NaN, infinities, negative counts, text where a
+    number belongs must not reach the arithmetic."""
+    if not isinstance(rec, dict) or not isinstance(rec.get("phases"), dict):
+        return None
+    phases = {str(k): {c: _count(v.get(c)) for c in _COUNTS} for k, v in rec["phases"].items() if isinstance(v, dict)}
+    its = rec.get("iterations")
+    pair = isinstance(its, list) and len(its) == 2 and all(type(i) is int for i in its)
+    out = {**rec, "phases": phases, "iterations": its if pair else None}
+    out.update({k: _count(rec.get(k)) for k in _WINDOW_COUNTS})
+    out["time"] = rec.get("time") if _count(rec.get("time")) is not None else None
+    return out
+
+
+def _count(v: Any) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        return None
+    return int(v)
+
+
+def _lines(fh: IO[str]) -> Iterator[str | None]:
+    """The file's lines; None for a line longer than :data:`MAX_LINE` (skipped without holding it)."""
+    while True:
+        line = fh.readline(MAX_LINE)
+        if not line:
+            return
+        if len(line) < MAX_LINE or line.endswith("\n"):
+            yield line
+            continue
+        while line and not line.endswith("\n"):
+            line = fh.readline(MAX_LINE)
+        yield None
 
 
 def load(path: str | "os.PathLike[str]") -> LiveLog:
-    """Read a live-timing JSONL file (``-``: not supported; a file that cannot be read is an error)."""
+    """Read a live-timing JSONL file (``-``: not supported; a file that cannot be read is an error,
+    as is a FIFO or device: one could block, the other never end)."""
     log = LiveLog(os.fspath(path))
+    check_regular(Path(path), kind="a live-timing file", suffix=".jsonl", empty_ok=True)
     try:
         fh = open(path, encoding="utf-8", errors="replace")
     except OSError as exc:
         raise NvtxsimError(f"{path}: cannot read ({exc.strerror or exc})") from None
     with fh:
-        for line in fh:
-            if not line.strip():
+        for line in _lines(fh):
+            if line is not None and not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except ValueError:
-                log.skipped += 1
-                continue
-            if _is_window(rec):
+                rec = _window(json.loads(line)) if line is not None else None
+            except (ValueError, RecursionError):
+                rec = None
+            if rec is not None:
                 log.windows.append(rec)
             else:
                 log.skipped += 1

@@ -50,8 +50,9 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 # --------------------------------------------------------------------------- opening
 
 
-def check_regular(path: Path) -> os.stat_result:
-    """A non-empty regular file (a FIFO or device would block or never end)."""
+def check_regular(path: Path, *, kind: str = "an nsys export", suffix: str = ".sqlite", empty_ok: bool = False) -> os.stat_result:
+    """A regular file, non-empty unless ``empty_ok`` (a FIFO or device would block or never end),
+    checked without opening it. ``kind`` and ``suffix`` name what was expected in the errors."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -59,11 +60,11 @@ def check_regular(path: Path) -> os.stat_result:
     except OSError as exc:
         raise NvtxsimError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if stat.S_ISDIR(st.st_mode):
-        raise NvtxsimError(f"{path}: is a directory, not an nsys export")
+        raise NvtxsimError(f"{path}: is a directory, not {kind}")
     if not stat.S_ISREG(st.st_mode):
-        raise NvtxsimError(f"{path}: not a regular file (an nsys export is an .sqlite file)")
-    if st.st_size == 0:
-        raise NvtxsimError(f"{path}: empty file, not an nsys SQLite export")
+        raise NvtxsimError(f"{path}: not a regular file ({kind} is a {suffix} file)")
+    if st.st_size == 0 and not empty_ok:
+        raise NvtxsimError(f"{path}: empty file, not {kind}")
     return st
 
 
