@@ -155,24 +155,14 @@ def render_json(report: Report) -> str:
 # --------------------------------------------------------------------------- many ranks
 
 
-def render_ranks(reports: list[Report], merged: Report, spread: list[dict], fmt: str, *, color: bool = False, width: int | None = None) -> str:
-    """Per-rank reports, the merged report and the per-phase spread across ranks."""
+def ranks_text(reports: list[Report], merged: Report, spread: list[dict], *, markdown: bool, color: bool = False, width: int | None = None) -> str:
+    """Per-rank summaries, the merged one and the per-phase spread across ranks, for a terminal or as markdown."""
     names = [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
-    if fmt == "json":
-        doc = json_document(merged)
-        doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]
-        doc["spread"] = spread
-        return json_text(doc, indent=2) + "\n"
-    if fmt == "csv":
-        cols = _csv_fields(merged)  # the merged report carries no memory columns
-        rows = [[i, names[i], *(p.as_dict()[c] for c in cols)] for i, r in enumerate(reports) for p in r.phases]
-        rows += [["all", "", *(p.as_dict()[c] for c in cols)] for p in merged.phases]
-        return csv_table(["rank", "path", *cols], rows)
-    one = (lambda r: render_table(r, color=color, width=width)) if fmt == "table" else render_markdown
-    text, h = (markdown_cell, "## ") if fmt == "markdown" else (str, "")
+    one = render_markdown if markdown else (lambda r: render_table(r, color=color, width=width))
+    text, h = (markdown_cell, "## ") if markdown else (str, "")
 
     def title(line: str) -> str:  # on a terminal: fitted like the tables (and escaped there)
-        return "".join(f"{ln}\n" for ln in terminal.fit_text(line, width)) if fmt == "table" else f"{h}{line}\n"
+        return f"{h}{line}\n" if markdown else "".join(f"{ln}\n" for ln in terminal.fit_text(line, width))
 
     parts = []
     for i, r in enumerate(reports):
@@ -186,9 +176,26 @@ def render_ranks(reports: list[Report], merged: Report, spread: list[dict], fmt:
         totals = " ".join(fmt_ns(t) for t in row["cpu_total_ns"])
         ratio = f"{row['max_over_min']:.2f}x" if row["max_over_min"] else "-"
         line = f"{text(row['phase'])}: {totals} (slowest: rank {row['slowest_rank']}, max/min {ratio})"
-        if fmt == "markdown":
+        if markdown:
             lines.append(f"- {line}")
         else:
             lines += [f"  {ln}" for ln in terminal.fit_text(line, width - 2 if width else None)]
     parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
+
+
+def ranks_csv(reports: list[Report], merged: Report) -> str:
+    """Every rank's phases, then the merged ones (rank "all"), one csv table."""
+    names = [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
+    cols = _csv_fields(merged)  # the merged report carries no memory columns
+    rows = [[i, names[i], *(p.as_dict()[c] for c in cols)] for i, r in enumerate(reports) for p in r.phases]
+    rows += [["all", "", *(p.as_dict()[c] for c in cols)] for p in merged.phases]
+    return csv_table(["rank", "path", *cols], rows)
+
+
+def ranks_json(reports: list[Report], merged: Report, spread: list[dict]) -> str:
+    """The merged report's document with every rank's report and the spread added."""
+    doc = json_document(merged)
+    doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]
+    doc["spread"] = spread
+    return json_text(doc, indent=2) + "\n"

@@ -82,7 +82,8 @@ def run_ranks(
     """Several exports (one per rank): per-rank tables, the merged table and the spread across ranks."""
     from nvtxsim.analysis.ranks import rank_spread, report_many
     from nvtxsim.errors import NvtxsimError
-    from nvtxsim.reporting.summary import SUMMARY_FORMATS, render_ranks
+    from nvtxsim.reporting.renderers import render_ranks
+    from nvtxsim.reporting.summary import SUMMARY_FORMATS
 
     request = request or ReportRequest()
     if fmt in PAGE_FORMATS or not request.is_classic:
@@ -93,7 +94,7 @@ def run_ranks(
         check_writable(out, force=force, protect=paths)
     reports, merged = report_many(paths, domain=request.domain, workers=jobs, dask=dask, domain_given=request.domain_given)
     to = layout(out, wide=wide)
-    text = render_ranks(reports, merged, rank_spread(reports), fmt, color=to.color, width=to.width)
+    text = render_ranks(fmt, reports, merged, rank_spread(reports), color=to.color, width=to.width)
     deliver(text, out, force=force, protect=paths)
     return 0
 

@@ -4,7 +4,8 @@
 when its format is asked for (start-up time of a small report matters). A renderer only
 formats: what it shows is computed before, into the :class:`~nvtxsim.reporting.model.ReportModel`.
 A module may also say what the pipeline must prepare for it: ``views_shown(asked) -> views``
-(HTML shows every view) and ``NEEDS_PAGE`` (the HTML plots' data).
+(HTML shows every view), ``NEEDS_PAGE`` (the HTML plots' data), ``SHOWS_FINDINGS = False``; and
+render several exports at once: ``render_ranks(reports, merged, spread, *, width, color)``.
 
 Other modules here are shared pieces, not formats: ``tables`` (one view table as
 terminal/markdown/csv text), ``terminal`` (fitting tables to the terminal), and the renderers
@@ -44,3 +45,13 @@ def renderer(fmt: str) -> ModuleType:
 def render(model: Any, fmt: str, *, width: int | None = None, color: bool = False) -> str:
     """``model`` (a :class:`~nvtxsim.reporting.model.ReportModel`) in ``fmt``; ``width``: a terminal's columns (None: unbounded), ``color``: for a terminal."""
     return renderer(fmt).render(model, width=width, color=color)
+
+
+def render_ranks(fmt: str, reports: list, merged: Any, spread: list[dict], *, width: int | None = None, color: bool = False) -> str:
+    """Several exports (one per rank) in ``fmt``: per rank, merged, and the spread (formats with ``render_ranks``)."""
+    module = renderer(fmt)
+    if not hasattr(module, "render_ranks"):
+        from nvtxsim.errors import NvtxsimError
+
+        raise NvtxsimError(f"format {fmt!r} shows one export; with several use one of: {', '.join(f for f in FORMATS if f not in PAGE_FORMATS)}")
+    return module.render_ranks(reports, merged, spread, width=width, color=color)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.analysis.projection import Report
 from nvtxsim.reporting.model import ReportModel
 from nvtxsim.reporting.renderers.tables import csv_text
-from nvtxsim.reporting.summary import render_csv
+from nvtxsim.reporting.summary import ranks_csv, render_csv
 
 
 SHOWS_FINDINGS = False  # the findings are computed only for --fail-on
@@ -16,3 +17,7 @@ def render(model: ReportModel, *, width: int | None = None, color: bool = False)
         raise NvtxsimError("csv holds one table: ask for one --view (or use json, markdown or html for several)")
     t = model.views[0]
     return render_csv(model.summary) if t.name == "summary" else csv_text(t)
+
+
+def render_ranks(reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False) -> str:
+    return ranks_csv(reports, merged)

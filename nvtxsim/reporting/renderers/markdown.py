@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from nvtxsim.reporting.escaping import markdown_cell
 from nvtxsim.reporting.findings import before_markdown, block_markdown
+from nvtxsim.analysis.projection import Report
 from nvtxsim.reporting.model import ReportModel
 from nvtxsim.reporting.renderers.tables import markdown_text
-from nvtxsim.reporting.summary import render_markdown
+from nvtxsim.reporting.summary import ranks_text, render_markdown
 
 
 def render(model: ReportModel, *, width: int | None = None, color: bool = False) -> str:
@@ -21,3 +22,7 @@ def render(model: ReportModel, *, width: int | None = None, color: bool = False)
     if "summary" not in names and report.warnings:
         text += "".join(f"\n> warning: {markdown_cell(w)}\n" for w in report.warnings)
     return text
+
+
+def render_ranks(reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False) -> str:
+    return ranks_text(reports, merged, spread, markdown=True)

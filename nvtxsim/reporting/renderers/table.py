@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from nvtxsim.reporting.findings import before_table, block_lines
+from nvtxsim.analysis.projection import Report
 from nvtxsim.reporting.model import ReportModel
 from nvtxsim.reporting.renderers import terminal
 from nvtxsim.reporting.renderers.tables import table_text
-from nvtxsim.reporting.summary import render_table
+from nvtxsim.reporting.summary import ranks_text, render_table
 
 
 def render(model: ReportModel, *, width: int | None = None, color: bool = False) -> str:
@@ -22,3 +23,8 @@ def render(model: ReportModel, *, width: int | None = None, color: bool = False)
     if "summary" not in names and report.warnings:  # the summary carries them; without it they close the output
         text += "".join(f"\n{ln}" for ln in terminal.notes_lines(report.warnings, width, prefix="warning: ")) + "\n"
     return text
+
+
+def render_ranks(reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False) -> str:
+    """Several exports (one per rank): each rank's summary, the merged one, the spread across ranks."""
+    return ranks_text(reports, merged, spread, markdown=False, color=color, width=width)
