@@ -40,8 +40,14 @@ def int_option(option: str, *, low: int = 0, high: int = _INT_MAX) -> Callable[[
     return parse
 
 
-def float_option(option: str, *, low: float = 0.0, high: float = float("inf"), low_open: bool = False, high_open: bool = False) -> Callable[[str], float]:
-    """An argparse ``type`` for a finite number in the interval (NaN and infinities are refused)."""
+# Larger numbers are finite but not usable: a product of two or three of them (``--envs 1e308`` times
+# steps times 1e9 ns) overflows to infinity, and infinity minus itself is NaN.
+FLOAT_MAX = 1e100
+
+
+def float_option(option: str, *, low: float = 0.0, high: float = FLOAT_MAX, low_open: bool = False, high_open: bool = False) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number in the interval (NaN and infinities are refused; by
+    default at most :data:`FLOAT_MAX`, so arithmetic on it stays finite)."""
     import math
 
     def parse(text: str) -> float:

@@ -11,10 +11,10 @@ from nvtxsim.cli.main import build_parser, main
 BAD = {
     ("report", "--top"): ["0", "-1", "x", "1.5", "nan", "99999999999999999999999"],
     ("report", "--skip-first"): ["-3", "x", "inf", "99999999999999999999999"],
-    ("report", "--envs"): ["0", "-1", "nan", "inf", "-inf", "x"],
+    ("report", "--envs"): ["0", "-1", "nan", "inf", "-inf", "x", "1e308", "1e101"],  # finite but overflows in env-steps/s
     ("report", "--jobs"): ["0", "-2", "x", "100000"],
     ("compare", "--seed"): ["-1", "x", "1e3", str(2**64)],
-    ("compare", "--fail-above"): ["nan", "-1", "inf", "-inf", "x"],
+    ("compare", "--fail-above"): ["nan", "-1", "inf", "-inf", "x", "1e300"],
     ("compare", "--confidence"): ["0", "1", "1.5", "nan", "-0.5"],
     ("compare", "--resamples"): ["0", "-5", "x"],
     ("compare", "--min-samples"): ["0", "-1"],
@@ -72,3 +72,16 @@ def test_numbers_given_as_text_are_validated_too(capsys, command, option, value,
     rc = main([command, *head, f"{option}={value}", *TAIL.get(command, [])])
     out, err = capsys.readouterr()
     assert rc == 2 and out == "" and err.startswith("nvtxsim: error:") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("envs", ["1e100", "5e-324"])
+def test_largest_and_smallest_accepted_numbers_stay_finite(envs, tmp_path, capsys):
+    """A number the option accepts must not overflow in the arithmetic it feeds (env-steps/s)."""
+    import json
+
+    from synth import make_export
+
+    path = tmp_path / "e.sqlite"
+    make_export(path, 2)
+    assert main(["report", str(path), "--domain", "all", "--by", "iteration", "--envs", envs, "--view", "iterations", "-f", "json"]) == 0
+    json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))
