@@ -7,12 +7,11 @@ nesting), so asking for several views costs little more than asking for one.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from functools import cached_property
 
 import numpy as np
@@ -49,12 +48,19 @@ def matching(pat: re.Pattern, names: Iterable[object]) -> np.ndarray:
     stops it; off the main thread (no signals there) the matching is unbounded."""
     seconds = float_option(MATCH_SECONDS, low=0.0, low_open=True)(os.environ.get(MATCH_SECONDS) or "10")
     search = pat.search
-    with _deadline(seconds) as armed:
+    result = None
+    previous = _handler()
+    try:
         try:
-            return np.array([search(str(n)) is not None for n in names], dtype=bool)
-        except _OutOfTime:
-            if not armed:
-                raise
+            if previous is not _UNARMED:
+                signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-6))
+            result = np.array([search(str(n)) is not None for n in names], dtype=bool)
+        finally:
+            _disarm(previous)
+    except _OutOfTime:  # the timer is one-shot: this happens at most once, possibly while disarming
+        _disarm(previous)
+    if result is not None:
+        return result
     raise NvtxsimError(
         f"--match {pat.pattern!r}: still matching after {seconds:g} s (a pattern with nested repeats such as "
         f"(a+)+ backtracks without end on some names); simplify it, or raise {MATCH_SECONDS}"
@@ -65,25 +71,26 @@ class _OutOfTime(Exception):
     pass
 
 
-@contextlib.contextmanager
-def _deadline(seconds: float) -> Iterator[bool]:
-    """Raise ``_OutOfTime`` in the body after ``seconds`` (main thread, no other timer running);
-    yields whether the timer is armed."""
+def _expire(signum: int, frame: object) -> None:
+    raise _OutOfTime
+
+
+_UNARMED = object()
+
+
+def _handler() -> object:
+    """Install the handler of a timer that raises ``_OutOfTime`` (main thread, no other timer
+    running); returns the previous SIGALRM handler, or ``_UNARMED``."""
     usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
-        yield False
-        return
+        return _UNARMED
+    return signal.signal(signal.SIGALRM, _expire)
 
-    def expire(signum: int, frame: object) -> None:
-        raise _OutOfTime
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield True
-    finally:
+def _disarm(previous: object) -> None:
+    if previous is not _UNARMED:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGALRM, previous)  # type: ignore[arg-type]
 
 
 class Detail:
