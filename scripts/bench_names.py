@@ -31,7 +31,7 @@ sys.path.insert(1, str(HERE.parent / "tests"))
 
 from synth import make_names_export  # noqa: E402
 
-VIEWS = ("summary", "tree", "iterations", "slowest", "kernels", "copies", "syncs", "gpu", "gpus", "threads", "processes", "memory")
+VIEWS = ("summary", "tree", "iterations", "slowest", "kernels", "copies", "syncs", "gpu", "gpus", "threads", "processes", "memory", "findings", "overlap")
 #: case → report arguments (after the export path)
 CASES = {**{f"view {v}": ["--view", v, "-f", "json"] for v in VIEWS}, "table (default)": [], "view all, table": ["--view", "all"],
          "json": ["-f", "json"], "csv": ["-f", "csv"], "markdown": ["-f", "markdown"], "html": ["-f", "html"], "perfetto": ["-f", "perfetto"]}
