@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from nvtxsim.capture import nsys as capture
-from nvtxsim.cli.commands import doctor
+from nvtxsim.capture import doctor
+from nvtxsim.cli.commands import doctor as doctor_command
 
 REPO = Path(__file__).resolve().parents[1]
 NSYS = shutil.which("nsys")
@@ -51,9 +52,9 @@ def test_without_nsys_doctor_fails_with_a_fix(monkeypatch, tmp_path):
     assert not d.can_profile
     nsys_check = next(c for c in d.checks if c.name == "nsys")
     assert nsys_check.status == doctor.FAIL and "NSYS=" in nsys_check.fix
-    text = doctor.render_text(d)
+    text = doctor_command.render_text(d)
     assert "can profile: no" in text and "fix:" in text
-    assert json.loads(doctor.render_json(d))["can_profile"] is False
+    assert json.loads(doctor_command.render_json(d))["can_profile"] is False
 
 
 def test_fake_newer_nsys_is_reported(monkeypatch, tmp_path):

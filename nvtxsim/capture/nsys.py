@@ -97,9 +97,25 @@ class Nsys:
         return not known or switch.lstrip("-") in known
 
 
+def version_tuple(text: str | None) -> tuple[int, ...]:
+    """``"0.2.12"`` → ``(0, 2, 12)``; stops at the first part without digits (``"13.0rc1"`` → ``(13, 0)``)."""
+    out = []
+    for part in (text or "").split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def version_text(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
 def parse_version(text: str) -> tuple[int, ...]:
+    """The nsys version in ``nsys --version`` output (``... 2022.4.2.1-...`` → ``(2022, 4, 2, 1)``)."""
     m = _VERSION_RE.search(text or "")
-    return tuple(int(p) for p in m.group(1).split(".")) if m else ()
+    return version_tuple(m.group(1)) if m else ()
 
 
 #: Seconds a quick nsys query (``--version``, ``--help``) may take before it is given up (and ended).
