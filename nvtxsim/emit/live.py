@@ -1,4 +1,4 @@
-"""Emit stage: live phase timing during training, without a profiler (issue 16).
+"""Emit stage: live phase timing during training, without a profiler.
 
 Long runs need always-on per-phase timing that neither syncs the GPU (Isaac Lab's Timer)
 nor costs what torch.profiler costs. While live timing is on, every ``nvtxsim.phase``
