@@ -355,24 +355,34 @@ class _Projector:
 
     # ------------------------------------------------------------------ driver
 
-    def _watch_keys(self) -> tuple[_KeyBits, np.ndarray, np.ndarray] | None:
-        """``src.watch``'s (pid, correlation id) pairs as launch keys: a bitmap for the pass, sorted keys and their tags."""
+    def _watch_keys(self) -> Optional[tuple[dict[int, np.ndarray], np.ndarray, np.ndarray]]:
+        """``src.watch``'s (pid, correlation id) pairs as launch keys: per process code a dense flag
+        array over correlation ids (one lookup per call in the pass), and the sorted keys with their tags."""
         w = self.src.watch
         if w is None or len(w) == 0:
             return None
         key = self.keys(w[:, 0], w[:, 1], add=False)
         order = np.argsort(key, kind="stable")
-        bits = _KeyBits()
-        known = key[order] >= 0
-        bits.add(key[order][known])
-        return bits, key[order], w[order, 2]
+        key, tags = key[order], w[order, 2]
+        flags: dict[int, np.ndarray] = {}
+        for code in np.unique(key[key >= 0] >> 32).tolist():
+            corr = key[(key >> 32) == code] & 0xFFFFFFFF
+            flags[code] = np.zeros(int(corr.max()) + 1, dtype=bool)
+            flags[code][corr] = True
+        return flags, key, tags
 
     @staticmethod
-    def _watched(batch: np.ndarray, k: np.ndarray, bits: _KeyBits, keys: np.ndarray, tags: np.ndarray) -> np.ndarray:
+    def _watched(batch: np.ndarray, k: np.ndarray, flags: dict[int, np.ndarray], keys: np.ndarray, tags: np.ndarray) -> np.ndarray:
         """The calls of ``batch`` (launch keys ``k``) that ``src.watch`` names, with their tags as a fifth column."""
-        hit = np.flatnonzero(bits.test(k))
-        j = np.searchsorted(keys, k[hit])
-        return np.column_stack([batch[hit], tags[j]])
+        hit = np.zeros(len(k), dtype=bool)
+        code = k >> 32
+        for c, f in flags.items():
+            sel = code == c if len(flags) > 1 or code.min() != code.max() else slice(None)
+            corr = k[sel] & 0xFFFFFFFF
+            hit[sel] = f[np.minimum(corr, len(f) - 1)] & (corr < len(f))
+        hit &= k >= 0
+        pos = np.flatnonzero(hit)
+        return np.column_stack([batch[pos], tags[np.searchsorted(keys, k[pos])]])
 
     def run(self) -> dict:
         conn = self.src.connect()

@@ -33,13 +33,76 @@ class Nesting:
     depth: np.ndarray
 
 
+FAST_NEST_MIN = 1000  # ranges from which the vectorised nesting is tried first
+
+
+def _range_max_table(values: np.ndarray) -> list[np.ndarray]:
+    """Sparse table: level k holds max(values[x : x + 2**k]) for every x where the window fits."""
+    table = [values]
+    while (1 << len(table)) <= len(values):
+        prev, half = table[-1], 1 << (len(table) - 1)
+        table.append(np.maximum(prev[:-half], prev[half:]))
+    return table
+
+
+def _range_max(table: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max(values[lo:hi]) per query (``hi > lo``), from :func:`_range_max_table`."""
+    k = np.floor(np.log2(np.maximum(hi - lo, 1))).astype(np.int64)
+    out = np.empty(len(lo), dtype=table[0].dtype)
+    for level in np.unique(k).tolist():
+        m = k == level
+        out[m] = np.maximum(table[level][lo[m]], table[level][hi[m] - (1 << level)])
+    return out
+
+
+def nest_fast(tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> Optional[np.ndarray]:
+    """Parents of ranges sorted by (thread, start, -end, row) when they nest properly; None otherwise.
+
+    Properly nested (the push/pop discipline), the tightest range around i is the nearest earlier range
+    of its thread that ends no earlier than i: found for all ranges at once by binary lifting over a
+    range-maximum table of the ends. A range still open at i's start that ends before i (a partial
+    overlap) makes it return None, and :func:`nest` sweeps with the stack rule instead."""
+    n = len(tid)
+    first = np.r_[True, tid[1:] != tid[:-1]]
+    tstart = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    table = _range_max_table(end)
+    pos = np.arange(n, dtype=np.int64)  # exclusive bound, moved left over blocks that all end before i does
+    for level in range(len(table) - 1, -1, -1):
+        cand = pos - (1 << level)
+        ok = cand >= tstart
+        ok[ok] = table[level][cand[ok]] < end[ok]
+        pos[ok] = cand[ok]
+    parent = np.where(pos > tstart, pos - 1, -1)
+    # Between the parent (or the thread's first range) and i, every range must be over when i starts;
+    # one that ends exactly then is over for the stack rule too.
+    lo = np.where(parent >= 0, parent + 1, tstart)
+    gap = np.flatnonzero(lo < np.arange(n))
+    if len(gap) and (_range_max(table, lo[gap], gap) > start[gap]).any():
+        return None
+    return parent
+
+
+def _depths(parent: np.ndarray) -> np.ndarray:
+    depth = np.zeros(len(parent), dtype=np.int64)
+    cur = parent.copy()
+    while (cur >= 0).any():
+        live = cur >= 0
+        depth[live] += 1
+        cur[live] = parent[cur[live]]
+    return depth
+
+
 def nest(export: Export, ranges: np.ndarray) -> Nesting:
-    """Tightest enclosing range per range on its thread; a stack sweep per thread."""
+    """Tightest enclosing range per range on its thread: vectorised when the ranges nest properly, else a stack sweep per thread."""
     r = export.ranges
     ranges = np.asarray(ranges, dtype=np.int64)
     order = np.lexsort((r.row[ranges], -r.end[ranges], r.start[ranges], r.global_tid[ranges]))
     idx = ranges[order]
     n = len(idx)
+    if n >= FAST_NEST_MIN:
+        parent = nest_fast(r.global_tid[idx], r.start[idx], r.end[idx])
+        if parent is not None:
+            return Nesting(idx, parent, _depths(parent))
     parent = np.full(n, -1, dtype=np.int64)
     depth = np.zeros(n, dtype=np.int64)
     tid = r.global_tid[idx].tolist()
