@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import make_export, make_planted
 
 from nvtxsim.analysis import tree
 from nvtxsim.analysis.projection import select_ranges
 from nvtxsim.export.reader import load
-from synth import make_export, make_planted
 
 GPU = Path(__file__).parent / "data" / "gpu"
 REAL = [p for p in ("demo_h200", "demo_h200_threads_graph", "rsl_rl_4096", "torch_nvtx_h200", "findings_planted") if (GPU / f"{p}.sqlite.gz").exists()]

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nvtxsim.analysis.projection import _union_length
 from nvtxsim.analysis.launches import Launches, Ops, call_owners, expand_segments, unique_pairs
+from nvtxsim.analysis.projection import _union_length
 from nvtxsim.export.columns import Export
 
 
