@@ -55,7 +55,7 @@ def _range_max(table: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.nd
     return out
 
 
-def nest_fast(tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> Optional[np.ndarray]:
+def nest_fast(tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
     """Parents of ranges sorted by (thread, start, -end, row) when they nest properly; None otherwise.
 
     Properly nested (the push/pop discipline), the tightest range around i is the nearest earlier range
