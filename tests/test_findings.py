@@ -210,3 +210,20 @@ def test_cpu_bound_in_allocation_calls_gets_the_allocation_advice():
     f = found[("nvtxsim:pairwise", "cpu_bound")]
     assert f.advice == CUDA_CALL_ADVICE["alloc"] and next(iter(f.evidence["cuda_calls_top"])) == "cudaMalloc"
     assert f.evidence["cuda_calls_share"] >= 0.5
+
+
+def test_export_without_cuda_trace_gets_no_gpu_diagnoses(tmp_path):
+    """CPU-only captures (no CUPTI tables): no CPU-/launch-/GPU-bound guesses from GPU numbers that are 0 for want of a trace."""
+    import sqlite3
+
+    from nvtxsim.analysis.findings import analyse
+
+    p = tmp_path / "planted.sqlite"
+    make_planted(p)
+    con = sqlite3.connect(p)
+    for t in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"):
+        con.execute(f"DROP TABLE {t}")
+    con.commit()
+    con.close()
+    got = analyse(Detail(load(p)))
+    assert {f.kind for f in got.items} == {"outlier_iterations"} and "no CUDA trace" in got.notes[-1]

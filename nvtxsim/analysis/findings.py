@@ -650,7 +650,10 @@ def analyse(detail: Detail, *, by: str | None = None, skip_first: int = 0, threa
             notes.append("other_thread_gpu and unattributed_gpu were not looked for (export too large to join every CUDA call in memory): --view overlap computes them")
     rows = other_thread_gpu(detail, ctx) if threads and detail.has_cuda else []
     others = {r.phase: r for r in rows if r.phase != OUTSIDE}
-    found = syncs + copies + bound_findings(ctx, blocked, {f.phase for f in syncs + copies}, others) + outliers + thread_findings(ctx, rows)
+    bounds = bound_findings(ctx, blocked, {f.phase for f in syncs + copies}, others) if detail.has_cuda else []
+    if not detail.has_cuda:
+        notes.append("the export has no CUDA trace (nsys -t cuda): only outlier iterations were looked for")
+    found = syncs + copies + bounds + outliers + thread_findings(ctx, rows)
     found.sort(key=lambda f: (f.kind in INFORMATIONAL, -f.cost_ns, f.phase, f.kind))  # actionable ones first
     return Findings(found, ctx.iterations, ctx.reference_ns, notes)
 
