@@ -9,16 +9,16 @@ names (10× names → well under 20× calls; a loop over phases inside a loop ov
 
 from __future__ import annotations
 
-import cProfile
 import contextlib
+import cProfile
 import io
 import json
 
 import pytest
+from synth import make_names_export
 
 from nvtxsim.analysis import iterations
 from nvtxsim.cli.main import main
-from synth import make_names_export
 
 SMALL, LARGE = 150, 1500
 COMMANDS = {

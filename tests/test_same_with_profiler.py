@@ -13,10 +13,8 @@ import collections
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
-
 from nsys_util import REPO, needs_nsys
 from reliability_util import capture, load, program_lines
 

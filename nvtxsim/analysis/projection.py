@@ -258,7 +258,7 @@ class PhaseStats:
 MEMORY_FIELDS = ("gpu_mem_peak_bytes", "gpu_mem_net_bytes")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
 
