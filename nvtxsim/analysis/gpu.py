@@ -111,7 +111,7 @@ def kernels(detail: Detail, top: int | None = 10) -> list[KernelRow]:
     np.add.at(total, inv, dur)
     mx = np.zeros(m, dtype=np.int64)
     np.maximum.at(mx, inv, dur)
-    per_label = {}
+    per_label: dict[int, int] = {}
     for k in range(m):
         per_label[int(uniq[k, 0])] = per_label.get(int(uniq[k, 0]), 0) + int(total[k])
     rows = []
@@ -217,7 +217,7 @@ class SyncRow:
     share_of_cpu: float  # of the phase's CPU total
 
 
-def _api_names(detail: Detail) -> np.ndarray:
+def _api_names(detail: Detail) -> tuple[np.ndarray, np.ndarray]:
     """Normalised API name per distinct name id (index = position in ``np.unique(api.name_id)``)."""
     api = detail.export.api
     assert api is not None
@@ -522,7 +522,7 @@ def by_device(detail: Detail) -> list[DeviceRow]:
     np.add.at(ktime, inv, np.where(is_k, ops.duration[op], 0))
     cbytes = np.zeros(m, dtype=np.int64)
     np.add.at(cbytes, inv, np.where(kind == MEMCPY, ops.bytes[op], 0))
-    busy = {}
+    busy: dict[tuple[int, int], int] = {}
     for l, d, b in zip(rd_label.tolist(), rd_dev.tolist(), busy_rd.tolist()):
         busy[(l, d)] = busy.get((l, d), 0) + b
     rows = []

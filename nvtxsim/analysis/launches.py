@@ -47,7 +47,7 @@ def unique_pairs(a: np.ndarray, b: np.ndarray, *, return_index: bool = False, re
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     if len(a) == 0:
-        out = [np.zeros((0, 2), dtype=np.int64)]
+        out: list[np.ndarray] = [np.zeros((0, 2), dtype=np.int64)]
         out += [np.zeros(0, dtype=np.int64)] * (int(return_index) + int(return_inverse))
         return tuple(out) if len(out) > 1 else out[0]
     a0, b0 = int(a.min()), int(b.min())
@@ -69,7 +69,8 @@ def unique_pairs(a: np.ndarray, b: np.ndarray, *, return_index: bool = False, re
             inv[order] = np.cumsum(flag) - 1
             rest.append(inv)
     else:
-        res = np.unique(np.stack([a, b], axis=1), axis=0, return_index=return_index, return_inverse=return_inverse)
+        # The stubs overload np.unique on Literal flags only; these are plain bools.
+        res = np.unique(np.stack([a, b], axis=1), axis=0, return_index=return_index, return_inverse=return_inverse)  # type: ignore[call-overload]
         pairs = res[0] if isinstance(res, tuple) else res
         rest = list(res[1:]) if isinstance(res, tuple) else []
     rest = [x.reshape(-1) for x in rest]

@@ -29,7 +29,7 @@ class LiveLog:
 
     @property
     def pids(self) -> list[int]:
-        return sorted({w.get("pid") for w in self.windows if isinstance(w.get("pid"), int)})
+        return sorted({pid for w in self.windows if isinstance(pid := w.get("pid"), int)})
 
 
 # A window line is at most a few kB per phase; a longer line is not one (and reading it whole could

@@ -267,7 +267,7 @@ def row_dict(row: Any) -> dict:
     """A result-row dataclass as a dict, like ``dataclasses.asdict`` for rows of scalars but without its
     deep copy of every value (a dict or list value is copied one level): ten times faster, which
     matters with 100,000 phases."""
-    return {name: _one_level(getattr(row, name)) for name in _field_names(type(row))}
+    return {name: _one_level(getattr(row, name)) for name in _field_names(row.__class__)}
 
 
 def _one_level(value: Any) -> Any:

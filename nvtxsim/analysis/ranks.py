@@ -240,13 +240,13 @@ def report_many(
     this process). ``dask``: address of a Dask scheduler (``tcp://host:8786``) to run the
     per-file work on instead; its workers must see the same paths.
     """
-    paths = [str(Path(p).resolve()) if Path(p).exists() else str(p) for p in paths]
-    if not paths:
+    files = [str(Path(p).resolve()) if Path(p).exists() else str(p) for p in paths]
+    if not files:
         raise NvtxsimError("no exports given")
     if dask:
-        results = _run_dask(dask, paths, domain, domain_given)
+        results = _run_dask(dask, files, domain, domain_given)
     else:
-        results = _run_local(paths, domain, workers, domain_given)
+        results = _run_local(files, domain, workers, domain_given)
     return [r.report for r in results], merge(results)
 
 

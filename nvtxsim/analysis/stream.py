@@ -25,7 +25,7 @@ calls with one launch key, correlation ids outside 0..2^31.
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -121,7 +121,8 @@ class _GpuStream:
     NAMES = ["start", "end", "global_pid", "correlation_id", "bytes", "copy_kind"]
 
     def __init__(self, src: Source, conn: sqlite3.Connection) -> None:
-        self.iters = []
+        # One [kind, batch iterator, buffered rows, last start, exhausted] per GPU table.
+        self.iters: list[list[Any]] = []
         for kind, table, cols in src.gpu_tables:
             plan = Select.compile(src.gpu_sql(self.NAMES, kind, table, cols), len(self.NAMES))
             if plan is None:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Iterator, TextIO
 from nvtxsim.reporting.escaping import printable
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from nvtxsim.export.columns import Export
 
 
@@ -22,15 +24,15 @@ class Stages:
     """Handle given to the caller: ``stage("analysing")`` updates the description."""
 
     def __init__(self) -> None:
-        self._progress = None
-        self._task = None
+        self._progress: Progress | None = None  # rich is imported only when the display starts
+        self._task: TaskID | None = None
         self.label = ""
         self._lock = threading.Lock()
 
     def stage(self, label: str) -> None:
         with self._lock:
             self.label = printable(label)
-            if self._progress is not None:
+            if self._progress is not None and self._task is not None:  # set together
                 self._progress.update(self._task, description=label)
 
     def _start(self, stream: TextIO) -> None:

@@ -12,7 +12,7 @@ import functools
 import inspect
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
 from nvtxsim.emit import ranges as _emit
 from nvtxsim.emit.ranges import phase
@@ -74,7 +74,7 @@ class Instrumentation:
     def __enter__(self) -> "Instrumentation":
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.restore()
         return False
 
@@ -113,6 +113,10 @@ class _PhasedMethod(functools.partial):
     rebuild it around the copy, so a deep copy (a target network) runs its own methods, not the
     original's. A shallow ``copy.copy`` shares the instance ``__dict__`` values, this one included.
     """
+
+    origin: tuple[Any, str, phase, Any]  # (target, name, ph, previous): what build() was given
+    __self__: Any
+    __nvtxsim_phase__: str
 
     @classmethod
     def build(cls, target: Any, name: str, ph: phase, previous: Any = None) -> "_PhasedMethod":

@@ -167,10 +167,12 @@ class _Session:
             _r.set_live(True, methods)
 
     def _observe_trigger(self, iteration: int) -> None:
-        times = self.cpu.get(self.trigger.name)
-        n = len(times) if times else 0
+        trigger = self.trigger
+        assert trigger is not None  # on_step checked
+        times = self.cpu.get(trigger.name) or []
+        n = len(times)
         if n > self.trigger_mark:
-            fired = self.trigger.observe(sum(times[self.trigger_mark:n]), iteration)
+            fired = trigger.observe(sum(times[self.trigger_mark:n]), iteration)
             if fired is not None:
                 self.fired = fired
         self.trigger_mark = n
@@ -309,10 +311,12 @@ class _Session:
     def open_file(self) -> bool:
         """Open (truncate, unless appending) the file: at the first step(), so that nvtxsim's own commands,
         which never step, leave it alone, and children exec'd later append after the truncation."""
+        path = self.path
+        assert path is not None  # the callers checked
         try:
             if not self.append:
-                open(self.path, "w").close()
-            self.file = open(self.path, "a", encoding="utf-8")  # O_APPEND: lines of other processes are never overwritten
+                open(path, "w").close()
+            self.file = open(path, "a", encoding="utf-8")  # O_APPEND: lines of other processes are never overwritten
             return True
         except Exception as exc:
             _fail(self, f"live timing: cannot write {self.path} ({type(exc).__name__}: {exc}); live timing turned off")

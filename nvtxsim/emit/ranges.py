@@ -228,10 +228,10 @@ def _lift_enabled_gate(name: str) -> Any:
         obj.handle = DomainHandle(name)
         return obj
 
-    Domain.__new__ = __new__  # type: ignore[assignment]
+    Domain.__new__ = __new__
     for cached in ("get_domain", "_get_domain_cached"):
         fn = getattr(N, cached, None)
-        if hasattr(fn, "cache_clear"):
+        if fn is not None and hasattr(fn, "cache_clear"):
             fn.cache_clear()
     import nvtx
 
@@ -577,7 +577,7 @@ def _state_slots(cls: type) -> list[str]:
     return names
 
 
-def _rebuild_phase(cls: type, state: dict) -> "phase":
+def _rebuild_phase(cls: "type[phase]", state: dict) -> "phase":
     """Unpickle/copy a phase: its NVTX attributes and self-reference are made anew in this process."""
     obj = cls.__new__(cls)
     for k, v in state.items():
@@ -591,7 +591,7 @@ def _rebuild_phase(cls: type, state: dict) -> "phase":
 #: reference, and calling that returns the instance: two C calls, no Python frame.
 _IDLE_ENTER = phase.__dict__["_self"]
 #: Idle ``__exit__``: ``"".format(exc_type, exc, tb)`` is ``""`` (falsy: exceptions propagate).
-_IDLE_EXIT = staticmethod("".format)
+_IDLE_EXIT: Any = staticmethod("".format)  # stands in for a method: Any, not its staticmethod type
 
 
 def _install_with_methods() -> None:
@@ -606,13 +606,13 @@ def _install_with_methods() -> None:
     global _timing
     _timing = _live_methods if _enabled else None  # disable() pauses live timing too
     if _timing is not None:
-        phase.__enter__, phase.__exit__ = _timing  # type: ignore[method-assign]
+        phase.__enter__, phase.__exit__ = _timing
     elif _active:
-        phase.__enter__ = phase._recording_enter  # type: ignore[method-assign]
-        phase.__exit__ = phase._recording_exit  # type: ignore[method-assign]
+        phase.__enter__ = phase._recording_enter
+        phase.__exit__ = phase._recording_exit
     else:
-        phase.__enter__ = _IDLE_ENTER  # type: ignore[method-assign]
-        phase.__exit__ = _IDLE_EXIT  # type: ignore[method-assign]
+        phase.__enter__ = _IDLE_ENTER
+        phase.__exit__ = _IDLE_EXIT
 
 
 _install_with_methods()

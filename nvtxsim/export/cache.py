@@ -106,7 +106,7 @@ def _checksum(doc_bytes: bytes, arrays: dict[str, np.ndarray]) -> np.ndarray:
     for name in sorted(k for k in arrays if not k.startswith("__")):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
-        h.update(a.view(np.uint8).reshape(-1) if a.size else b"")
+        h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
     return np.frombuffer(h.digest(), dtype=np.uint8)
 
 
@@ -255,7 +255,7 @@ def _write(entry: Path, ident: dict, export: Export) -> None:
     arrays["__doc__"] = np.frombuffer(doc_bytes, dtype=np.uint8)
     arrays["__check__"] = _checksum(doc_bytes, arrays)
     with replace_via_temp(entry, "wb") as fh:
-        np.savez(fh, **arrays)
+        np.savez(fh, **arrays)  # type: ignore[arg-type]  # stubs fear a key named allow_pickle; keys are array names
     # Older entries of the same export (other size/mtime) are stale now.
     stale = re.compile(re.escape(_base_name(entry.name)) + r"\.\d+\.\d+\.npz")
     for old in entry.parent.iterdir():
@@ -278,7 +278,8 @@ def _read(entry: Path, ident: dict) -> Export | None:
     with fh, np.load(fh, allow_pickle=False) as npz:
         doc_bytes = bytes(npz["__doc__"])
         arrays = {k: npz[k] for k in npz.files}
-        if not np.array_equal(arrays.get("__check__"), _checksum(doc_bytes, arrays)):
+        check = arrays.get("__check__")
+        if check is None or not np.array_equal(check, _checksum(doc_bytes, arrays)):
             return None  # truncated, corrupt or rewritten
         doc = json.loads(doc_bytes.decode())
         if doc.get("identity") != ident:

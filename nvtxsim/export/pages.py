@@ -201,7 +201,7 @@ class TableReader:
         ps = self.h.page_size
         if pages.min() < 1 or pages.max() > self.h.pages:
             raise Unsupported("page out of range")
-        view = memoryview(buf)
+        view = buf.data  # memoryview(buf); numpy's stubs do not declare ndarray a Buffer
         breaks = np.flatnonzero(np.diff(pages) != 1) + 1
         starts = np.r_[0, breaks]
         ends = np.r_[breaks, len(pages)]
@@ -495,7 +495,9 @@ _OPS = {">=": np.greater_equal, "<=": np.less_equal, ">": np.greater, "<": np.le
 
 def _split_top(text: str, sep: str) -> list[str]:
     """Split on ``sep`` outside parentheses."""
-    out, depth, cur, i = [], 0, [], 0
+    out: list[str] = []
+    cur: list[str] = []
+    depth, i = 0, 0
     while i < len(text):
         ch = text[i]
         if ch == "(":

@@ -241,7 +241,7 @@ def install(*, count_steps: bool = True, quiet: bool | None = None) -> None:
     for name in sorted(_WATCHED):  # modules imported before install
         module = sys.modules.get(name)
         if module is not None:
-            _guarded(name, lambda n=name, m=module: _on_loaded(n, m))
+            _guarded(name, functools.partial(_on_loaded, name, module))
 
 
 def uninstall() -> None:

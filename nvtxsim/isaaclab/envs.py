@@ -139,7 +139,8 @@ def _patch_renderers(handle: IsaacLabInstrumentation) -> None:
     base = getattr(sys.modules.get("isaaclab.renderers.base_renderer"), "BaseRenderer", None)
     if not isinstance(base, type):
         return
-    todo, seen = list(base.__subclasses__()), set()
+    todo: list[type] = list(base.__subclasses__())
+    seen: set[type] = set()
     while todo:
         cls = todo.pop()
         if cls in seen:

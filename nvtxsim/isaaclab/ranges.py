@@ -24,9 +24,9 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
-from nvtxsim.emit.ranges import is_measuring, phase
+from nvtxsim.emit.ranges import F, is_measuring, phase
 from nvtxsim.isaaclab import loop, phasemap
 
 _tls = threading.local()
@@ -80,7 +80,7 @@ class GuardedPhase(phase):
     def range_names(self, args: tuple, kwargs: dict) -> "list[str]":
         return [self.name]
 
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(self, fn: F) -> F:
         if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
             return phase.wrap(self, fn)  # never the case for Isaac Lab's hooks; keep nvtxsim's semantics
         names_for = self.range_names
@@ -92,7 +92,7 @@ class GuardedPhase(phase):
             return run_in(names_for(args, kwargs), fn, args, kwargs)
 
         wrapper.__nvtxsim_phase__ = self.name  # type: ignore[attr-defined]
-        return wrapper
+        return cast(F, wrapper)
 
 
 class IterationPhase(GuardedPhase):
@@ -104,7 +104,7 @@ class IterationPhase(GuardedPhase):
         super().__init__(name)
         self.count_steps = count_steps
 
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(self, fn: F) -> F:
         inner = GuardedPhase.wrap(self, fn)
         if not self.count_steps:
             return inner
@@ -119,7 +119,7 @@ class IterationPhase(GuardedPhase):
             return inner(*args, **kwargs)
 
         wrapper.__nvtxsim_phase__ = name  # type: ignore[attr-defined]
-        return wrapper
+        return cast(F, wrapper)
 
 
 _SENSOR_LABELS: dict[tuple[type, Any], "list[str]"] = {}
@@ -163,7 +163,7 @@ class PolicyFactoryPhase(phase):
 
     __slots__ = ()
 
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(self, fn: F) -> F:
         policy_phase = GuardedPhase(self.name)
 
         @functools.wraps(fn)
@@ -177,7 +177,7 @@ class PolicyFactoryPhase(phase):
             return policy
 
         wrapper.__nvtxsim_phase__ = self.name  # type: ignore[attr-defined]
-        return wrapper
+        return cast(F, wrapper)
 
 
 def _active_hooks() -> set:
@@ -207,7 +207,7 @@ class LoopPhase(GuardedPhase):
     def range_names(self, args: tuple, kwargs: dict) -> "list[str]":
         return [self.name] if self.ranged else []
 
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(self, fn: F) -> F:
         if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
             return GuardedPhase.wrap(self, fn)
         before, after, names_for = self.before, self.after, self.range_names
@@ -232,7 +232,7 @@ class LoopPhase(GuardedPhase):
                     loop.event(after, owner)
 
         wrapper.__nvtxsim_phase__ = self.name  # type: ignore[attr-defined]
-        return wrapper
+        return cast(F, wrapper)
 
 
 def runner_phase(library: str, method: str, name: str | None) -> phase:

@@ -172,10 +172,11 @@ def slowest(d: Detail, o: ViewOptions) -> ViewTable:
         return ViewTable("slowest", "Slowest iterations", cols, [], [err or ""])
     rows = [row_dict(s) for s in slow(it, o.top)]
     rates = loop_rates(d, it, o.envs)
-    if rates.rollout_ns is not None:
+    rollout_ns, update_ns = rates.rollout_ns, rates.update_ns
+    if rollout_ns is not None and update_ns is not None:  # set together
         cols = cols + [C("rollout_ns", "rollout", "ns"), C("update_ns", "update", "ns")]
         for row in rows:
-            row["rollout_ns"], row["update_ns"] = int(rates.rollout_ns[row["row"]]), int(rates.update_ns[row["row"]])
+            row["rollout_ns"], row["update_ns"] = int(rollout_ns[row["row"]]), int(update_ns[row["row"]])
     if rates.envs:
         cols = cols + [C("env_steps_per_s", "env-steps/s", "int")]
         for row in rows:
@@ -189,6 +190,7 @@ def _rounded(value: float) -> "int | None":
 
 def _learning_note(it: "Iterations", rates: "LoopRates") -> str:
     """Learning iterations at a glance: collection vs update, env steps, env-steps/s."""
+    assert rates.rollout_ns is not None and rates.update_ns is not None  # the caller checked; set together
     mean = float(it.duration.mean()) or 1.0
     rollout, update = float(rates.rollout_ns.mean()), float(rates.update_ns.mean())
     text = (

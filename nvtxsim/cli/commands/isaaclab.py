@@ -104,7 +104,12 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         description="The Isaac Lab phase map used by nvtxsim.isaaclab.instrument and 'nvtxsim run'.",
     )
     isub = p.add_subparsers(dest="isaaclab_command", metavar="SUBCOMMAND")
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    def show_help(args: argparse.Namespace) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=show_help)
 
     c = isub.add_parser(
         "check",

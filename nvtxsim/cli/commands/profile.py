@@ -16,7 +16,9 @@ from nvtxsim.phases import ENV_ITERATIONS, parse_iterations, parse_trigger
 from nvtxsim.reporting.escaping import printable
 
 try:  # the formats the report command renders (validated before a long run, not after)
-    from nvtxsim.cli.commands.report import FORMATS
+    from nvtxsim.cli.commands.report import FORMATS as _REPORT_FORMATS
+
+    FORMATS: tuple[str, ...] = tuple(_REPORT_FORMATS)
 except ImportError:  # report pipeline not importable: accept the documented names
     FORMATS = ("table", "csv", "json", "markdown")
 

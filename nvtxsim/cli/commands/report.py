@@ -25,7 +25,7 @@ __all__ = ["run", "run_report", "run_ranks", "add_parser", "domain_from_args", "
 
 
 def run_report(
-    path: "str | Path",
+    path: "str | os.PathLike[str]",
     *,
     fmt: str = "table",
     out: "str | Path | None" = None,

@@ -20,7 +20,7 @@ import runpy
 import sys
 import traceback
 import types
-from typing import Any
+from typing import Any, Callable
 
 from nvtxsim.errors import NvtxsimError
 
@@ -44,6 +44,7 @@ def execute(argv: list[str], *, module: bool = False) -> int:
     """Run ``argv`` (a script path or, with ``module``, a module name, then its arguments) as ``__main__``."""
     target, rest = argv[0], argv[1:]
     saved_argv, saved_path0 = sys.argv[:], (sys.path[0] if sys.path else None)
+    runner: Callable[[], object]
     try:
         if module:
             sys.argv = [target, *rest]  # runpy replaces argv[0] with the module's file

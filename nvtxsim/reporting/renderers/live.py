@@ -37,7 +37,7 @@ def _heading(log: LiveLog) -> str:
     its = [w["iterations"] for w in log.windows if isinstance(w.get("iterations"), list) and len(w["iterations"]) == 2]
     span = f"iterations {its[0][0]}..{its[-1][1]}" if its else "no iterations marked"
     measured = sum(int(w.get("measured") or 0) for w in log.windows if isinstance(w.get("measured"), int))
-    samples = sorted({w.get("sample") for w in log.windows if isinstance(w.get("sample"), int)})
+    samples = sorted({s for w in log.windows if isinstance(s := w.get("sample"), int)})
     sample = f", every {samples[0]}th measured" if samples and samples != [1] else ""
     windows = f"{len(log.windows)} window{'s' if len(log.windows) != 1 else ''}"
     return f"{log.path} · {windows} · {span} · {measured} measured{sample}"
