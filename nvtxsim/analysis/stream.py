@@ -356,7 +356,7 @@ class _Projector:
 
     # ------------------------------------------------------------------ driver
 
-    def _watch_keys(self) -> Optional[tuple[dict[int, np.ndarray], np.ndarray, np.ndarray]]:
+    def _watch_keys(self) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray] | None:
         """``src.watch``'s (pid, correlation id) pairs as launch keys: per process code a dense flag
         array over correlation ids (one lookup per call in the pass), and the sorted keys with their tags."""
         w = self.src.watch
