@@ -212,9 +212,10 @@ def _output(text: str) -> list[str]:
     return [line[len("OUT "):] for line in text.splitlines() if line.startswith("OUT ")]
 
 
-def run_state(tmp_path, state: str) -> list[str]:
+def run_state(tmp_path, state: str, program: str = PROGRAM) -> list[str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     prog = tmp_path / "same.py"
-    prog.write_text(PROGRAM)
+    prog.write_text(program)
     env = {**os.environ, "PYTHONPATH": str(REPO), **STATES[state]}
     for var in ("NVTXSIM_DISABLE", *(() if STATES[state] else ("NVTX_INJECTION64_PATH",))):
         env.pop(var, None)

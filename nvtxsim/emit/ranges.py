@@ -555,7 +555,12 @@ def wrap_in_shape(ph: "phase", fn: Any) -> Any:
         return types.MethodType(ph.wrap(fn.__func__), fn.__self__)
     if isinstance(fn, types.FunctionType):
         return ph.wrap(fn)
-    wrapper = _wrap_call(fn, ph)
+    if inspect.isasyncgenfunction(fn):
+        return fn  # as ph.wrap leaves async generator functions
+    # What calling returns decides the wrapper (inspect sees through partials): a partial of a
+    # generator or coroutine function gets one range per resumption, not one around its creation.
+    kind = _wrap_generator if inspect.isgeneratorfunction(fn) else _wrap_coroutine if inspect.iscoroutinefunction(fn) else None
+    wrapper = kind(fn, ph._attrs) if kind is not None else _wrap_call(fn, ph)
     wrapper.__nvtxsim_phase__ = ph.name  # type: ignore[attr-defined]
     for name in dir(fn):
         if not name.startswith("_") and not hasattr(wrapper, name):
@@ -563,7 +568,59 @@ def wrap_in_shape(ph: "phase", fn: Any) -> Any:
                 setattr(wrapper, name, getattr(fn, name))
             except Exception:
                 pass
-    return wrapper if hasattr(type(fn), "__get__") else staticmethod(wrapper)
+    binder = getattr(type(fn), "__get__", None)
+    if binder is None:
+        return staticmethod(wrapper)  # fn does not bind as a method in a class: neither does the wrapper
+    if isinstance(fn, _BINDS_AS_FUNCTION):
+        return wrapper  # binds as a function does, like the wrapper
+    return _binding_like(ph, fn, wrapper)
+
+
+# Callables whose ``__get__`` binds exactly as a function's does (``MethodType(fn, obj)``).
+_BINDS_AS_FUNCTION = (type(functools.lru_cache(None)(lambda: None)), types.BuiltinFunctionType)
+
+
+class _BindsLike:
+    """A wrapped callable with a ``__get__`` of its own (a descriptor that is also callable): in a
+    class body the wrapper binds through that ``__get__`` — what it returns is wrapped — so an
+    attribute lookup gives what it gives without a profiler. Called directly it is the wrapper
+    (``__call__`` is the wrapper itself: one frame of recursion depth)."""
+
+    __slots__ = ("__dict__", "_ph", "_fn")
+    _ph: phase
+    _fn: Any
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # each subclass: the wrapper itself
+        raise NotImplementedError
+
+    def __get__(self, obj: Any, typ: Any = None) -> Any:
+        bound = self._fn.__get__(obj, typ)
+        if bound is self._fn:
+            return self
+        if isinstance(bound, types.MethodType) and bound.__func__ is self._fn:
+            return types.MethodType(self, bound.__self__)
+        return wrap_in_shape(self._ph, bound) if callable(bound) and not isinstance(bound, type) else bound
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled as the callable would be: by reference when it has a name, else by value
+        (which unpickles the callable itself, unwrapped, as without a profiler)."""
+        name = getattr(self._fn, "__qualname__", None)
+        return name if isinstance(name, str) and name else (_unwrapped, (self._fn,))
+
+
+def _unwrapped(fn: Any) -> Any:
+    return fn
+
+
+def _binding_like(ph: phase, fn: Any, wrapper: Callable[..., Any]) -> Any:
+    cls = types.new_class(type(fn).__name__, (_BindsLike,), exec_body=lambda ns: ns.update(__call__=staticmethod(wrapper), __slots__=()))
+    obj = cls()
+    obj._ph, obj._fn = ph, fn
+    obj.__dict__.update(wrapper.__dict__)
+    for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+        if hasattr(wrapper, name):
+            obj.__dict__[name] = getattr(wrapper, name)
+    return obj
 
 
 _NOT_STATE = frozenset({"_attrs", "_self", "__weakref__", "__dict__"})
