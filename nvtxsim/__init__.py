@@ -26,6 +26,9 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from nvtxsim import phases
+from nvtxsim._version import __version__
+from nvtxsim.emit import live
+from nvtxsim.emit.instrument import Instrumentation, instrument
 from nvtxsim.emit.ranges import (
     backend_info,
     disable,
@@ -39,11 +42,7 @@ from nvtxsim.emit.ranges import (
     range_push,
     start_range,
 )
-from nvtxsim.emit.instrument import Instrumentation, instrument
 from nvtxsim.emit.window import step
-from nvtxsim.emit import live
-
-from nvtxsim._version import __version__
 
 if TYPE_CHECKING:  # the report stages are imported on first call, never by ``import nvtxsim``
     from nvtxsim.analysis.frames import Frames

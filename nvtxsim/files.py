@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any
 
 
 def _umask() -> int:

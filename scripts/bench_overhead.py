@@ -40,9 +40,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the checkout, for `import nvtxsim` without installing
 sys.path.insert(1, str(HERE))  # demo_env
 
+# the import order matters here (nvtxsim first): not sorted
+# isort: off
 import nvtxsim  # noqa: E402  -- first, see the module docstring
 from nvtxsim import phases as P  # noqa: E402
 import nvtx  # noqa: E402
+# isort: on
 
 NAME = P.SIM_STEP
 STYLE = P.style_for(NAME)
@@ -70,7 +73,7 @@ def _namespace() -> dict:
     class EmptyCM:  # the least a Python-level context manager can cost: CPython's floor for `with`
         __slots__ = ()
 
-        def __enter__(self) -> "EmptyCM":
+        def __enter__(self) -> EmptyCM:
             return self
 
         def __exit__(self, *exc: object) -> bool:
@@ -186,7 +189,7 @@ def print_micro(r: dict) -> bool:
         print(f"| — | | {k} | {us(e[k])} | | | |")
     floor = r["disabled"][FLOOR]
     child_floor = r["env_disabled"]["disabled"].get(FLOOR) if r["env_disabled"] else None
-    print(f"\n| disabled form | nvtxsim.disable() µs/range | NVTXSIM_DISABLE=1 µs/range (child process) | above CPython floor (same process) | goal ≤0.1 µs |")
+    print("\n| disabled form | nvtxsim.disable() µs/range | NVTXSIM_DISABLE=1 µs/range (child process) | above CPython floor (same process) | goal ≤0.1 µs |")
     print("| --- | ---: | ---: | ---: | --- |")
     for k in NVTXSIM_CASES:
         d = r["disabled"][k]
@@ -213,8 +216,8 @@ def e2e_child(modes: list[str], demo_argv: list[str], iterations: int, reps: int
     """
     import time
 
-    import torch
     import demo_env
+    import torch
 
     start = time.perf_counter()
     dargs = demo_env.parse_args(demo_argv + ["--iterations", str(iterations)])

@@ -143,10 +143,10 @@ def nsys_report_name(nsys: str) -> str:
 
 def parse_csv(text: str) -> list[dict[str, str]]:
     lines = text.splitlines()
-    start = next((i for i, l in enumerate(lines) if "," in l and not l.startswith(("Processing", "Generating", " "))), None)
+    start = next((i for i, line in enumerate(lines) if "," in line and not line.startswith(("Processing", "Generating", " "))), None)
     if start is None:
         return []
-    return list(csv.DictReader(io.StringIO("\n".join(l for l in lines[start:] if l.strip()))))
+    return list(csv.DictReader(io.StringIO("\n".join(line for line in lines[start:] if line.strip()))))
 
 
 def nsys_numbers(rows: list[dict[str, str]], report: str) -> dict[str, tuple[int, int]]:
@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     nsys_version = subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout.strip() if nsys else "none"
     machine = {
         "host": platform.node(),
-        "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor()),
+        "cpu": next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor()),
         "cores": len(os.sched_getaffinity(0)),
         "mem_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "python": platform.python_version(),
@@ -483,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     rss_ok = rows[-1]["ours_rss_mb"] <= GOAL_RSS_MB
     same_ok = all(r.get("numbers") in ("same",) or "killed" in str(r.get("numbers")) or "not run" in str(r.get("numbers")) for r in rows)
     print(f"goal >= {GOAL_RATIO:.0f}x faster than nsys at every size measured: {'met' if speed_ok else 'NOT met'} "
-          f"({', '.join('x%d: %s%.1f' % (r['times'], '>' if r.get('nsys_timed_out') else '', r['ratio_wall']) for r in measured) or 'nsys not measured'})")
+          f"({', '.join('x{}: {}{:.1f}'.format(r['times'], '>' if r.get('nsys_timed_out') else '', r['ratio_wall']) for r in measured) or 'nsys not measured'})")
     print(f"goal peak RSS <= {GOAL_RSS_MB} MB at x{rows[-1]['times']}: {'met' if rss_ok else 'NOT met'} ({rows[-1]['ours_rss_mb']:.0f} MB)")
     print(f"goal growth no worse than n log n: {'met' if growth_ok else 'NOT met'}")
     print(f"same numbers as nsys: {'yes' if same_ok else 'NO'}")

@@ -35,10 +35,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+# the import order matters here (nvtxsim first): not sorted
+# isort: off
 import nvtxsim  # noqa: E402  (first: under old nsys it makes nvtx>=0.2.12 ranges visible)
 from nvtxsim import phases as P  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+# isort: on
 
 SIDE_WORK = "side_work"
 PH = {n: nvtxsim.phase(n) for n in (P.ITERATION, P.POLICY, P.ACTION, P.SIM_STEP, P.RENDER, P.CAMERA_READOUT,
@@ -90,7 +93,7 @@ class SideLauncher(threading.Thread):
 
     def __init__(self, device: torch.device, n: int = 256) -> None:
         super().__init__(name="side_launcher", daemon=True)
-        self.jobs: "queue.Queue[bool | None]" = queue.Queue()
+        self.jobs: queue.Queue[bool | None] = queue.Queue()
         self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         self.x = torch.randn(n, n, device=device)
         self.total = torch.zeros((), device=device)

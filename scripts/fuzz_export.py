@@ -29,13 +29,13 @@ import csv
 import gzip
 import io
 import json
+import re
 import shutil
 import signal
 import sqlite3
 import sys
 import tempfile
 import time
-import re
 import traceback
 from pathlib import Path
 
@@ -46,8 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-import nvtxsim.cli.main as cli  # noqa: E402
 from hostile_names import HOSTILE, formula_cell, markdown_autolink, unsafe_terminal  # noqa: E402
+
+import nvtxsim.cli.main as cli  # noqa: E402
 
 REAL_SEED = REPO / "tests" / "data" / "reliability" / "cpu_loop_2022_4.sqlite.gz"
 IMPORTANT = [

@@ -64,7 +64,7 @@ def _spans(f) -> dict[str, float]:  # noqa: ANN001 - nvtxsim.analysis.frames.Fra
         done = np.maximum.accumulate(mine["end_ns"].to_numpy(dtype=np.int64)) if len(mine) else np.zeros(0, np.int64)
         recs = np.sort(recs_all[recs_all["tid"] == tid]["end_ns"].to_numpy(dtype=np.int64))
 
-        def reached(t: int) -> int:
+        def reached(t: int, lt: np.ndarray = lt, done: np.ndarray = done) -> int:  # this thread's arrays
             i = int(np.searchsorted(lt, t, side="left"))
             return max(t, int(done[i - 1])) if i else t
 

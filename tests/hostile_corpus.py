@@ -16,9 +16,9 @@ import random
 import shutil
 import sqlite3
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -35,9 +35,9 @@ class Case:
     path: Path
     expect: str  # "error" | "report" | "either"
     needle: str = ""  # part of the one-line error
-    check: Optional[Callable[[dict], None]] = None  # on the parsed JSON report
+    check: Callable[[dict], None] | None = None  # on the parsed JSON report
     args: tuple[str, ...] = ()
-    output: Optional[Path] = None  # for -o cases: must be unchanged (or absent) afterwards
+    output: Path | None = None  # for -o cases: must be unchanged (or absent) afterwards
     notes: list[str] = field(default_factory=list)
 
 
@@ -443,7 +443,7 @@ def build_corpus(root: Path) -> list[Case]:
     return cases
 
 
-def drop_dac_command() -> Optional[list[str]]:
+def drop_dac_command() -> list[str] | None:
     """A prefix that runs a command as root *without* the capabilities that bypass file permissions.
 
     Root ignores file modes (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so ``chmod 000`` alone does not

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from nvtxsim.analysis.selection import Detail
 from nvtxsim.analysis.gpu import kernels
+from nvtxsim.analysis.selection import Detail
 
 
 def check_kernels_against_kernsum(d: Detail, rows: list[dict[str, str]], *, min_checked: int = 10) -> int:

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Optional
 
 import pytest
 
@@ -30,7 +29,7 @@ def profile_python(
     name: str = "run",
     trace: str = "nvtx,osrt",
     args: tuple[str, ...] = (),
-    env: Optional[dict[str, str]] = None,
+    env: dict[str, str] | None = None,
     timeout: float = 180,
     check: bool = True,
 ) -> Path:
@@ -63,10 +62,10 @@ def nsys_stats(sqlite: Path, report: str) -> list[dict[str, str]]:
 def parse_stats_csv(text: str) -> list[dict[str, str]]:
     """Parse the CSV part of `nsys stats` output (it may be preceded by progress lines)."""
     lines = text.splitlines()
-    start = next((i for i, l in enumerate(lines) if "," in l and not l.startswith(("Processing", "Generating", " "))), None)
+    start = next((i for i, line in enumerate(lines) if "," in line and not line.startswith(("Processing", "Generating", " "))), None)
     if start is None:
         return []
-    body = "\n".join(l for l in lines[start:] if l.strip())
+    body = "\n".join(line for line in lines[start:] if line.strip())
     return list(csv.DictReader(io.StringIO(body)))
 
 

@@ -6,11 +6,10 @@ import collections
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
-
 from nsys_util import NSYS, REPO, SAFE_FLAGS
+
 from nvtxsim.export.reader import Export, load
 
 
@@ -37,7 +36,7 @@ def capture(tmp: Path, source: str, *, name: str = "run", extra: tuple[str, ...]
     raise AssertionError("nsys failed twice:\n" + "\n".join(problems))
 
 
-def _profile(tmp: Path, source: str, *, name: str, extra: tuple[str, ...], timeout: float, log: Path, args: tuple[str, ...] = (), env: Optional[dict] = None) -> Path:
+def _profile(tmp: Path, source: str, *, name: str, extra: tuple[str, ...], timeout: float, log: Path, args: tuple[str, ...] = (), env: dict | None = None) -> Path:
     import os
     import textwrap
 
@@ -81,7 +80,7 @@ def program_lines(log: str, prefix: str) -> list[str]:
     return [line[len(prefix):].strip() for line in log.splitlines() if line.startswith(prefix)]
 
 
-def nesting_violations(ex: Export, sel: Optional[np.ndarray] = None) -> list[str]:
+def nesting_violations(ex: Export, sel: np.ndarray | None = None) -> list[str]:
     """Push/pop ranges that overlap partially on one thread (proper nesting means none)."""
     r = ex.ranges
     idx = np.flatnonzero(r.style == 0) if sel is None else sel

@@ -207,7 +207,7 @@ def make_export(
             thread_end = t
             t_end = max(t_end, t)
             # Nested push/pop ranges: a random tree over [0, thread_end].
-            def tree(lo: int, hi: int, depth: int) -> None:
+            def tree(lo: int, hi: int, depth: int, tid: int = tid) -> None:
                 if depth > 3 or hi - lo < 500:
                     return
                 n = rng.randint(1, 4)
@@ -446,7 +446,7 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
         phase("policy", lambda: [kernel("mlp_gemm", 20_000, 8_000) for _ in range(10)])
         phase("reward", reward)
         phase("reset", lambda: (cpu(3_000_000 if not clean else 50_000), kernel("reset_kernel", 5_000)))
-        phase("observation", lambda: (cpu(40_000_000 if (i in OUTLIER_ITERATIONS and not clean) else 50_000), kernel("obs_kernel", 10_000)))
+        phase("observation", lambda i=i: (cpu(40_000_000 if (i in OUTLIER_ITERATIONS and not clean) else 50_000), kernel("obs_kernel", 10_000)))
         nvtx.append((it_start, state["t"] + 1_000, 59, None, None, None, None, main, None, sid("iteration"), 1))
         state["t"] += 3_000
         if (i + 1) % update_every == 0:

@@ -16,8 +16,8 @@ import pytest
 from nvtxsim.analysis.projection import project_stream
 from nvtxsim.export import streamed
 from nvtxsim.export.reader import load
-from nvtxsim.reporting.pipeline import analyse, render
 from nvtxsim.reporting.model import ReportRequest
+from nvtxsim.reporting.pipeline import analyse, render
 from nvtxsim.reporting.views import VIEWS
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -6,18 +6,17 @@ import hashlib
 import os
 import shutil
 import sqlite3
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import make_export
 
 import nvtxsim.analysis.stream as stream
 import nvtxsim.export.streamed as streamed
-from nvtxsim.export import cache
 from nvtxsim.analysis.projection import summarize
+from nvtxsim.export import cache
 from nvtxsim.export.reader import load
-from synth import make_export
 
 GPU_DATA = Path(__file__).resolve().parent / "data" / "gpu"
 

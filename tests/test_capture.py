@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from nvtxsim.capture import nsys as capture
-from nvtxsim.errors import NvtxsimError
 from nvtxsim.emit.window import Window
+from nvtxsim.errors import NvtxsimError
 
 ALL_SWITCHES = frozenset(
     {"trace", "sample", "cpuctxsw", "cuda-graph-trace", "capture-range", "capture-range-end", "nvtx-capture",

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from nvtxsim.capture import nsys as capture
 from nvtxsim.capture import doctor
+from nvtxsim.capture import nsys as capture
 from nvtxsim.cli.commands import doctor as doctor_command
 
 REPO = Path(__file__).resolve().parents[1]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 import subprocess
 import sys
@@ -10,9 +9,9 @@ import warnings
 
 import numpy as np
 import pytest
+from nsys_util import needs_nsys, profile_python
 
 import nvtxsim
-from nsys_util import needs_nsys, profile_python
 from nvtxsim.export.reader import load
 
 

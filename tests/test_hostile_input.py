@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from hostile_corpus import Case, build_corpus, drop_dac_command, millions_of_unclosed, phases, real_export
 from nsys_util import REPO
 

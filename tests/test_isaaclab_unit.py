@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from nvtxsim.cli.main import main as cli_main
-from nvtxsim.isaaclab import phasemap as M
 from nvtxsim.isaaclab import nsys_json
+from nvtxsim.isaaclab import phasemap as M
 from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, patch_defining, warn_missing
 from nvtxsim.isaaclab.ranges import EventsPhase, GuardedPhase, PolicyFactoryPhase, SensorReadoutPhase
 

@@ -233,7 +233,7 @@ def test_run_unmodified_training_script(version):
     proc = deps.run(version, ["-m", "nvtxsim", "run", script, "--steps", "2", "--exit-code", "3"],
                     extra_env={"NVTXSIM_QUIET": ""})
     assert proc.returncode == 3, proc.stderr[-3000:]
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("TRAIN_LIGHT "))
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("TRAIN_LIGHT "))
     info = json.loads(line.split(" ", 1)[1])
     assert info["name"] == "__main__" and info["argv"][1:] == ["--steps", "2", "--exit-code", "3"]
     assert info["steps"] == 2

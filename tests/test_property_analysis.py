@@ -21,10 +21,10 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from synth import DDL, global_tid
 
 from nvtxsim.analysis.projection import project, summarize
 from nvtxsim.export.reader import load
-from synth import DDL, global_tid
 
 # Threads: (process, thread). Three processes so correlation ids collide.
 THREADS = [(1000, 1000), (1000, 1001), (1001, 1001), (1001, 1002), (1002, 1002)]

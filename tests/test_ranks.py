@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import make_export
 
+from nvtxsim.analysis import ranks
 from nvtxsim.analysis.projection import RangeGpu, project, select_ranges, summarize
-from nvtxsim.export.schema import SUMMARY_DIRECTIONS as DIRECTIONS
-from nvtxsim.reporting.pipeline import make_report
+from nvtxsim.analysis.ranks import rank_spread, report_many
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.reader import Export, Ranges, load
-from nvtxsim.analysis import ranks
-from nvtxsim.analysis.ranks import merge, rank_spread, report_many
-from synth import make_export
+from nvtxsim.export.schema import SUMMARY_DIRECTIONS as DIRECTIONS
+from nvtxsim.reporting.pipeline import make_report
 
 GPU_DATA = Path(__file__).resolve().parent / "data" / "gpu"
 
@@ -111,7 +110,7 @@ def test_rank_spread_names_the_slowest_rank(rank_files):
     per, _ = report_many(rank_files[:3], domain=None, workers=1)
     rows = {r["phase"]: r for r in rank_spread(per)}
     assert rows
-    for label, row in rows.items():
+    for row in rows.values():
         totals = row["cpu_total_ns"]
         assert len(totals) == 3 and totals[row["slowest_rank"]] == max(totals)
 

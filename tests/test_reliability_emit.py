@@ -7,7 +7,6 @@ from __future__ import annotations
 import collections
 
 import pytest
-
 from nsys_util import needs_nsys
 from reliability_util import assert_balanced, capture, load, nesting_violations, pids_of, program_lines, threads_of
 

@@ -15,7 +15,6 @@ import sys
 import textwrap
 
 import pytest
-
 from nsys_util import REPO
 
 PRELUDE = """

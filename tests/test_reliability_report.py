@@ -19,7 +19,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from hostile_corpus import REAL_SEED, real_export
 from nsys_util import needs_nsys
 from reliability_util import capture, load, nesting_violations, program_lines, report_cli

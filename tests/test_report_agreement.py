@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from nsys_util import REPO, needs_nsys, nsys_stats, parse_stats_csv, profile_python, range_label, sum_by_name
+from synth import make_export
 
-from nsys_util import REPO, needs_nsys, nsys_stats, parse_stats_csv, profile_python, sum_by_name, range_label
 from nvtxsim.analysis.projection import project, summarize
 from nvtxsim.export.reader import load
-from synth import make_export
 
 GPU_DATA = REPO / "tests" / "data" / "gpu"
 

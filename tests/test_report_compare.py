@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from nsys_util import needs_nsys, profile_python
+from synth import make_export
+
 from nvtxsim.analysis.compare import CompareSettings, compare
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import load
-from synth import make_export
 
 
 def cli(*args: str, subprocess_run: bool = False) -> subprocess.CompletedProcess:

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from nsys_util import needs_nsys, profile_python
-from nvtxsim.reporting.pipeline import make_report, render
-from nvtxsim.analysis.selection import Detail
-from nvtxsim.export.reader import load
-from nvtxsim.cli.progress import progress_after
-from nvtxsim.reporting.views import VIEWS
 from synth import make_export
+
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.cli.progress import progress_after
+from nvtxsim.export.reader import load
+from nvtxsim.reporting.pipeline import make_report, render
+from nvtxsim.reporting.views import VIEWS
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -149,7 +149,7 @@ def _check_self_contained(page: str, phases: list[str]) -> dict:
 def test_html_is_self_contained(synth_path):
     page = _page(synth_path, "--domain", "all")
     data = _check_self_contained(page, ["nvtxsim:sim_step", "Top kernels", "Nesting and self time"])
-    assert data["timeline"]["lanes"] and any(l["kind"] == "gpu" for l in data["timeline"]["lanes"])
+    assert data["timeline"]["lanes"] and any(lane["kind"] == "gpu" for lane in data["timeline"]["lanes"])
     assert {p["label"] for p in data["phases"]} >= {"nvtxsim:iteration", "nvtxsim:render"}
 
 
@@ -190,7 +190,7 @@ def test_html_from_a_real_capture(cpu_capture):
     data = _check_self_contained(page, ["nvtxsim:iteration", "nvtxsim:render", "nvtxsim:side_work"])
     assert len(data["iterations"]["index"]) == 10
     assert "6" in data["timeline"]["title"]  # the window shows the slowest iteration
-    assert {l["kind"] for l in data["timeline"]["lanes"]} == {"cpu"}
+    assert {lane["kind"] for lane in data["timeline"]["lanes"]} == {"cpu"}
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
@@ -211,7 +211,7 @@ def test_html_runs_in_headless_chromium_without_js_errors(synth_path, tmp_path):
         )
     finally:
         shutil.rmtree(profile, ignore_errors=True)
-    assert "Uncaught" not in proc.stderr, [l for l in proc.stderr.splitlines() if "CONSOLE" in l]
+    assert "Uncaught" not in proc.stderr, [line for line in proc.stderr.splitlines() if "CONSOLE" in line]
     dom = proc.stdout
     for div in ("bars", "lines", "timeline"):
         assert re.search(rf'<div id="{div}"[^>]*><svg', dom), div  # the script drew every plot

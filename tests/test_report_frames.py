@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from synth import make_export
 
 import nvtxsim
 from nvtxsim.analysis.projection import project
 from nvtxsim.export.reader import load
-from synth import make_export
 
 pd = pytest.importorskip("pandas")
 

@@ -10,14 +10,23 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-
 from kernsum_check import check_kernels_against_kernsum
 from nsys_util import needs_nsys, nsys_stats
+from synth import make_export
+
+from nvtxsim.analysis.gpu import (
+    by_device,
+    copies,
+    graph_hints,
+    is_sync_api,
+    kernels,
+    overview,
+    short_kernel_name,
+    syncs,
+)
 from nvtxsim.analysis.launches import api_name, queue_delay
 from nvtxsim.analysis.selection import Detail
-from nvtxsim.analysis.gpu import by_device, copies, graph_hints, is_sync_api, kernels, overview, short_kernel_name, syncs
 from nvtxsim.export.reader import load
-from synth import make_export
 
 
 def _label(r: dict) -> str:

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from kernsum_check import check_kernels_against_kernsum
 from nsys_util import REPO, parse_stats_csv
-from nvtxsim.analysis.selection import Detail
+
 from nvtxsim.analysis.gpu import copies, graph_hints, overview, syncs
+from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import load
 
 GPU_DATA = REPO / "tests" / "data" / "gpu"

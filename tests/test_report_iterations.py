@@ -9,13 +9,13 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-
 from nsys_util import needs_nsys, profile_python
+from synth import make_export
+
+from nvtxsim.analysis.iterations import per_iteration, phase_stats, slowest
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.analysis.iterations import per_iteration, phase_stats, slowest
 from nvtxsim.export.reader import load
-from synth import make_export
 
 
 def test_per_iteration_sums_match_brute_force(tmp_path):

@@ -8,14 +8,14 @@ import sys
 
 import numpy as np
 import pytest
-
 from nsys_util import needs_nsys, nsys_stats, profile_python
-from nvtxsim.analysis.projection import project
-from nvtxsim.analysis.launches import gpu_activity, launches
-from nvtxsim.analysis.selection import Detail
-from nvtxsim.export.reader import load
-from nvtxsim.analysis.tree import aggregate, build
 from synth import make_export
+
+from nvtxsim.analysis.launches import gpu_activity, launches
+from nvtxsim.analysis.projection import project
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.tree import aggregate, build
+from nvtxsim.export.reader import load
 
 
 @pytest.mark.parametrize("seed", [1, 4, 7])

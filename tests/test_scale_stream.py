@@ -6,18 +6,17 @@ import hashlib
 import importlib.util
 import shutil
 import sqlite3
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-import nvtxsim.analysis.stream as stream
-from nvtxsim.analysis.projection import project, project_stream, summarize
-import nvtxsim.export.streamed as streamed
-from nvtxsim.export.reader import load
 from nsys_util import needs_nsys, nsys_stats, sum_by_name
 from synth import make_export
+
+import nvtxsim.analysis.stream as stream
+import nvtxsim.export.streamed as streamed
+from nvtxsim.analysis.projection import project, project_stream, summarize
+from nvtxsim.export.reader import load
 
 REPO = Path(__file__).resolve().parents[1]
 GPU_DATA = REPO / "tests" / "data" / "gpu"

@@ -90,9 +90,9 @@ def test_cut_lines_keep_numbers_whole() -> None:
 
 
 def test_findings_block_cuts_between_words() -> None:
+    from nvtxsim.analysis.findings import for_detail
     from nvtxsim.analysis.selection import Detail
     from nvtxsim.export.reader import load
-    from nvtxsim.analysis.findings import for_detail
     from nvtxsim.reporting.findings import block_lines
 
     findings = for_detail(Detail(load(DEMO), domain="nvtxsim"))

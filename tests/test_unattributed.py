@@ -9,8 +9,8 @@ import numpy as np
 from nvtxsim.analysis.projection import _union_length, select_ranges
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.analysis.unattributed import inside_own_ranges, outside_phases
-from nvtxsim.reporting.pipeline import make_report
 from nvtxsim.export.reader import load
+from nvtxsim.reporting.pipeline import make_report
 
 DATA = Path(__file__).parent / "data" / "gpu"
 

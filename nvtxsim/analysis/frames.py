@@ -9,8 +9,9 @@ is an optional dependency (``pip install 'nvtxsim[pandas]'``), imported only her
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

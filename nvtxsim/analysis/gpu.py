@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nvtxsim.analysis.projection import _group_quantiles, _union_length
 from nvtxsim.analysis.launches import api_name, contained, copy_direction, is_graph_launch, queue_delay, unique_pairs
+from nvtxsim.analysis.projection import _group_quantiles, _union_length
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.schema import GRAPH, KERNEL, MEMCPY, MEMSET, PID_MASK
 
@@ -116,7 +116,7 @@ def kernels(detail: Detail, top: int | None = 10) -> list[KernelRow]:
         per_label[int(uniq[k, 0])] = per_label.get(int(uniq[k, 0]), 0) + int(total[k])
     rows = []
     for k in range(m):
-        l, nk = int(uniq[k, 0]), int(uniq[k, 1])
+        label, nk = int(uniq[k, 0]), int(uniq[k, 1])
         if nk < 0:
             full = f"[CUDA graph {-1 - nk}]" if -1 - nk >= 0 else "[CUDA graph]"
             short, kind = full, "graph"
@@ -125,7 +125,7 @@ def kernels(detail: Detail, top: int | None = 10) -> list[KernelRow]:
             short, kind = short_kernel_name(full), "kernel"
         rows.append(
             KernelRow(
-                phase=str(detail.label_names[l]),
+                phase=str(detail.label_names[label]),
                 kernel=full,
                 kernel_short=short,
                 kind=kind,
@@ -134,7 +134,7 @@ def kernels(detail: Detail, top: int | None = 10) -> list[KernelRow]:
                 total_ns=int(total[k]),
                 mean_ns=int(round(total[k] / count[k])) if count[k] else 0,
                 max_ns=int(mx[k]),
-                share=float(total[k]) / per_label[l] if per_label[l] else 0.0,
+                share=float(total[k]) / per_label[label] if per_label[label] else 0.0,
             )
         )
     order = _phase_order(detail)
@@ -523,20 +523,20 @@ def by_device(detail: Detail) -> list[DeviceRow]:
     cbytes = np.zeros(m, dtype=np.int64)
     np.add.at(cbytes, inv, np.where(kind == MEMCPY, ops.bytes[op], 0))
     busy: dict[tuple[int, int], int] = {}
-    for l, d, b in zip(rd_label.tolist(), rd_dev.tolist(), busy_rd.tolist()):
-        busy[(l, d)] = busy.get((l, d), 0) + b
+    for label, d, b in zip(rd_label.tolist(), rd_dev.tolist(), busy_rd.tolist()):
+        busy[(label, d)] = busy.get((label, d), 0) + b
     rows = []
     for k in range(m):
-        l, d = int(uniq[k, 0]), int(uniq[k, 1])
+        label, d = int(uniq[k, 0]), int(uniq[k, 1])
         rows.append(
             DeviceRow(
-                phase=str(detail.label_names[l]),
+                phase=str(detail.label_names[label]),
                 device=int(devs[d]),
                 gpu=detail.gpu_name(int(devs[d])),
                 ops=int(count[k]),
                 kernels=int(kcount[k]),
                 kernel_ns=int(ktime[k]),
-                busy_ns=int(busy.get((l, d), 0)),
+                busy_ns=int(busy.get((label, d), 0)),
                 copy_bytes=int(cbytes[k]),
             )
         )

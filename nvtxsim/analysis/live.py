@@ -75,7 +75,7 @@ def _lines(fh: IO[str]) -> Iterator[str | None]:
         yield None
 
 
-def load(path: str | "os.PathLike[str]") -> LiveLog:
+def load(path: str | os.PathLike[str]) -> LiveLog:
     """Read a live-timing JSONL file (``-``: not supported; a file that cannot be read is an error,
     as is a FIFO or device: one could block, the other never end)."""
     log = LiveLog(os.fspath(path))

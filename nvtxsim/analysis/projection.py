@@ -16,8 +16,9 @@ reduced with ``reduceat``. Memory is bounded by processing ranges in chunks.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class RangeGpu:
         return np.where(self.ops > 0, self.proj_end - self.proj_start, 0)
 
     @classmethod
-    def empty(cls, n: int) -> "RangeGpu":
+    def empty(cls, n: int) -> RangeGpu:
         z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
         return cls(np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64), z(), z(), z(), {d: z() for d in SUMMARY_DIRECTIONS})
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -59,10 +59,10 @@ class RankResult:
     phases: list[PhaseArrays] = field(default_factory=list)
 
 
-def analyse_one(path: "str | os.PathLike[str]", domain: str | None = "nvtxsim", domain_given: bool = True) -> RankResult:
+def analyse_one(path: str | os.PathLike[str], domain: str | None = "nvtxsim", domain_given: bool = True) -> RankResult:
     """Load and analyse one export; the unit of work of a process or Dask worker (domain: see ``resolve_domain``)."""
-    from nvtxsim.analysis.selection import Detail
     from nvtxsim.analysis.gpu import graph_hints
+    from nvtxsim.analysis.selection import Detail
 
     export = load(path)
     gpu = project(export)
@@ -227,7 +227,7 @@ def rank_spread(reports: Sequence[Report]) -> list[dict]:
 
 
 def report_many(
-    paths: Sequence["str | os.PathLike[str]"],
+    paths: Sequence[str | os.PathLike[str]],
     *,
     domain: str | None = "nvtxsim",
     workers: int | None = None,

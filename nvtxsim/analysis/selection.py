@@ -16,11 +16,10 @@ from functools import cached_property
 
 import numpy as np
 
+from nvtxsim.analysis.launches import Launches, OpPairs, Ops, gpu_activity, launches, op_owners, op_pairs
 from nvtxsim.analysis.projection import RangeGpu, Report, project, select_ranges, summarize
-from nvtxsim.analysis.launches import Launches, OpPairs, Ops, gpu_activity, launches, op_pairs
-from nvtxsim.errors import NvtxsimError, float_option
-from nvtxsim.analysis.launches import op_owners
 from nvtxsim.analysis.tree import Nesting, RangeTree, build, nest
+from nvtxsim.errors import NvtxsimError, float_option
 from nvtxsim.export.columns import Export
 from nvtxsim.export.schema import PID_MASK, pid_of, tid_of
 

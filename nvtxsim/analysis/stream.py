@@ -25,7 +25,8 @@ calls with one launch key, correlation ids outside 0..2^31.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 

@@ -20,9 +20,10 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Mapping, Sequence
+from typing import IO, Any
 
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.phases import (
@@ -122,7 +123,7 @@ def parse_version(text: str) -> tuple[int, ...]:
 QUERY_TIMEOUT = 60.0
 
 
-def nsys_version(path: "str | Path", timeout: float | None = None) -> str | None:
+def nsys_version(path: str | Path, timeout: float | None = None) -> str | None:
     """Version of an nsys executable (``2022.4.2.1``), or None when it does not run."""
     try:
         out = run_bounded([str(path), "--version"], QUERY_TIMEOUT if timeout is None else timeout)
@@ -143,7 +144,7 @@ def nsys_candidates(env: Mapping[str, str] | None = None) -> list[tuple[Path, st
     found: list[tuple[Path, str]] = []
     seen: set[str] = set()
 
-    def add(p: "str | Path", source: str) -> None:
+    def add(p: str | Path, source: str) -> None:
         try:
             key = os.path.realpath(p)
         except OSError:
@@ -239,7 +240,7 @@ def parse_trace(text: str) -> tuple[str, ...]:
     return items
 
 
-def output_stem(name: "str | Path") -> Path:
+def output_stem(name: str | Path) -> Path:
     """``run``, ``run.nsys-rep`` and ``run.sqlite`` all name the report pair ``run.*``."""
     p = Path(name)
     if "%" in str(p):
@@ -271,7 +272,7 @@ def check_outputs(stem: Path, *, force: bool) -> None:
             raise NvtxsimError(f"{path}: already exists (use --force to overwrite, or -o another name)")
 
 
-def default_output(directory: "str | Path" = ".") -> Path:
+def default_output(directory: str | Path = ".") -> Path:
     """First free ``nvtxsim-N`` in ``directory`` (neither ``.nsys-rep`` nor ``.sqlite`` taken)."""
     d = Path(directory)
     n = 1
@@ -369,7 +370,7 @@ class CaptureResult:
     problem: str | None = None  # why there is no report/sqlite, for the user
 
 
-def _wait(proc: "subprocess.Popen[bytes]", timeout: float | None = None) -> int:
+def _wait(proc: subprocess.Popen[bytes], timeout: float | None = None) -> int:
     """Wait for nsys; a first Ctrl-C reaches nsys too (same process group), so let it finish the report."""
     try:
         return proc.wait(timeout)
@@ -412,7 +413,7 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def end_process_tree(proc: "subprocess.Popen[Any]", grace: float = 5.0) -> None:
+def end_process_tree(proc: subprocess.Popen[Any], grace: float = 5.0) -> None:
     """End a child we give up on, and everything it started (nsys starts the program and helpers):
     SIGTERM, ``grace`` seconds, then SIGKILL for what is left. Never leaves a zombie."""
     import signal
@@ -451,7 +452,7 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def run_bounded(argv: Sequence[str], timeout: float, **kwargs: Any) -> "subprocess.CompletedProcess[str]":
+def run_bounded(argv: Sequence[str], timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """``subprocess.run(argv, capture_output=True, text=True)`` that, when ``timeout`` passes (or we are
     interrupted), ends the child and all it started before raising - never a process left behind."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", **kwargs)
@@ -569,7 +570,7 @@ def _cache_dir() -> Path:
     return Path(base) / "nvtxsim"
 
 
-def ensure_sqlite(path: "str | Path", *, force: bool = False, nsys: Nsys | None = None) -> Path:
+def ensure_sqlite(path: str | Path, *, force: bool = False, nsys: Nsys | None = None) -> Path:
     """The SQLite export of ``path``: ``.sqlite`` as is; ``.nsys-rep`` converted with ``nsys export``.
 
     The export goes beside the report (``run.nsys-rep`` -> ``run.sqlite``) and is reused while

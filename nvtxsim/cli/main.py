@@ -13,7 +13,7 @@ import errno
 import importlib
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from nvtxsim.errors import NvtxsimError, debugging
 from nvtxsim.reporting.escaping import printable

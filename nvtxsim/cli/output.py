@@ -8,8 +8,9 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Iterable, NamedTuple
+from typing import IO, NamedTuple
 
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.files import replace_via_temp

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from nvtxsim.reporting.escaping import printable
 
@@ -84,7 +85,7 @@ def progress_after(label: str, *, delay: float = 1.0, stream: TextIO | None = No
         stages._stop()
 
 
-def load_with_progress(path: "str | os.PathLike[str]", *, progress: bool | None = None) -> "Export":
+def load_with_progress(path: str | os.PathLike[str], *, progress: bool | None = None) -> Export:
     """Load an export, with a progress indicator on a terminal when it takes more than a second."""
     from pathlib import Path
 

@@ -11,8 +11,9 @@ import copy
 import functools
 import inspect
 import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 from nvtxsim.emit import ranges as _emit
 from nvtxsim.emit.ranges import phase
@@ -65,13 +66,13 @@ class Instrumentation:
         if all(p.label != label for p in self.patches):
             self.patches.append(_Patch(owner, name, _UNCHANGED, label))
 
-    def extend(self, other: "Instrumentation") -> "Instrumentation":
+    def extend(self, other: Instrumentation) -> Instrumentation:
         self.patches.extend(other.patches)
         other.patches = []
         self.skipped.extend(other.skipped)
         return self
 
-    def __enter__(self) -> "Instrumentation":
+    def __enter__(self) -> Instrumentation:
         return self
 
     def __exit__(self, *exc: Any) -> Literal[False]:
@@ -119,7 +120,7 @@ class _PhasedMethod(functools.partial):
     __nvtxsim_phase__: str
 
     @classmethod
-    def build(cls, target: Any, name: str, ph: phase, previous: Any = None) -> "_PhasedMethod":
+    def build(cls, target: Any, name: str, ph: phase, previous: Any = None) -> _PhasedMethod:
         """``ph`` around ``target.name``: ``previous`` (a callable in the instance dict) or, if None, the class's method."""
         if previous is None:
             raw = _lookup_static(type(target), name)
@@ -138,7 +139,7 @@ class _PhasedMethod(functools.partial):
     def __reduce__(self) -> Any:
         return (_rebuild_phased_method, self.origin)
 
-    def __deepcopy__(self, memo: dict) -> "_PhasedMethod":
+    def __deepcopy__(self, memo: dict) -> _PhasedMethod:
         return _rebuild_phased_method(*copy.deepcopy(self.origin, memo))
 
     def __repr__(self) -> str:

@@ -28,12 +28,13 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from nvtxsim import phases as _phases
-from nvtxsim.envflags import env_flag, parse_flag
 from nvtxsim.emit import ranges as _r
 from nvtxsim.emit import window as _window
+from nvtxsim.envflags import env_flag, parse_flag
 
 ENV_FILE = "NVTXSIM_LIVE"
 ENV_EVERY = "NVTXSIM_LIVE_EVERY"
@@ -52,7 +53,7 @@ _PENDING_MAX = 200_000  # GPU event pairs per window; past that GPU time is skip
 
 _now = time.perf_counter_ns
 _tls = threading.local()  # .stack: [(phase, event or None, t0)] of the ranges open on this thread
-_session: "_Session" | None = None
+_session: _Session | None = None
 _POOL: deque = deque()  # idle CUDA events (created with enable_timing), reused by every session of this process
 _rec_enter = _r.phase._recording_enter
 _rec_exit = _r.phase._recording_exit
@@ -137,7 +138,7 @@ class _Session:
         import queue  # here, not at import: ``import nvtxsim`` stays light when live timing is off
 
         self.full = queue.Full
-        self.queue: "queue.Queue" = queue.Queue(_QUEUE_SIZE)
+        self.queue: queue.Queue = queue.Queue(_QUEUE_SIZE)
         self.file: Any = None
         self.thread = threading.Thread(target=self._write_loop, name="nvtxsim-live", daemon=True)
         self.thread.start()
@@ -491,7 +492,7 @@ def _report(message: str) -> None:
         pass
 
 
-def _fail(session: "_Session", message: str) -> None:
+def _fail(session: _Session, message: str) -> None:
     """Turn live timing off from the writer thread (one stderr line)."""
     global _session
     if _session is session:

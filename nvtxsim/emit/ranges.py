@@ -23,7 +23,8 @@ import sys
 import threading
 import types
 import weakref
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from nvtxsim import envflags as _envflags
 from nvtxsim import phases as _phases
@@ -214,8 +215,8 @@ def _lift_enabled_gate(name: str) -> Any:
     recorded too, and clears nvtx's domain caches so no dummy domain stays cached.
     """
     try:
-        from nvtx._lib import lib as L
         import nvtx.nvtx as N
+        from nvtx._lib import lib as L
     except Exception:
         return None
     Domain = getattr(L, "Domain", None)
@@ -359,7 +360,7 @@ def _nvtx_failed(exc: BaseException) -> None:
 # --------------------------------------------------------------------------- phase
 
 
-_SHARED: dict[str, "phase"] = {}
+_SHARED: dict[str, phase] = {}
 _SHARED_MAX = 4096  # distinct plain names kept; past that, phases are built per call
 
 
@@ -430,7 +431,7 @@ class phase(metaclass=_PhaseType):
 
     # While ranges are recorded these two are the class's __enter__/__exit__; otherwise
     # _install_with_methods puts C-level no-ops in their place (see there).
-    def _recording_enter(self) -> "phase":
+    def _recording_enter(self) -> phase:
         if _active:
             try:
                 _push(self._attrs, _handle)
@@ -484,7 +485,7 @@ class phase(metaclass=_PhaseType):
         return wrapper  # type: ignore[return-value]
 
 
-def _wrap_call(fn: Callable[..., Any], ph: "phase") -> Callable[..., Any]:
+def _wrap_call(fn: Callable[..., Any], ph: phase) -> Callable[..., Any]:
     """``fn`` in ``ph``'s range per call: one Python frame more than ``fn``."""
     attrs = ph._attrs
 
@@ -528,7 +529,7 @@ def refuse_undecoratable(fn: Any) -> None:
         raise TypeError(f"phase() decorates functions, methods and properties, not {type(fn).__name__} objects")
 
 
-def wrap_in_shape(ph: "phase", fn: Any) -> Any:
+def wrap_in_shape(ph: phase, fn: Any) -> Any:
     """``ph`` around ``fn``, keeping what ``fn`` is: descriptors stay descriptors of the same kind.
 
     ``staticmethod``/``classmethod``/``property``/``cached_property``/``partialmethod`` are rebuilt around wrapped
@@ -634,7 +635,7 @@ def _state_slots(cls: type) -> list[str]:
     return names
 
 
-def _rebuild_phase(cls: "type[phase]", state: dict) -> "phase":
+def _rebuild_phase(cls: type[phase], state: dict) -> phase:
     """Unpickle/copy a phase: its NVTX attributes and self-reference are made anew in this process."""
     obj = cls.__new__(cls)
     for k, v in state.items():

@@ -20,7 +20,8 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.phases import APIS, ENV_API, ENV_ITERATIONS, WINDOW_DOMAIN, WINDOW_RANGE, Window, parse_iterations
@@ -36,7 +37,7 @@ _atexit_registered = False
 on_step: Callable[[int], Any] | None = None
 
 
-def configure(iterations: "str | Window | None", api: str = "nvtx") -> None:
+def configure(iterations: str | Window | None, api: str = "nvtx") -> None:
     """Set (or clear, with None) the window of this process and restart the iteration count."""
     global _window, _api, _count
     if api not in APIS:

@@ -143,7 +143,7 @@ def _writable(folder: Path) -> bool:
     return os.access(folder, os.W_OK | os.X_OK)
 
 
-def entry_path(path: "str | os.PathLike[str]", *, create: bool = False) -> Path:
+def entry_path(path: str | os.PathLike[str], *, create: bool = False) -> Path:
     """Where the cache entry of ``path`` lives (``create``: make the folder, choosing a writable one)."""
     path = Path(path).resolve()
     st = os.stat(path)
@@ -320,7 +320,7 @@ def _ident(source: Path, cuda: bool, backend: str | None) -> dict:
     return ident
 
 
-def lookup(path: "str | os.PathLike[str]", *, cuda: bool = True, backend: str | None = None) -> Export | None:
+def lookup(path: str | os.PathLike[str], *, cuda: bool = True, backend: str | None = None) -> Export | None:
     """The cached export of ``path`` when a valid entry exists, else None (a miss: load and :func:`store` it)."""
     source = Path(path)
     try:
@@ -342,7 +342,7 @@ def lookup(path: "str | os.PathLike[str]", *, cuda: bool = True, backend: str | 
     return got
 
 
-def store(path: "str | os.PathLike[str]", export: Export, *, cuda: bool = True, backend: str | None = None) -> None:
+def store(path: str | os.PathLike[str], export: Export, *, cuda: bool = True, backend: str | None = None) -> None:
     """Write the entry of ``path``; a cache that cannot be written is no reason to fail a report."""
     source = Path(path)
     try:

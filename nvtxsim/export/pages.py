@@ -21,9 +21,10 @@ import os
 import re
 import threading
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -129,7 +130,7 @@ def _varint(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class TableReader:
     """Integer columns of rowid tables of one SQLite file (opened for reading only)."""
 
-    def __init__(self, path: "str | os.PathLike[str]") -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self._fd = os.open(self.path, os.O_RDONLY)
         try:
@@ -144,7 +145,7 @@ class TableReader:
             os.close(self._fd)
             self._fd = -1
 
-    def __enter__(self) -> "TableReader":
+    def __enter__(self) -> TableReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -528,7 +529,7 @@ class Select:
         self.table, self.parsed, self.filters, self.ints, self.nulls_only = table, parsed, filters, ints, nulls_only
 
     @classmethod
-    def compile(cls, sql: str, ncols: int) -> "Select" | None:
+    def compile(cls, sql: str, ncols: int) -> Select | None:
         m = _SELECT.match(" ".join(sql.split()))
         if not m:
             return None
@@ -555,7 +556,7 @@ class Select:
             needed += [] if kind == "const" else [g[0], g[2]] if kind == "differs" else [g[0]]
         for kind, g in filters:
             needed += [x for x in (g if kind == "cmp" else g[:1]) if x is not None and not re.fullmatch(r"-?\d+|[<>=!]+", x)]
-        ints = [n for n in dict.fromkeys(needed) if not (n.lower() in ("text", "jsontext", "binarydata"))]
+        ints = [n for n in dict.fromkeys(needed) if n.lower() not in ("text", "jsontext", "binarydata")]
         nulls_only = [n for n in dict.fromkeys(needed) if n not in ints]
         # Text columns may only be tested for NULL.
         for kind, g in parsed:

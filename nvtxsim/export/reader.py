@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from nvtxsim.errors import NvtxsimError, debug
 from nvtxsim.export import cache as _cache

@@ -13,8 +13,9 @@ import os
 import sqlite3
 import stat
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

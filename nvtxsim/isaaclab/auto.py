@@ -23,7 +23,8 @@ import importlib.abc
 import os
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from nvtxsim.isaaclab import phasemap as M
 from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, warn_missing

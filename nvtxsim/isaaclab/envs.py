@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.isaaclab import loop, phasemap as M
+from nvtxsim.isaaclab import loop
+from nvtxsim.isaaclab import phasemap as M
 from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, patch_defining, patch_function, warn_missing
 from nvtxsim.isaaclab.ranges import phase_for, phase_named
 from nvtxsim.isaaclab.resolve import defining_class, detect_version, package_in_use, resolve

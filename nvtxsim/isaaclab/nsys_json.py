@@ -18,11 +18,11 @@ left out.
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
+from nvtxsim import phases as P
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.isaaclab import phasemap as M
-from nvtxsim import phases as P
 from nvtxsim.isaaclab.resolve import find_in_source, source_file
 
 #: Hooks the env base classes declare abstract: only task classes define them.

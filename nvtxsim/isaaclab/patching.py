@@ -10,11 +10,12 @@ tasks override hooks, and 3.0 compares methods by identity
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from nvtxsim.emit.ranges import phase
 from nvtxsim.emit.instrument import Instrumentation, instrument
+from nvtxsim.emit.ranges import phase
 from nvtxsim.isaaclab.resolve import defining_class
 
 
@@ -25,7 +26,7 @@ class IsaacLabInstrumentation(Instrumentation):
     version: int | None = None
     missing: list[str] = field(default_factory=list)
 
-    def absorb(self, other: Instrumentation) -> "IsaacLabInstrumentation":
+    def absorb(self, other: Instrumentation) -> IsaacLabInstrumentation:
         self.extend(other)
         if isinstance(other, IsaacLabInstrumentation):
             self.missing.extend(m for m in other.missing if m not in self.missing)

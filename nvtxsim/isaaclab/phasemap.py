@@ -26,8 +26,8 @@ sensor, labelled with its class and prim path), ``events`` (``events.<mode>``),
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from nvtxsim import phases as P
 from nvtxsim.isaaclab.loop import BEGIN, END, Event

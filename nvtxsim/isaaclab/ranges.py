@@ -24,7 +24,8 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import Any, Callable, cast
+from collections.abc import Callable
+from typing import Any, cast
 
 from nvtxsim.emit.ranges import F, is_measuring, phase
 from nvtxsim.isaaclab import loop, phasemap
@@ -54,7 +55,7 @@ def cached_phase(name: str) -> phase:
     return ph
 
 
-def run_in(names: "list[str]", fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def run_in(names: list[str], fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """Call ``fn`` inside nested ranges ``names`` (outermost first), skipping names already open."""
     open_names = _open_names()
     opened: list[tuple[str, phase]] = []
@@ -77,7 +78,7 @@ class GuardedPhase(phase):
 
     __slots__ = ()
 
-    def range_names(self, args: tuple, kwargs: dict) -> "list[str]":
+    def range_names(self, args: tuple, kwargs: dict) -> list[str]:
         return [self.name]
 
     def wrap(self, fn: F) -> F:
@@ -122,10 +123,10 @@ class IterationPhase(GuardedPhase):
         return cast(F, wrapper)
 
 
-_SENSOR_LABELS: dict[tuple[type, Any], "list[str]"] = {}
+_SENSOR_LABELS: dict[tuple[type, Any], list[str]] = {}
 
 
-def sensor_range_names(sensor: Any) -> "list[str]":
+def sensor_range_names(sensor: Any) -> list[str]:
     """``[camera_readout|sensor_readout, sensor.<Class>(<prim_path>)]`` for a sensor instance."""
     cls = type(sensor)
     cfg = getattr(sensor, "__dict__", {}).get("cfg")
@@ -144,7 +145,7 @@ class SensorReadoutPhase(GuardedPhase):
 
     __slots__ = ()
 
-    def range_names(self, args: tuple, kwargs: dict) -> "list[str]":
+    def range_names(self, args: tuple, kwargs: dict) -> list[str]:
         return sensor_range_names(args[0]) if args else [self.name]
 
 
@@ -153,7 +154,7 @@ class EventsPhase(GuardedPhase):
 
     __slots__ = ()
 
-    def range_names(self, args: tuple, kwargs: dict) -> "list[str]":
+    def range_names(self, args: tuple, kwargs: dict) -> list[str]:
         mode = kwargs.get("mode", args[1] if len(args) > 1 else None)
         return [f"{self.name}.{mode}" if isinstance(mode, str) else self.name]
 
@@ -197,14 +198,14 @@ class LoopPhase(GuardedPhase):
 
     __slots__ = ("before", "after", "ranged")
 
-    def __init__(self, name: str, *, before: "loop.Event | None" = None, after: "loop.Event | None" = None,
+    def __init__(self, name: str, *, before: loop.Event | None = None, after: loop.Event | None = None,
                  ranged: bool = True) -> None:
         super().__init__(name)
         self.before = before
         self.after = after
         self.ranged = ranged
 
-    def range_names(self, args: tuple, kwargs: dict) -> "list[str]":
+    def range_names(self, args: tuple, kwargs: dict) -> list[str]:
         return [self.name] if self.ranged else []
 
     def wrap(self, fn: F) -> F:
@@ -243,7 +244,7 @@ def runner_phase(library: str, method: str, name: str | None) -> phase:
     return LoopPhase(name or method, before=events[0], after=events[1], ranged=name is not None)
 
 
-def phase_for(target: "phasemap.Target", *, count_steps: bool = False) -> phase:
+def phase_for(target: phasemap.Target, *, count_steps: bool = False) -> phase:
     """The phase object a map entry is wrapped with."""
     if target.kind == "sensor":
         return SensorReadoutPhase(target.phase)

@@ -7,8 +7,9 @@ formats (table, markdown) pick units per value.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, Report
 from nvtxsim.reporting.escaping import csv_table, json_text, markdown_cell, printable
@@ -86,7 +87,7 @@ def _heading(report: Report) -> str:
     return " · ".join(heading_parts(report.source))
 
 
-def outside_note(o: "OutsideGpu", *, threads_shown: int = 3) -> str:
+def outside_note(o: OutsideGpu, *, threads_shown: int = 3) -> str:
     """One line: how much GPU work ran outside every phase (in no row of the table) and from which threads."""
     names = [f"{name} {n:,}" for name, n in list(o.threads.items())[:threads_shown]]
     more = f" and {len(o.threads) - threads_shown} more" if len(o.threads) > threads_shown else ""
@@ -96,7 +97,7 @@ def outside_note(o: "OutsideGpu", *, threads_shown: int = 3) -> str:
     )
 
 
-def outside_warnings(detail: "Detail", *, in_memory_only: bool = False) -> list[str]:
+def outside_warnings(detail: Detail, *, in_memory_only: bool = False) -> list[str]:
     """The :func:`outside_note` line for a report's warnings; none when that work is under 1 % of GPU busy time."""
     from nvtxsim.analysis.unattributed import MIN_SHARE, outside_phases
 

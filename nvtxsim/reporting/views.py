@@ -9,8 +9,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -138,7 +139,7 @@ def iterations(d: Detail, o: ViewOptions) -> ViewTable:
     return ViewTable("iterations", f"Per-phase time per iteration ({it.key})", cols, rows, notes)
 
 
-def _throughput(rows: list[dict], cols: list[Column], rates: "LoopRates") -> tuple[list[Column], str]:
+def _throughput(rows: list[dict], cols: list[Column], rates: LoopRates) -> tuple[list[Column], str]:
     """Env-steps/s of the loop (from the mean iteration) and, per phase, what it costs in env-steps/s."""
     from nvtxsim.analysis.iterations import steps_cost, steps_per_s
 
@@ -161,7 +162,8 @@ def _throughput(rows: list[dict], cols: list[Column], rates: "LoopRates") -> tup
 
 
 def slowest(d: Detail, o: ViewOptions) -> ViewTable:
-    from nvtxsim.analysis.iterations import loop_rates, slowest as slow
+    from nvtxsim.analysis.iterations import loop_rates
+    from nvtxsim.analysis.iterations import slowest as slow
 
     it, err = _iterations(d, o)
     cols = [
@@ -184,11 +186,11 @@ def slowest(d: Detail, o: ViewOptions) -> ViewTable:
     return ViewTable("slowest", f"Slowest iterations ({it.key})", cols, rows, ["excess: the phase's time in that iteration minus its median over all iterations"])
 
 
-def _rounded(value: float) -> "int | None":
+def _rounded(value: float) -> int | None:
     return int(round(value)) if value == value else None  # NaN: unknown
 
 
-def _learning_note(it: "Iterations", rates: "LoopRates") -> str:
+def _learning_note(it: Iterations, rates: LoopRates) -> str:
     """Learning iterations at a glance: collection vs update, env steps, env-steps/s."""
     assert rates.rollout_ns is not None and rates.update_ns is not None  # the caller checked; set together
     mean = float(it.duration.mean()) or 1.0
@@ -224,7 +226,8 @@ def kernels(d: Detail, o: ViewOptions) -> ViewTable:
 
 
 def copies(d: Detail, o: ViewOptions) -> ViewTable:
-    from nvtxsim.analysis.gpu import DIRECTION_LABELS, copies as cp
+    from nvtxsim.analysis.gpu import DIRECTION_LABELS
+    from nvtxsim.analysis.gpu import copies as cp
 
     rows = []
     for r in cp(d):

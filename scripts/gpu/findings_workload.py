@@ -39,8 +39,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
 
+# the import order matters here (nvtxsim first): not sorted
+# isort: off
 import nvtxsim  # noqa: E402  (first: under old nsys it makes nvtx>=0.2.12 ranges visible)
 import torch  # noqa: E402
+# isort: on
 
 NAMES = ("iteration", "sim_step", "render", "camera_readout", "policy", "reward", "reset", "observation", "policy_update")
 PH = {n: nvtxsim.phase(n) for n in NAMES}
@@ -172,7 +175,7 @@ def run(args: argparse.Namespace) -> None:
         torch.cuda.synchronize()
 
 
-def parse(argv: "list[str] | None" = None) -> argparse.Namespace:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--clean", action="store_true", help="leave every planted problem out")

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Optional
 
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT = Path(__file__).resolve().parent
@@ -29,7 +28,7 @@ def deps_dir() -> Path:
     return Path(os.environ.get(ENV_VAR) or REPO / ".deps" / "isaaclab")
 
 
-def missing_reason() -> Optional[str]:
+def missing_reason() -> str | None:
     """Why the Isaac Lab tests cannot run here, or None."""
     d = deps_dir()
     if not (d / "READY").is_file():
@@ -41,7 +40,7 @@ def python() -> str:
     return str(deps_dir() / "venv" / "bin" / "python")
 
 
-def env_for(version: str, extra: Optional[dict] = None) -> dict:
+def env_for(version: str, extra: dict | None = None) -> dict:
     """Environment of a subprocess that imports Isaac Lab ``version`` (plus nvtxsim from this checkout)."""
     folder, rsl_rl, stubs = VERSIONS[version]
     d = deps_dir()
@@ -62,15 +61,15 @@ def env_for(version: str, extra: Optional[dict] = None) -> dict:
     return env
 
 
-def run(version: str, args: list, *, prefix: Optional[list] = None, extra_env: Optional[dict] = None,
-        timeout: float = 300, cwd: Optional[str] = None) -> subprocess.CompletedProcess:
+def run(version: str, args: list, *, prefix: list | None = None, extra_env: dict | None = None,
+        timeout: float = 300, cwd: str | None = None) -> subprocess.CompletedProcess:
     """Run ``python ARGS`` (optionally behind ``prefix``, e.g. nsys) with Isaac Lab ``version``."""
     cmd = list(prefix or []) + [python()] + [str(a) for a in args]
     return subprocess.run(cmd, env=env_for(version, extra_env), capture_output=True, text=True, timeout=timeout,
                           cwd=cwd or str(REPO))
 
 
-def scenario(version: str, name: str, tmp: Path, *options: str, prefix: Optional[list] = None) -> dict:
+def scenario(version: str, name: str, tmp: Path, *options: str, prefix: list | None = None) -> dict:
     """Run ``scenario.py NAME`` and return the JSON it writes (fails with its output on error)."""
     out = tmp / f"{name}-{version}.json"
     proc = run(version, [SUPPORT / "scenario.py", name, "--out", out, *options], prefix=prefix)

@@ -81,7 +81,7 @@ def runner_cfg(num_steps_per_env: int = 2) -> dict:
     }
 
 
-def make_runner(env: Any, num_steps_per_env: int = 2, log_dir: "str | None" = None) -> Any:
+def make_runner(env: Any, num_steps_per_env: int = 2, log_dir: str | None = None) -> Any:
     """An OnPolicyRunner; logs (TensorBoard, code state) go to ``log_dir`` (a new temporary folder by default)."""
     import tempfile
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, NamedTuple, Optional
+from collections.abc import Iterable
+from typing import NamedTuple
 
 
 class Span(NamedTuple):
@@ -23,9 +24,9 @@ def from_export(path: str, domain: str = "nvtxsim") -> list[Span]:
     return sorted(spans, key=lambda s: (s.start, -s.end))
 
 
-def parents(spans: list[Span]) -> list[Optional[int]]:
+def parents(spans: list[Span]) -> list[int | None]:
     """Index of each span's innermost enclosing span on the same thread (None at top level)."""
-    out: list[Optional[int]] = []
+    out: list[int | None] = []
     open_by_tid: dict[int, list[int]] = {}
     for i, s in enumerate(spans):
         stack = open_by_tid.setdefault(s.tid, [])
@@ -36,7 +37,7 @@ def parents(spans: list[Span]) -> list[Optional[int]]:
     return out
 
 
-def ancestors(spans: list[Span], par: list[Optional[int]], i: int) -> list[str]:
+def ancestors(spans: list[Span], par: list[int | None], i: int) -> list[str]:
     names = []
     p = par[i]
     while p is not None:
@@ -45,7 +46,7 @@ def ancestors(spans: list[Span], par: list[Optional[int]], i: int) -> list[str]:
     return names
 
 
-def children_count(spans: list[Span], par: list[Optional[int]], parent_name: str, child_name: str,
+def children_count(spans: list[Span], par: list[int | None], parent_name: str, child_name: str,
                    direct: bool = False) -> list[int]:
     """For every ``parent_name`` span, how many ``child_name`` spans it contains (directly, or at any depth)."""
     counts = {i: 0 for i, s in enumerate(spans) if s.name == parent_name}
@@ -63,7 +64,7 @@ def children_count(spans: list[Span], par: list[Optional[int]], parent_name: str
     return [counts[i] for i in sorted(counts)]
 
 
-def inside(spans: list[Span], par: list[Optional[int]], name: str, outer: str) -> tuple[int, int]:
+def inside(spans: list[Span], par: list[int | None], name: str, outer: str) -> tuple[int, int]:
     """(how many ``name`` spans have an ``outer`` ancestor, how many ``name`` spans there are)."""
     total = hits = 0
     for i, s in enumerate(spans):
@@ -73,7 +74,7 @@ def inside(spans: list[Span], par: list[Optional[int]], name: str, outer: str) -
     return hits, total
 
 
-def self_nested(spans: list[Span], par: list[Optional[int]]) -> list[str]:
+def self_nested(spans: list[Span], par: list[int | None]) -> list[str]:
     """Names that appear inside a span of the same name (the guard must prevent this)."""
     return sorted({s.name for i, s in enumerate(spans) if s.name in ancestors(spans, par, i)})
 

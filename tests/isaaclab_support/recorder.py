@@ -17,7 +17,7 @@ from nesting import Span
 class RangeRecorder:
     """``with RangeRecorder() as rec: ...`` -> ``rec.spans`` (name, start, end, tid) in start order."""
 
-    def __enter__(self) -> "RangeRecorder":
+    def __enter__(self) -> RangeRecorder:
         import threading
 
         import nvtxsim.emit.ranges as E

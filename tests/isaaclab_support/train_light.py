@@ -11,7 +11,6 @@ import json
 import sys
 
 import gymnasium as gym
-
 import light
 import light_rl
 

@@ -12,12 +12,12 @@ import sys
 from nvtxsim.analysis.compare import CompareSettings, compare
 from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.selection import Detail
-from nvtxsim.export.reader import Export
-from nvtxsim.errors import float_option, int_option
-from nvtxsim.cli.output import check_writable, deliver, layout
-from nvtxsim.reporting.escaping import printable
 from nvtxsim.cli.arguments import parse_kinds
+from nvtxsim.cli.output import check_writable, deliver, layout
 from nvtxsim.cli.progress import load_with_progress
+from nvtxsim.errors import float_option, int_option
+from nvtxsim.export.reader import Export
+from nvtxsim.reporting.escaping import printable
 
 FORMATS = ("table", "csv", "json", "markdown", "html")
 
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if appeared else status
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "compare",
         help="per-phase change between two exports (median, p99, bootstrap CI, regression gate)",

@@ -65,8 +65,8 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_nsys_json(args: argparse.Namespace) -> int:
-    from nvtxsim.isaaclab import nsys_json
     from nvtxsim.cli.output import check_writable, write_atomic
+    from nvtxsim.isaaclab import nsys_json
 
     if args.output != "-":
         check_writable(args.output, force=args.force)
@@ -97,7 +97,7 @@ def run_nsys_json(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "isaaclab",
         help="Isaac Lab phase map: check it against the installed Isaac Lab, or write it as an nsys trace file",

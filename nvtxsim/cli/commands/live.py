@@ -36,7 +36,7 @@ def _is_sqlite(path: str) -> bool:
         return False
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from nvtxsim.reporting.renderers.live import FORMATS
 
     p = sub.add_parser(

@@ -78,7 +78,7 @@ def report_file(args: argparse.Namespace, stem: Path) -> Path | None:
     return stem.with_name(stem.name + ".report" + REPORT_SUFFIXES.get(args.format, "." + args.format))
 
 
-def _report(path: "os.PathLike[str] | str", args: argparse.Namespace, out: Path | None) -> None:
+def _report(path: os.PathLike[str] | str, args: argparse.Namespace, out: Path | None) -> None:
     """Print or write the report; a failure here is reported but never replaces the program's exit code."""
     try:
         from nvtxsim.cli.commands.report import domain_from_args, run_report
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     return result.returncode
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "profile",
         help="run a program under Nsight Systems, export SQLite, print the per-phase report",

@@ -25,10 +25,10 @@ __all__ = ["run", "run_report", "run_ranks", "add_parser", "domain_from_args", "
 
 
 def run_report(
-    path: "str | os.PathLike[str]",
+    path: str | os.PathLike[str],
     *,
     fmt: str = "table",
-    out: "str | Path | None" = None,
+    out: str | Path | None = None,
     force: bool = False,
     stream: TextIO | None = None,
     request: ReportRequest | None = None,
@@ -69,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_ranks(
-    paths: "list[str]",
+    paths: list[str],
     *,
     fmt: str = "table",
-    out: "str | Path | None" = None,
+    out: str | Path | None = None,
     force: bool = False,
     jobs: int | None = None,
     dask: str | None = None,
@@ -99,7 +99,7 @@ def run_ranks(
     return 0
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "report",
         help="per-phase CPU/GPU timing table of an nsys export",

@@ -20,7 +20,8 @@ import runpy
 import sys
 import traceback
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from nvtxsim.errors import NvtxsimError
 
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     return execute(argv, module=args.module)
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run",
         help="run an unmodified Isaac Lab script with phases on its envs and RL runners",

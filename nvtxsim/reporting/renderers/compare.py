@@ -8,8 +8,8 @@ from dataclasses import asdict
 from nvtxsim.analysis.compare import Comparison, PhaseDelta
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.escaping import json_text
-from nvtxsim.reporting.viewtable import Column, ViewTable
 from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
+from nvtxsim.reporting.viewtable import Column, ViewTable
 
 C = Column
 

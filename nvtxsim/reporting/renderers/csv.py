@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from nvtxsim.errors import NvtxsimError
 from nvtxsim.analysis.projection import Report
+from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.model import ReportModel
 from nvtxsim.reporting.renderers.tables import csv_text
 from nvtxsim.reporting.summary import ranks_csv, render_csv
-
 
 SHOWS_FINDINGS = False  # the findings are computed only for --fail-on
 

@@ -14,9 +14,9 @@ import re
 
 from nvtxsim.reporting.escaping import html_json
 from nvtxsim.reporting.model import ReportModel
+from nvtxsim.reporting.renderers.tables import cell
 from nvtxsim.reporting.summary import heading_parts
 from nvtxsim.reporting.viewtable import ViewTable
-from nvtxsim.reporting.renderers.tables import cell
 
 
 def _table_html(t: ViewTable, limit: int | None = None) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from nvtxsim.analysis.projection import Report
 from nvtxsim.reporting.escaping import markdown_cell
 from nvtxsim.reporting.findings import before_markdown, block_markdown
-from nvtxsim.analysis.projection import Report
 from nvtxsim.reporting.model import ReportModel
 from nvtxsim.reporting.renderers.tables import markdown_text
 from nvtxsim.reporting.summary import ranks_text, render_markdown

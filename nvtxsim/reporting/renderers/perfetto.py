@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from nvtxsim.analysis.gpu import short_kernel_name
 from nvtxsim.analysis.launches import copy_direction
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
-from nvtxsim.analysis.gpu import short_kernel_name
 from nvtxsim.export.schema import GRAPH, KERNEL, MEMCPY, MEMSET
-from nvtxsim.reporting.model import ReportModel
 from nvtxsim.reporting.escaping import json_text
+from nvtxsim.reporting.model import ReportModel
 
 GPU_PID_BASE = 1 << 30  # keeps GPU "processes" apart from real pids (< 2^22 on Linux)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nvtxsim.reporting.findings import before_table, block_lines
 from nvtxsim.analysis.projection import Report
+from nvtxsim.reporting.findings import before_table, block_lines
 from nvtxsim.reporting.model import ReportModel
 from nvtxsim.reporting.renderers import terminal
 from nvtxsim.reporting.renderers.tables import table_text

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Sequence
+from collections.abc import Sequence
 
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.viewtable import Column

@@ -1,5 +1,8 @@
 """Seed capture for the reliability tests: a small RL-shaped loop under nsys 2022.4 (see tests/data/reliability/README.md)."""
-import os, threading, time
+import os
+import threading
+import time
+
 import nvtxsim
 from nvtxsim.emit import ranges as emit
 
@@ -29,7 +32,8 @@ for i in range(10):
         nvtxsim.mark("tick", i)
 t.join()
 ender = threading.Thread(target=emit.end_range, args=(token,))
-ender.start(); ender.join()
+ender.start()
+ender.join()
 nvtxsim.range_pop()  # unmatched: refused, recorded as a mark
 nvtxsim.range_push("reset")
 time.sleep(0.3)  # nsys collects NVTX events periodically: give it the last ones
