@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import collections
 
+import pytest
 from nsys_util import needs_nsys
 from reliability_util import capture, load, program_lines
 from test_same_with_profiler import run_state
-
-import pytest
 
 PROGRAM = r'''
 import abc, asyncio, contextlib, enum, functools, inspect, pickle, weakref
