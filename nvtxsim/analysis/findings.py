@@ -115,8 +115,12 @@ class _Context:
         keys = np.flatnonzero(r.label == r.label[it.key_range[0]])
         keys = keys[~np.isin(keys, it.key_range)]
         out = np.zeros(len(idx), dtype=bool)
-        for k in keys.tolist():
-            out |= ((r.global_tid[idx] & PID_MASK) == (r.global_tid[k] & PID_MASK)) & (r.start[idx] >= r.start[k]) & (r.start[idx] <= r.end[k])
+        pid, kpid = r.global_tid[idx] & PID_MASK, r.global_tid[keys] & PID_MASK
+        for p in np.unique(kpid).tolist():  # per process: the last skipped instance starting at or before the range
+            ks = keys[kpid == p][np.argsort(r.start[keys[kpid == p]], kind="stable")]
+            mine = np.flatnonzero(pid == p)
+            j = np.searchsorted(r.start[ks], r.start[idx[mine]], side="right") - 1
+            out[mine] = (j >= 0) & (r.start[idx[mine]] <= r.end[ks[np.maximum(j, 0)]])
         return out
 
     @cached_property
