@@ -131,17 +131,24 @@ class Window:
         return f"iterations {self.start}..{self.stop - 1} ({self.stop - self.start} iterations)"
 
 
-def parse_trigger(rule: str) -> tuple[str, float]:
-    """Parse a live-timing trigger ``PHASE>FACTORx`` (``sim_step>1.5x``) into (phase name, factor)."""
+def parse_trigger(rule: str) -> tuple[str, float, int]:
+    """Parse a live-timing trigger ``PHASE>FACTORx`` or ``PHASE>FACTORx for N`` (``sim_step>1.5x for 3``) into
+    (phase name, factor, N): N measured iterations in a row over FACTOR x the baseline fire it (default 1)."""
     head, sep, tail = str(rule).partition(">")
-    name, factor = head.strip(), tail.strip().lower().removesuffix("x").strip()
+    name = head.strip()
+    factor, _, run_text = tail.strip().lower().partition(" for ")
+    factor = factor.strip().removesuffix("x").strip()
     try:
         value = float(factor)
+        run = int(run_text) if run_text.strip() else 1
     except ValueError:
-        value = -1.0
-    if not sep or not name or "<" in name or not value > 0 or value != value or value == float("inf"):
-        raise NvtxsimError(f"trigger: expected PHASE>FACTORx (e.g. 'sim_step>1.5x': the phase's recent median over 1.5x its baseline), got {rule!r}")
-    return name, value
+        value, run = -1.0, 1
+    if not sep or not name or "<" in name or not value > 0 or value != value or value == float("inf") or not 1 <= run <= 1000:
+        raise NvtxsimError(
+            "trigger: expected PHASE>FACTORx or PHASE>FACTORx for N (e.g. 'sim_step>1.5x': an iteration's sim_step time "
+            f"over 1.5x its rolling median; 'sim_step>1.5x for 3': three iterations in a row), got {rule!r}"
+        )
+    return name, value, run
 
 
 def parse_iterations(text: str) -> Window:

@@ -225,16 +225,17 @@ def test_failing_callback_is_dropped_once(tmp_path, clean_live, capsys):
 
 def test_trigger_rule_parsing():
     t = live.Trigger("sim_step>1.5x", 7)
-    assert (t.name, t.factor, t.iterations) == ("sim_step", 1.5, 7)
+    assert (t.name, t.factor, t.run, t.iterations) == ("sim_step", 1.5, 1, 7)
     assert live.Trigger("camera_readout > 2").factor == 2.0
-    for bad in ("sim_step", ">2x", "sim_step>x", "sim_step>0x"):
+    assert (live.Trigger("nvtxsim:sim_step>2x for 3").name, live.Trigger("sim_step>2x for 3").run) == ("sim_step", 3)
+    for bad in ("sim_step", ">2x", "sim_step>x", "sim_step>0x", "sim_step>2x for", "sim_step>2x for 0", "sim_step>2x for y"):
         with pytest.raises(ValueError):
             live.Trigger(bad)
 
 
 def test_trigger_arms_a_capture_window(tmp_path, clean_live, capsys):
     window.configure(None)
-    live.start(None, every=1000, trigger="sim_step>1.5x", trigger_iterations=4)
+    live.start(None, every=1000, trigger="sim_step>20x for 3", trigger_iterations=4)
     for i in range(40):
         nvtxsim.step()
         with nvtxsim.phase("sim_step"):
@@ -243,7 +244,59 @@ def test_trigger_arms_a_capture_window(tmp_path, clean_live, capsys):
     live.stop()
     window.configure(None)
     assert w is not None and w.stop - w.start == 4 and 30 < w.start <= 40
-    assert "live trigger sim_step>1.5x" in capsys.readouterr().err
+    assert "live trigger sim_step>20x for 3" in capsys.readouterr().err
+
+
+def _feed(trigger: live.Trigger, times: list[int]) -> list[int]:
+    """Drive ``trigger`` as on_step does, one iteration per time; the iterations at which it fired."""
+    fired = []
+    for i, ns in enumerate(times):
+        window._count = i + 1  # the step() of the next iteration observes iteration i
+        if trigger.observe(ns, i) is not None:
+            fired.append(i)
+    return fired
+
+
+@pytest.fixture
+def no_window():
+    window.configure(None)
+    yield
+    window.configure(None)
+
+
+def test_trigger_one_slow_iteration_fires_after_ten(no_window, capsys):
+    # the checker's report: one iteration 4x slower in a short loop never fired (needed 25 iterations and 3 slow of 5)
+    t = live.Trigger("sim_step>1.5x", 5)
+    assert _feed(t, [1000] * 12 + [4000] + [1000] * 10) == [12]
+    w = window.current()
+    assert (w.start, w.stop) == (13, 18) and t.fired["window"] == [13, 17] and t.fired["baseline_ns"] == 1000
+    assert "4.00x the baseline at iteration 12; capture window: iterations 13..17" in capsys.readouterr().err
+
+
+def test_trigger_baseline_needs_ten_iterations(no_window):
+    assert _feed(live.Trigger("sim_step>1.5x"), [1000] * 9 + [9000] + [1000] * 5) == []  # the 10th is baseline
+    assert _feed(live.Trigger("sim_step>1.5x"), [1000] * 10 + [9000]) == [10]
+    assert _feed(live.Trigger("sim_step>1.5x"), [1000] * 10 + [1500]) == []  # over means strictly over
+
+
+def test_trigger_for_n_needs_a_run_and_fires_once(no_window):
+    t = live.Trigger("sim_step>2x for 3", 4)
+    times = [1000] * 20 + [5000, 5000, 1000] + [5000] * 3 + [1000] * 5 + [9000] * 5
+    assert _feed(t, times) == [25]  # the interrupted pair does not count; the second slowdown is ignored
+    assert window.current().start == 26
+
+
+def test_trigger_baseline_is_rolling_and_robust(no_window):
+    t = live.Trigger("sim_step>1.5x")
+    # a slow start (compilation) and a few spikes under the factor do not move the median
+    assert _feed(t, [50_000, 40_000] + [1000] * 150 + [1400, 1000] * 20) == []
+    assert t.baseline.maxlen == 100 and len(t.baseline) == 100 and _feed(t, [1600]) == [0]
+
+
+def test_trigger_window_refused_while_another_is_set(no_window):
+    window.configure("100:110")
+    t = live.Trigger("sim_step>1.5x")
+    assert _feed(t, [1000] * 10 + [5000]) == [] and t.fired is None
 
 
 def test_disable_pauses_live_timing(tmp_path, clean_live):
@@ -559,3 +612,23 @@ def test_gpu_off_records_no_events(monkeypatch, clean_live):
             pass
     live.stop()
     assert _FakeEvent.created == 0 and all(r["phases"]["nvtxsim:sim_step"]["gpu_ns"] is None for r in records)
+
+
+def test_trigger_window_opens_at_the_next_step(no_window, clean_live, monkeypatch):
+    """Through step(): the slow iteration k is seen at step k+1, and that same step opens the window."""
+    clock = [0]
+    cost = {"fast": 1000, "slow": 4000}
+
+    def now() -> int:
+        return clock[0]
+
+    monkeypatch.setattr(live, "_now", now)
+    opened: list[int] = []
+    monkeypatch.setattr(window, "_start_nvtx", lambda: opened.append(window.iteration()) or (lambda: opened.append(-1)))
+    live.start(None, every=1000, trigger="sim_step>1.5x", trigger_iterations=3)
+    for i in range(20):
+        nvtxsim.step()
+        with nvtxsim.phase("sim_step"):
+            clock[0] += cost["slow" if i == 12 else "fast"]
+    live.stop()
+    assert opened == [13, -1]  # opened at iteration 13's step, closed at 16's

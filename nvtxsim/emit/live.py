@@ -63,43 +63,49 @@ _rec_exit = _r.phase._recording_exit
 
 
 class Trigger:
-    """``NAME>FACTORx``: when the rolling median of the phase's per-iteration CPU time exceeds
-    FACTOR x its baseline (the median of the iterations before), open a capture window."""
+    """``NAME>FACTORx [for N]``: once the phase's CPU time in N measured iterations in a row (default 1; all its
+    ranges of an iteration summed) exceeded FACTOR x its baseline, open a capture window of the next
+    ``iterations`` iterations. The baseline is the median of the phase's previous measured iterations (the
+    last :attr:`BASELINE` under the factor; the rule is checked once :attr:`MIN_BASELINE` are in).
+    One firing per run: nsys records one window."""
 
-    RECENT = 5
     BASELINE = 100
-    MIN_BASELINE = 20
+    MIN_BASELINE = 10
 
     def __init__(self, rule: str, iterations: int = DEFAULT_TRIGGER_ITERATIONS) -> None:
         try:
-            self.name, self.factor = _phases.parse_trigger(rule)
+            self.name, self.factor, self.run = _phases.parse_trigger(rule)
         except Exception as exc:
             raise ValueError(str(exc)) from None
         if iterations < 1:
             raise ValueError(f"trigger: the window needs at least 1 iteration, got {iterations}")
+        self.name = self.name.removeprefix(f"{_phases.DOMAIN}:")  # the key as the live file writes it
         self.rule, self.iterations = rule.strip(), iterations
-        self.recent: deque = deque(maxlen=self.RECENT)
         self.baseline: deque = deque(maxlen=self.BASELINE)
+        self.slow = 0  # measured iterations in a row over the factor
         self.fired: dict | None = None
 
     def observe(self, ns: int, iteration: int) -> dict | None:
         """Feed one measured iteration's time of the phase; the firing (once) as a dict, else None."""
         if self.fired is not None:
             return None
-        if len(self.recent) == self.RECENT:
-            self.baseline.append(self.recent[0])
-        self.recent.append(ns)
-        if len(self.baseline) < self.MIN_BASELINE or len(self.recent) < self.RECENT:
+        if len(self.baseline) < self.MIN_BASELINE:
+            self.baseline.append(ns)
             return None
-        recent, base = _median(self.recent), _median(self.baseline)
-        if recent <= self.factor * base:
+        base = _median(self.baseline)
+        if ns <= self.factor * base:
+            self.slow = 0
+            self.baseline.append(ns)  # slow iterations stay out: a long slowdown does not raise its own baseline
             return None
-        start = _window.iteration() + 1  # step() of the iteration after ``iteration`` already ran: the next one
+        self.slow += 1
+        if self.slow < self.run:
+            return None
+        start = _window.iteration()  # step() calls on_step before it opens windows: the iteration starting now
         if not _window.arm(start, start + self.iterations):
             return None
-        self.fired = {"rule": self.rule, "at": iteration, "recent_ns": int(recent), "baseline_ns": int(base),
+        self.fired = {"rule": self.rule, "at": iteration, "ns": int(ns), "baseline_ns": int(base),
                       "window": [start, start + self.iterations - 1]}
-        _report(f"live trigger {self.rule}: {recent / max(base, 1):.2f}x the baseline at iteration {iteration}; "
+        _report(f"live trigger {self.rule}: {ns / max(base, 1):.2f}x the baseline at iteration {iteration}; "
                 f"capture window: iterations {start}..{start + self.iterations - 1}")
         return self.fired
 

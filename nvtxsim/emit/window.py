@@ -90,11 +90,11 @@ def step() -> int:
     """
     global _count
     _count += 1
+    if on_step is not None:  # first: a live trigger firing now arms a window that opens at this very step
+        on_step(_count)
     w = _window
     if w is not None and (_count == w.start or _count == w.stop):
         _edge(w)
-    if on_step is not None:
-        on_step(_count)
     return _count
 
 

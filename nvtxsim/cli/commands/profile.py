@@ -169,8 +169,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--trigger",
         metavar="RULE",
         help="record only the --trigger-iterations iterations after a phase slows down: RULE is PHASE>FACTORx, e.g. "
-        "'sim_step>1.5x' (live timing's rolling median of the phase's time per iteration over FACTOR x its baseline; "
-        "needs nvtxsim.step() per iteration; see docs/live.md)",
+        "'sim_step>1.5x': fires at the first iteration whose sim_step time exceeds FACTOR x the median of its previous "
+        "iterations (10 needed first); needs nvtxsim.step() per iteration; see docs/live.md)",
     )
     p.add_argument("--trigger-iterations", type=int_option("--trigger-iterations", low=1), default=10, metavar="K", help="iterations recorded once the trigger fires (default: 10)")
     p.add_argument(
