@@ -112,7 +112,7 @@ def block_markdown(fs: Findings) -> str:
         lines.append("None over the thresholds.")
     for i, f in enumerate(fs.items[:BLOCK_FINDINGS], 1):
         lines.append(f"{i}. **{f.severity}** {f.kind} in {markdown_cell(f.phase)}: {markdown_cell(_cost(f))} ({_pct(f.evidence.get('share_of_time'))})")
-        lines.append(f"   {markdown_cell(evidence_text(f))}; {markdown_cell(f.advice)}")
+        lines.append(f"   {markdown_cell(evidence_text(f))} → {markdown_cell(f.advice)}")
     if len(fs.items) > BLOCK_FINDINGS:
         lines.append(f"\n({len(fs.items) - BLOCK_FINDINGS} more: --view findings)")
     lines += [f"\n> {markdown_cell(n)}" for n in fs.notes]
