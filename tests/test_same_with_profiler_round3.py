@@ -1,7 +1,8 @@
 """Adversarial round 3 of "the same program with or without a profiler" (issue 13): shapes outside
 the first program — a callable object that is its own descriptor, partials of generator and
 coroutine functions, enum and dunder methods, ``__getattr__``, weak methods, ``singledispatch``,
-``abstractmethod``, ``contextmanager``, generator return values, ``close``/``aclose``. The program
+``abstractmethod``, ``contextmanager``, generator return values, ``close``/``aclose``; ``instrument``
+on targets it cannot patch (the same skips and warnings in both states). The program
 runs plain, with a forced recording backend and under the real nsys 2022.4; outputs must be identical.
 """
 
@@ -123,6 +124,17 @@ async def drive():
     await a.aclose()
     return x
 out("async generator aclose", (asyncio.run(drive()), log))
+import collections, warnings
+Point = collections.namedtuple("Point", "x y")
+class Plain:
+    value = 3
+    def step(self): return 1
+for target, names in ((Point(1, 2), ["_asdict"]), (5, ["bit_length"]), (Plain, ["step", "value", "missing"])):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ins = nvtxsim.instrument(target, names)
+    out(f"instrument {type(target).__name__}", (ins.skipped, len(ins.patched), [str(w.message) for w in caught]))
+    ins.restore()
 out("recording at end", nvtxsim.is_recording())
 '''
 

@@ -207,6 +207,15 @@ def instrument(
             continue
         if is_instrumented(raw):
             continue
+        # What can be known without changing anything is checked in both states, so a program
+        # gets the same skips and warnings (under -W error: the same exception) with or without a profiler.
+        if is_class and not (isinstance(raw, (staticmethod, classmethod)) or callable(raw)):
+            result.skipped.append(f"{label} (not callable)")
+            continue
+        d = None if is_class else _dict_of(target)
+        if not is_class and d is None:
+            result.skipped.append(f"{label} (no instance dict)")
+            continue
         ph = _as_phase(spec)
         if result.idle and type(ph).wrap is phase.wrap:  # subclasses' wrappers may do more than ranges
             result.patches.append(_Patch(target, name, _UNCHANGED, label))
@@ -216,11 +225,8 @@ def instrument(
                 new: Any = staticmethod(ph.wrap(raw.__func__))
             elif isinstance(raw, classmethod):
                 new = classmethod(ph.wrap(raw.__func__))
-            elif callable(raw):
-                new = ph.wrap(raw)
             else:
-                result.skipped.append(f"{label} (not callable)")
-                continue
+                new = ph.wrap(raw)
             previous = target.__dict__.get(name, _MISSING)
             try:
                 setattr(target, name, new)
@@ -229,10 +235,7 @@ def instrument(
                 continue
             result.patches.append(_Patch(target, name, previous, label))
         else:
-            d = _dict_of(target)
-            if d is None:
-                result.skipped.append(f"{label} (no instance dict)")
-                continue
+            assert d is not None
             previous = d.get(name, _MISSING)
             try:
                 d[name] = _PhasedMethod.build(target, name, ph, None if previous is _MISSING else previous)
