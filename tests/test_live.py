@@ -632,3 +632,46 @@ def test_trigger_window_opens_at_the_next_step(no_window, clean_live, monkeypatc
             clock[0] += cost["slow" if i == 12 else "fast"]
     live.stop()
     assert opened == [13, -1]  # opened at iteration 13's step, closed at 16's
+
+
+def test_stop_waits_for_a_full_queue_and_keeps_the_drop_count(tmp_path, clean_live):
+    """A writer kept from running (busy threads) filled the queue: stop() used to drop the last window, and the
+    count of dropped windows with it, silently."""
+    import threading
+
+    release = threading.Event()
+    out = tmp_path / "live.jsonl"
+    window.configure(None)
+    live.start(out, every=1, callback=lambda rec: release.wait(10))
+    for _ in range(80):
+        nvtxsim.step()
+        with nvtxsim.phase("sim_step"):
+            pass
+    threading.Timer(1.0, release.set).start()  # after stop() began: its last window must wait, not be dropped
+    live.stop(timeout=10)
+    recs = _lines(out)
+    assert recs[-1]["iterations"] == [79, 79]
+    assert len(recs) + sum(r.get("dropped_windows", 0) for r in recs) == 80
+
+
+def test_late_ranges_of_other_threads_are_counted(tmp_path, clean_live):
+    """Ranges ending on other threads while step() swaps the window land in a window, never lost."""
+    import threading
+
+    records: list[dict] = []
+    live.start(None, every=1, callback=records.append)
+
+    def worker():
+        for _ in range(5000):
+            with nvtxsim.phase("side"):
+                pass
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        nvtxsim.step()
+    live.stop(timeout=30)
+    total = sum(r["phases"].get("nvtxsim:side", {}).get("count", 0) for r in records)
+    dropped = sum(r.get("dropped_windows", 0) for r in records)
+    assert total == 20000 or dropped

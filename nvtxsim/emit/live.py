@@ -23,7 +23,9 @@ sink alone, for a logger).
 from __future__ import annotations
 
 import atexit
+import errno
 import os
+import stat
 import sys
 import threading
 import time
@@ -299,7 +301,7 @@ class _Session:
                 self.file.write(json.dumps(record, separators=(",", ":")) + "\n")
                 self.file.flush()
             except Exception as exc:
-                _fail(self, f"live timing: cannot write {self.path} ({type(exc).__name__}: {exc}); live timing turned off")
+                _fail(self, f"live timing: cannot write {self.path!r} ({type(exc).__name__}: {exc}); live timing turned off")
                 return False
         if self.writer is not None:
             try:
@@ -321,12 +323,10 @@ class _Session:
         path = self.path
         assert path is not None  # the callers checked
         try:
-            if not self.append:
-                open(path, "w").close()
-            self.file = open(path, "a", encoding="utf-8")  # O_APPEND: lines of other processes are never overwritten
+            self.file = _open_append(path, truncate=not self.append)
             return True
         except Exception as exc:
-            _fail(self, f"live timing: cannot write {self.path} ({type(exc).__name__}: {exc}); live timing turned off")
+            _fail(self, f"live timing: cannot write {self.path!r} ({type(exc).__name__}: {exc}); live timing turned off")
             return False
 
     def close(self, timeout: float) -> None:
@@ -506,6 +506,25 @@ def _fail(session: _Session, message: str) -> None:
         _window.on_step = None
         _r.set_live(False)
     _report(message)
+
+
+def _open_append(path: str, *, truncate: bool) -> Any:
+    """``path`` for appending (O_APPEND: lines of other processes are never overwritten), opened
+    without blocking: a FIFO would block the program in ``open`` until a reader came, and block its
+    writer whenever the reader stops, so FIFOs and sockets are refused; a device (a tty) is written."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | (os.O_TRUNC if truncate else 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO with no reader
+            raise OSError(errno.ENXIO, "a FIFO; live timing writes a regular file") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "a FIFO or socket; live timing writes a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 def start(
