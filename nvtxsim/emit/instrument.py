@@ -182,67 +182,94 @@ def instrument(
     While nothing is recorded (no profiler, or disabled), plain phases install nothing
     (``Instrumentation.idle``), as a ``@phase`` decorator returns the function unchanged.
     """
-    if isinstance(methods, str):
-        methods = {methods: methods}
-    elif not isinstance(methods, Mapping):
-        methods = {m: m for m in methods}
     result = Instrumentation(idle=not _emit.is_measuring())
     is_class = isinstance(target, type)
     owner_label = target.__qualname__ if is_class else type(target).__qualname__
-    for name, spec in methods.items():
+    for name, spec in _method_phases(methods).items():
         label = f"{owner_label}.{name}"
-        raw = _lookup_static(target if is_class else type(target), name)
-        if not is_class:
-            d = _dict_of(target)
-            if d is not None and name in d:
-                raw = d[name]
-        if raw is _MISSING:
-            result.skipped.append(f"{label} (missing)")
-            continue
-        if isinstance(raw, property) or (inspect.isdatadescriptor(raw) and not callable(raw)):
-            result.skipped.append(f"{label} (property)")
-            continue
-        if isinstance(raw, type):
-            result.skipped.append(f"{label} (a class)")
-            continue
-        if is_instrumented(raw):
+        raw = _current(target, name, is_class)
+        reason = _not_wrappable(raw)
+        if reason is None and is_instrumented(raw):
             continue
         # What can be known without changing anything is checked in both states, so a program
         # gets the same skips and warnings (under -W error: the same exception) with or without a profiler.
-        if is_class and not (isinstance(raw, (staticmethod, classmethod)) or callable(raw)):
-            result.skipped.append(f"{label} (not callable)")
-            continue
-        d = None if is_class else _dict_of(target)
-        if not is_class and d is None:
-            result.skipped.append(f"{label} (no instance dict)")
+        d = None if is_class or reason else _dict_of(target)
+        reason = reason or _not_patchable(raw, is_class, d)
+        if reason:
+            result.skipped.append(f"{label} ({reason})")
             continue
         ph = _as_phase(spec)
         if result.idle and type(ph).wrap is phase.wrap:  # subclasses' wrappers may do more than ranges
             result.patches.append(_Patch(target, name, _UNCHANGED, label))
             continue
-        if is_class:
-            if isinstance(raw, staticmethod):
-                new: Any = staticmethod(ph.wrap(raw.__func__))
-            elif isinstance(raw, classmethod):
-                new = classmethod(ph.wrap(raw.__func__))
-            else:
-                new = ph.wrap(raw)
-            previous = target.__dict__.get(name, _MISSING)
-            try:
-                setattr(target, name, new)
-            except Exception as exc:  # builtin/immutable types, metaclasses that refuse attributes
-                result.skipped.append(f"{label} (cannot be replaced: {type(exc).__name__})")
-                continue
-            result.patches.append(_Patch(target, name, previous, label))
+        patch = _patch_class(target, name, raw, ph, label) if is_class else _patch_instance(target, d, name, ph, label)
+        if isinstance(patch, str):
+            result.skipped.append(f"{label} ({patch})")
         else:
-            assert d is not None
-            previous = d.get(name, _MISSING)
-            try:
-                d[name] = _PhasedMethod.build(target, name, ph, None if previous is _MISSING else previous)
-            except Exception as exc:
-                result.skipped.append(f"{label} (lookup failed: {type(exc).__name__})")
-                continue
-            result.patches.append(_Patch(target, name, previous, label))
+            result.patches.append(patch)
     if warn and result.skipped:
         warnings.warn("nvtxsim: not instrumented: " + ", ".join(result.skipped), stacklevel=2)
     return result
+
+
+def _method_phases(methods: Mapping[str, PhaseSpec] | Iterable[str]) -> Mapping[str, PhaseSpec]:
+    """``instrument``'s ``methods`` as {method name: phase}: one name, or names that are their own phase."""
+    if isinstance(methods, str):
+        return {methods: methods}
+    if not isinstance(methods, Mapping):
+        return {m: m for m in methods}
+    return methods
+
+
+def _current(target: Any, name: str, is_class: bool) -> Any:
+    """What ``target.name`` resolves to without calling descriptors: the instance dict first, then the class's."""
+    raw = _lookup_static(target if is_class else type(target), name)
+    if not is_class:
+        d = _dict_of(target)
+        if d is not None and name in d:
+            raw = d[name]
+    return raw
+
+
+def _not_wrappable(raw: Any) -> str | None:
+    """Why ``raw`` is skipped (missing, a property, a class), or None."""
+    if raw is _MISSING:
+        return "missing"
+    if isinstance(raw, property) or (inspect.isdatadescriptor(raw) and not callable(raw)):
+        return "property"
+    if isinstance(raw, type):
+        return "a class"
+    return None
+
+
+def _not_patchable(raw: Any, is_class: bool, instance_dict: Any) -> str | None:
+    """Why a wrappable ``raw`` still cannot be patched (not callable, no instance dict), or None."""
+    if is_class:
+        return None if isinstance(raw, (staticmethod, classmethod)) or callable(raw) else "not callable"
+    return "no instance dict" if instance_dict is None else None
+
+
+def _patch_class(target: type, name: str, raw: Any, ph: phase, label: str) -> _Patch | str:
+    """Replace the class attribute by its wrapped form (descriptors kept); the patch, or why not."""
+    if isinstance(raw, staticmethod):
+        new: Any = staticmethod(ph.wrap(raw.__func__))
+    elif isinstance(raw, classmethod):
+        new = classmethod(ph.wrap(raw.__func__))
+    else:
+        new = ph.wrap(raw)
+    previous = target.__dict__.get(name, _MISSING)
+    try:
+        setattr(target, name, new)
+    except Exception as exc:  # builtin/immutable types, metaclasses that refuse attributes
+        return f"cannot be replaced: {type(exc).__name__}"
+    return _Patch(target, name, previous, label)
+
+
+def _patch_instance(target: Any, d: Any, name: str, ph: phase, label: str) -> _Patch | str:
+    """Put a :class:`_PhasedMethod` in the instance dict ``d`` (the class is left alone); the patch, or why not."""
+    previous = d.get(name, _MISSING)
+    try:
+        d[name] = _PhasedMethod.build(target, name, ph, None if previous is _MISSING else previous)
+    except Exception as exc:
+        return f"lookup failed: {type(exc).__name__}"
+    return _Patch(target, name, previous, label)
