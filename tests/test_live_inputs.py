@@ -73,3 +73,29 @@ def test_weird_numbers_render_in_every_format(tmp_path, fmt):
         doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
         assert doc["phases"]["nvtxsim:ok"]["cpu_ns"] == 10 * len(WEIRD)
         assert all(isinstance(v, int) and v >= 0 for p in doc["phases"].values() for v in (p["count"], p["cpu_ns"]))
+
+
+LOOP = "import nvtxsim\nfor i in range(300):\n    with nvtxsim.phase('iteration'):\n        pass\n    nvtxsim.step()\nprint('done')\n"
+
+
+@pytest.mark.parametrize("target", ["fifo", "fifo_with_reader", "escape"])
+def test_live_file_never_stops_the_program(tmp_path, target):
+    """NVTXSIM_LIVE at a FIFO blocked the program in open() until a reader came (forever without one):
+    FIFOs and sockets are refused with one line, the program runs on; names are shown escaped."""
+    path = tmp_path / ("w\x1b[2J\u200b.jsonl" if target == "escape" else "w.fifo")
+    reader = None
+    if target != "escape":
+        os.mkfifo(path)
+    if target == "fifo_with_reader":
+        reader = subprocess.Popen(["cat", str(path)], stdout=subprocess.DEVNULL)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NVTXSIM_LIVE": str(path if target != "escape" else tmp_path / "missing" / path.name)}
+    try:
+        proc = subprocess.run([sys.executable, "-c", LOOP], capture_output=True, env=env, timeout=60)
+    finally:
+        if reader is not None:
+            reader.kill()
+            reader.wait()
+    assert proc.returncode == 0 and proc.stdout.decode().strip() == "done", proc.stderr
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and "live timing turned off" in err, err
+    assert "\x1b" not in err and "\u200b" not in err

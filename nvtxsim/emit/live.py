@@ -51,6 +51,9 @@ DEFAULT_EVERY = 100
 DEFAULT_TRIGGER_ITERATIONS = 10
 _QUEUE_SIZE = 64  # windows waiting for the writer; past that a window is dropped (never blocks)
 _GPU_WAIT_S = 10.0  # how long the writer waits for a window's events to complete before giving up on them
+#: The writer reads a window's lists this long after the flush: a phase ending on another thread at that moment may
+#: still append to the list it looked up just before the swap (a GIL switch between the lookup and the append).
+_SETTLE_S = 0.05
 _PENDING_MAX = 200_000  # GPU event pairs per window; past that GPU time is skipped for the window
 
 _now = time.perf_counter_ns
@@ -200,17 +203,18 @@ class _Session:
         except Exception:
             pass
 
-    def flush(self, last: int, *, final: bool = False) -> None:
-        """Hand the current window to the writer thread (dropped, and counted, when its queue is full)."""
+    def flush(self, last: int, *, final: bool = False, wait: float = 0.0) -> None:
+        """Hand the current window to the writer thread (dropped, and counted, when its queue is full; ``wait``:
+        at stop(), where the queue may still be full of windows that a busy program kept the writer from writing)."""
         cpu, pending, measured = self.cpu, self.pending, self.measured
         self.cpu, self.pending, self.measured, self.trigger_mark = {}, [], 0, 0
         if not cpu and not final:
             return
         item = {"iterations": [self.first, max(last, self.first)] if self.iteration >= 0 else None, "measured": measured, "cpu": cpu,
-                "pending": pending, "fired": self.fired, "dropped": self.dropped}
+                "pending": pending, "fired": self.fired, "dropped": self.dropped, "flushed": time.monotonic()}
         self.fired = None
         try:
-            self.queue.put_nowait(item)
+            self.queue.put(item, timeout=wait) if wait > 0 else self.queue.put_nowait(item)
             self.dropped = 0
         except self.full:
             self.dropped += 1
@@ -240,6 +244,9 @@ class _Session:
             item = self.queue.get()
             if item is None:
                 return
+            settle = item["flushed"] + _SETTLE_S - time.monotonic()
+            if settle > 0:
+                time.sleep(settle)
             try:
                 record = self._record(item)
             except Exception as exc:
@@ -573,7 +580,9 @@ def stop(timeout: float = 5.0) -> None:
     if s.pid == os.getpid():
         if s.stepped and s.measuring(s.iteration):
             s.measured += 1  # the iteration running now
-        s.flush(s.iteration, final=bool(s.cpu))
+        s.flush(s.iteration, final=bool(s.cpu) or s.dropped > 0, wait=timeout)
+        if s.dropped:
+            _report(f"live timing: the last {s.dropped} window(s) were not written (the writer fell behind)")
         s.close(timeout)
     if _owner_set and os.environ.get(ENV_OWNER) == str(os.getpid()):
         os.environ.pop(ENV_OWNER, None)
