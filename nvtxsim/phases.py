@@ -98,6 +98,13 @@ __all__ = [
 ]
 
 
+# --------------------------------------------------------------------------- refused range_pop
+# The contract between ``range_pop()`` (emit) and the report's warning (export): emit records this
+# mark (in the nvtxsim domain) for every range_pop() it refused, the report counts them.
+
+UNMATCHED_POP_MARK = "unmatched_range_pop"
+
+
 # --------------------------------------------------------------------------- capture window
 # The contract between ``nvtxsim.step()`` (emit) and ``nsys --capture-range`` (capture): both sides
 # name the window range and read its variables from here.

@@ -28,12 +28,10 @@ from typing import Any, TypeVar
 
 from nvtxsim import envflags as _envflags
 from nvtxsim import phases as _phases
+from nvtxsim.phases import UNMATCHED_POP_MARK
 
 F = TypeVar("F", bound=Callable[..., Any])
 Payload = int | float | None
-
-#: Name of the mark nvtxsim records (in its domain) for every refused unmatched :func:`range_pop`.
-UNMATCHED_POP_MARK = "unmatched_range_pop"
 
 FORKED_UNTRACED = (
     "forked from a profiled process without exec and nsys does not trace this process "

@@ -94,6 +94,3 @@ GPU_WHERE = f"start IS NOT NULL AND end IS NOT NULL AND globalPid IS NOT NULL AN
 
 META_TABLES = ("EXPORT_META_DATA", "META_DATA_EXPORT", "META_DATA_CAPTURE")
 STRINGS_TABLE = "StringIds"
-
-#: Mark that nvtxsim.emit.ranges records for each range_pop() it refused (no open range_push on that thread).
-UNMATCHED_POP_MARK = "unmatched_range_pop"

@@ -42,8 +42,8 @@ from nvtxsim.export.schema import (
     RUNTIME_TABLE,
     START_END_TYPES,
     STRINGS_TABLE,
-    UNMATCHED_POP_MARK,
 )
+from nvtxsim.phases import UNMATCHED_POP_MARK
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
