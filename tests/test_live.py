@@ -675,3 +675,35 @@ def test_late_ranges_of_other_threads_are_counted(tmp_path, clean_live):
     total = sum(r["phases"].get("nvtxsim:side", {}).get("count", 0) for r in records)
     dropped = sum(r.get("dropped_windows", 0) for r in records)
     assert total == 20000 or dropped
+
+
+MP_CHILDREN = textwrap.dedent(
+    """
+    import sys, multiprocessing as mp, nvtxsim
+
+    def child(k):
+        for i in range(12):
+            nvtxsim.step()
+            with nvtxsim.phase("child_work"):
+                pass
+
+    if __name__ == "__main__":
+        ctx = mp.get_context(sys.argv[1])
+        ps = [ctx.Process(target=child, args=(k,)) for k in range(2)]
+        for p in ps:
+            p.start()
+        for p in ps:
+            p.join()
+    """
+)
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_multiprocessing_children_write_their_last_window(tmp_path, method):
+    """forkserver children leave through os._exit (no atexit): their last partial window was lost."""
+    out = tmp_path / "live.jsonl"
+    r = _run([str(_script(tmp_path, MP_CHILDREN)), method], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="5")
+    assert r.returncode == 0, r.stderr
+    recs = _lines(out)
+    assert sum(rec["phases"]["nvtxsim:child_work"]["count"] for rec in recs) == 24
+    assert len({rec["pid"] for rec in recs}) == 2

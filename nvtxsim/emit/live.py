@@ -598,10 +598,33 @@ _atexit_done = False
 
 
 def _register_atexit() -> None:
+    """stop() at exit, and at the end of a multiprocessing child: those leave through ``os._exit`` after
+    ``multiprocessing.util._exit_function`` (its finalizers run, atexit's do not), so their last window
+    would be lost."""
     global _atexit_done
     if not _atexit_done:
         atexit.register(stop)
         _atexit_done = True
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        try:
+            _mp_finalize(mp_util)
+            # a child's Process._bootstrap clears the finalizers (after the main module, which started live
+            # timing, was imported) and then runs the after-fork hooks: register it again there
+            mp_util.register_after_fork(_MP_HOOK, lambda _hook: _mp_finalize(mp_util))
+        except Exception:
+            pass
+
+
+class _MpHook:
+    """Key of the after-fork hook (multiprocessing keeps weak references to it)."""
+
+
+_MP_HOOK = _MpHook()
+
+
+def _mp_finalize(mp_util: Any) -> None:
+    mp_util.Finalize(None, stop, exitpriority=0)  # stop() is a no-op once stopped, so several are harmless
 
 
 def _after_fork_in_child() -> None:
