@@ -707,3 +707,30 @@ def test_multiprocessing_children_write_their_last_window(tmp_path, method):
     recs = _lines(out)
     assert sum(rec["phases"]["nvtxsim:child_work"]["count"] for rec in recs) == 24
     assert len({rec["pid"] for rec in recs}) == 2
+
+
+def test_a_line_cut_by_a_full_disk_is_taken_back(tmp_path, monkeypatch):
+    path = tmp_path / "live.jsonl"
+    f = live._open_append(str(path), truncate=True)
+    live._write_line(f, '{"a":1}\n')
+    real_write = os.write
+    monkeypatch.setattr(live.os, "write", lambda fd, data: real_write(fd, data[:5]))  # ENOSPC after 5 bytes
+    with pytest.raises(OSError, match="No space left"):
+        live._write_line(f, '{"b":2222222}\n')
+    monkeypatch.undo()
+    f.close()
+    assert path.read_text() == '{"a":1}\n'
+
+
+def test_long_lines_are_one_write(tmp_path, monkeypatch):
+    """Lines over the 8 KiB buffer went out in pieces: other processes' lines could land in between."""
+    path = tmp_path / "live.jsonl"
+    f = live._open_append(str(path), truncate=True)
+    calls = []
+    real_write = os.write
+    monkeypatch.setattr(live.os, "write", lambda fd, data: calls.append(len(data)) or real_write(fd, data))
+    line = json.dumps({"phases": {f"p{i}": i for i in range(3000)}}) + "\n"
+    live._write_line(f, line)
+    monkeypatch.undo()
+    f.close()
+    assert calls == [len(line.encode())] and path.read_text() == line

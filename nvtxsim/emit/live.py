@@ -304,8 +304,7 @@ class _Session:
             if self.file is None and not self.open_file():
                 return False
             try:
-                self.file.write(json.dumps(record, separators=(",", ":")) + "\n")
-                self.file.flush()
+                _write_line(self.file, json.dumps(record, separators=(",", ":")) + "\n")
             except Exception as exc:
                 _fail(self, f"live timing: cannot write {self.path!r} ({type(exc).__name__}: {exc}); live timing turned off")
                 return False
@@ -512,6 +511,34 @@ def _fail(session: _Session, message: str) -> None:
         _window.on_step = None
         _r.set_live(False)
     _report(message)
+
+
+def _write_line(file: Any, line: str) -> None:
+    """One ``write()`` per line: with O_APPEND, lines of several processes never interleave (a buffered
+    file splits lines over 8 KiB). A line cut short (full disk) is taken back, so the file ends with a
+    whole line; then OSError."""
+    fd = file.fileno()
+    data = line.encode("utf-8")
+    try:
+        st = os.fstat(fd)
+        before = st.st_size if stat.S_ISREG(st.st_mode) else None
+    except OSError:
+        before = None
+    written = os.write(fd, data)  # raises only when nothing was written
+    if written < len(data):
+        if before is not None:
+            _take_back(fd, before, written)
+        raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (wrote {written} of {len(data)} bytes)")
+
+
+def _take_back(fd: int, before: int, written: int) -> None:
+    """Truncate to ``before`` when the file ends with our partial line (another process appended nothing since)."""
+    try:
+        size = os.fstat(fd).st_size
+        if size == before + written:
+            os.ftruncate(fd, before)
+    except OSError:
+        pass
 
 
 def _open_append(path: str, *, truncate: bool) -> Any:
