@@ -518,3 +518,116 @@ def make_names_export(path: Path, names: int) -> None:
     con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (t + 1_000, t + 1_000))
     con.commit()
     con.close()
+
+
+# --------------------------------------------------------------------------- CUDA loops built call by call (findings variants)
+
+
+class CudaLoop:
+    """A one-process CUDA timeline built call by call, for findings on shapes of any program.
+
+    ``phase(name, body)`` wraps ``body()`` in a push/pop range of the current thread; ``kernel``,
+    ``copy`` and ``sync`` add a CUDA call (and its GPU op) at the current CPU time, ``cpu`` adds
+    Python time. The GPU runs one stream: an op starts after the previous one ends. A blocking
+    call (a sync, a copy into pageable memory D→H) waits for the GPU to drain, as CUDA does.
+    ``cuda=False`` writes no CUPTI table (a CPU-only capture). Times are ns."""
+
+    def __init__(self, pid: int = 3000, *, cuda: bool = True) -> None:
+        self.pid, self.cuda = pid, cuda
+        self.gpid, self.main = global_tid(pid, 0), global_tid(pid, pid)
+        self.tid = self.main
+        self.t, self.gpu, self.corr = 1_000_000, 0, 1
+        self.strings: dict[str, int] = {}
+        self.nvtx: list[tuple] = []
+        self.runtime: list[tuple] = []
+        self.kernels: list[tuple] = []
+        self.memcpys: list[tuple] = []
+        self.syncs: list[tuple] = []
+        self.thread_names = {self.main: "python3"}
+        self.domains: dict[str, int] = {}
+
+    def sid(self, s: str) -> int:
+        return self.strings.setdefault(s, len(self.strings) + 1)
+
+    def call(self, name: str, dur: int) -> tuple[int, int, int]:
+        s, c = self.t, self.corr
+        self.corr += 1
+        self.runtime.append((s, s + dur, 0, self.tid, c, self.sid(name), 0))
+        self.t = s + dur + 500
+        return s, s + dur, c
+
+    def kernel(self, name: str, gpu_ns: int, cpu_ns: int = 4_000) -> None:
+        _, e, c = self.call("cudaLaunchKernel_v7000", cpu_ns)
+        g0 = max(e + 1_000, self.gpu)
+        self.gpu = g0 + gpu_ns
+        self.kernels.append((g0, self.gpu, 0, 1, 7, c, self.gpid, self.sid(name), self.sid(name), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+
+    def drain(self, name: str, cpu_ns: int = 2_000) -> tuple[int, int, int]:
+        """A call that returns when the GPU has finished everything queued (plus ``cpu_ns``)."""
+        return self.call(name, max(self.gpu - self.t, 0) + cpu_ns)
+
+    def copy(self, nbytes: int, kind: int, pageable: bool, gpu_ns: int, *, api: str = "cudaMemcpyAsync_v3020", cpu_ns: int = 5_000) -> None:
+        """An H→D (kind 1) or D→H (2) copy; into/out of pageable memory (or a synchronous ``cudaMemcpy``) it blocks."""
+        blocking = (pageable and kind == 2) or not api.startswith("cudaMemcpyAsync")
+        s, c = self.t, self.corr
+        g0 = max(s + 2_000, self.gpu)
+        self.gpu = g0 + gpu_ns
+        if blocking or (pageable and kind == 1):
+            s, e, c = self.call(api, max(self.gpu - s, 0) + cpu_ns)
+        else:
+            s, e, c = self.call(api, cpu_ns)
+        host = 0 if pageable else 1
+        src, dst = (host, 2) if kind == 1 else (2, host)
+        self.memcpys.append((g0, g0 + gpu_ns, 0, 1, 7, c, self.gpid, nbytes, kind, None, src, dst))
+
+    def sync(self, name: str = "cudaStreamSynchronize_v3020") -> None:
+        s, e, c = self.drain(name)
+        sync_type = {"cudaStreamSynchronize": 3, "cudaDeviceSynchronize": 4, "cudaEventSynchronize": 1}.get(name.split("_v")[0])
+        if sync_type:
+            self.syncs.append((s + 100, e - 100, 0, 1, 7, c, self.gpid, sync_type))
+
+    def item(self) -> None:
+        """torch's ``.item()`` / ``nonzero()``: a 4-byte D→H copy into pageable memory, then a stream sync."""
+        self.copy(4, 2, True, 2_000)
+        self.sync()
+
+    def cpu(self, ns: int) -> None:
+        self.t += ns
+
+    def phase(self, name: str, body=None, *, domain: str = "nvtxsim") -> None:
+        """A push/pop range ``name`` around ``body()`` in NVTX domain ``domain``."""
+        dom = self.domains.setdefault(domain, len(self.domains) + 1)
+        s = self.t
+        self.t += 2_000
+        if body is not None:
+            body()
+        self.t += 2_000
+        self.nvtx.append((s, self.t, 59, None, None, None, None, self.tid, None, self.sid(name), dom))
+
+    def on_thread(self, tid_offset: int, name: str, at: int, body) -> None:
+        """Run ``body`` on another thread of the process from time ``at`` (the main thread's clock is kept)."""
+        saved = self.tid, self.t
+        self.tid, self.t = global_tid(self.pid, self.pid + tid_offset), at
+        self.thread_names[self.tid] = name
+        body()
+        self.tid, self.t = saved
+
+    def write(self, path: Path) -> None:
+        con = sqlite3.connect(path)
+        ddl = DDL if self.cuda else DDL.split("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME")[0]
+        con.executescript(ddl + EXTRA_DDL + (SYNC_DDL if self.cuda else ""))
+        nvtx = self.nvtx + [(0, None, 75, None, None, None, d, self.main, None, None, i) for d, i in self.domains.items()]
+        con.executemany("INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)", nvtx)
+        if self.cuda:
+            con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", self.runtime)
+            con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", self.kernels)
+            con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind,deprecatedSrcId,srcKind,dstKind) "
+                            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", self.memcpys)
+            con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?)", self.syncs)
+        con.executemany("INSERT INTO ThreadNames VALUES (?,?,?)", [(self.sid(n), 10, t) for t, n in self.thread_names.items()])
+        con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in self.strings.items()])
+        con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
+        end = max(self.t, self.gpu) + 1_000
+        con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (end, end))
+        con.commit()
+        con.close()

@@ -52,8 +52,8 @@ def test_problems_are_reported_once_at_the_innermost_phase(planted):
 def test_evidence(planted):
     by = {(f.phase, f.kind): f for f in planted}
     sync = by[("nvtxsim:reward", "sync")]
-    assert sync.evidence["calls"] == 30 and sync.evidence["apis"] == {"cudaStreamSynchronize": 30}
-    assert sync.evidence["calls_per_iteration"] == 1.0 and sync.cost_per_iteration_ns == 1_500_000
+    assert sync.evidence["calls"] == 30 and sync.evidence["apis"] == {"cudaStreamSynchronize": 30, "cudaMemcpyAsync D→H pageable": 30}
+    assert sync.evidence["calls_per_iteration"] == 1.0 and sync.cost_per_iteration_ns == 1_520_000  # the 1.5 ms sync and the 20 µs .item() copy
     copy = by[("nvtxsim:camera_readout", "pageable_copy")]
     assert copy.evidence["bytes"] == 30 * (8 << 20) and copy.evidence["directions"]["D→H"]["copies"] == 30
     out = by[("nvtxsim:observation", "outlier_iterations")]

@@ -87,6 +87,23 @@ class Finding:
         return asdict(self)
 
 
+#: NVTX domains of libraries (CUB/Thrust, NCCL, cuBLAS, cuDNN …) that annotate their own calls. Their
+#: ranges are no phase of the program: under ``--domain all`` a finding there could not be acted on
+#: (the user does not write CUB's radix sort), so the findings see through them, to the program's
+#: phase that called the library.
+LIBRARY_DOMAINS = frozenset(d.lower() for d in ("CCCL", "NCCL", "cuBLAS", "cuBLASLt", "cuDNN", "cuFFT", "cuSOLVER", "cuSPARSE", "NVSHMEM", "TensorRT", "nvJPEG", "NPP"))
+
+
+def user_ranges(export, ranges: np.ndarray) -> np.ndarray:
+    """``ranges`` without those of library domains (LIBRARY_DOMAINS)."""
+    dom = export.ranges.domain
+    if not len(ranges) or not len(dom):
+        return ranges
+    names = np.unique(dom[ranges])
+    lib = [d for d in names.tolist() if str(d).lower() in LIBRARY_DOMAINS]
+    return ranges[~np.isin(dom[ranges], lib)] if lib else ranges
+
+
 def severity(share: float) -> str:
     return "high" if share >= HIGH_SHARE else "medium" if share >= MEDIUM_SHARE else "low"
 
@@ -104,7 +121,7 @@ class _Context:
             self.it = None
         if self.it is not None and len(self.it) == 0:
             self.it = None
-        sel = detail.selected
+        sel = self.phases = user_ranges(detail.export, detail.selected)
         # Ranges of skipped (warm-up) iterations are left out; ranges between iterations stay.
         self.ranges = sel if self.it is None or not self.it.skipped else sel[~self._in_skipped(sel)]
 
@@ -128,9 +145,18 @@ class _Context:
         return notable_calls(self.d)
 
     @cached_property
+    def copy_calls(self) -> np.ndarray:
+        """Per host copy of the export: the position in :attr:`calls` of its launching call, -1 if none."""
+        hc = getattr(self.ex.extras, "host_copies", None)
+        return _copy_calls(self, hc) if hc is not None else np.zeros(0, dtype=np.int64)
+
+    @cached_property
     def tree(self) -> RangeTree:
-        """CPU self times over the report's shared nesting (the GPU columns of the tree are not needed here)."""
-        return build(self.ex, self.d.selected, nesting=self.d.nesting)
+        """CPU self times over the report's shared nesting (the GPU columns of the tree are not needed here);
+        without the library ranges, when the selection has some (their time is their caller's)."""
+        if len(self.phases) == len(self.d.selected):
+            return build(self.ex, self.d.selected, nesting=self.d.nesting)
+        return build(self.ex, self.phases)
 
     @cached_property
     def reference_ns(self) -> int:
@@ -283,10 +309,26 @@ def _blocked(owner: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
 # --------------------------------------------------------------------------- sync, pageable copies
 
 
+def _implicit_sync_copies(ctx: _Context) -> np.ndarray:
+    """Host copies that are syncs: small D→H copies into pageable memory (``.cpu()``, ``.tolist()`` of a
+    few values; ``.item()`` on older PyTorch). CUDA returns from such a copy only once it is done, so the
+    CPU waits in it for all the work queued before, and the ``cudaStreamSynchronize`` after it finds the
+    GPU idle: counting only the synchronize calls would miss the wait."""
+    hc = getattr(ctx.ex.extras, "host_copies", None)
+    if hc is None or not len(hc):
+        return np.zeros(0, dtype=bool)
+    return hc.pageable & (hc.copy_kind == 2) & (hc.bytes < BIG_COPY_BYTES)
+
+
 def sync_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
-    """Synchronizing CUDA calls per innermost phase; also returns the blocked time per phase."""
+    """Synchronizing CUDA calls per innermost phase, implicit ones (small pageable D→H copies) included;
+    also returns the blocked time per phase."""
     api = ctx.calls
     calls = _named(ctx, is_sync_api)
+    implicit = _implicit_sync_copies(ctx)
+    copy_calls = ctx.copy_calls[implicit] if implicit.any() else np.zeros(0, dtype=np.int64)
+    copy_calls = np.unique(copy_calls[copy_calls >= 0])
+    calls = np.union1d(calls, copy_calls)
     if len(calls) == 0:
         return [], {}
     owner = ctx.owner(api.start[calls], api.end[calls], api.global_tid[calls])
@@ -296,12 +338,18 @@ def sync_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
         wait = _blocked(owner[pos], api.start[c], api.end[c])
         blocked[phase] = wait
         names: dict[str, int] = {}
-        for nid, n in zip(*np.unique(api.name_id[c], return_counts=True)):
+        via_copy = np.isin(c, copy_calls)
+        for nid, n in zip(*np.unique(api.name_id[c[~via_copy]], return_counts=True)):
             key = api_label(ctx.ex, int(nid))
             names[key] = names.get(key, 0) + int(n)
-        ev = {"calls": int(len(c)), "blocked_ns": wait, "apis": dict(sorted(names.items(), key=lambda kv: -kv[1]))}
+        for nid, n in zip(*np.unique(api.name_id[c[via_copy]], return_counts=True)):
+            key = f"{api_label(ctx.ex, int(nid))} D→H pageable"
+            names[key] = names.get(key, 0) + int(n)
+        explicit = int((~via_copy).sum())  # the synchronize calls, as --view syncs counts them
+        ev = {"calls": explicit, "pageable_d2h_copies": int(via_copy.sum()), "blocked_ns": wait,
+              "apis": dict(sorted(names.items(), key=lambda kv: -kv[1]))}
         if ctx.iterations:
-            ev["calls_per_iteration"] = round(len(c) / ctx.iterations, 2)
+            ev["calls_per_iteration"] = round((explicit or int(via_copy.sum())) / ctx.iterations, 2)
         f = ctx.finding(phase, "sync", wait, ev, min_share=SYNC_MIN_SHARE)
         if f is not None:
             out.append(f)
@@ -340,8 +388,8 @@ def pageable_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
     api = ctx.calls
     if hc is None or not hc.pageable.any():
         return [], {}
-    call = _copy_calls(ctx, hc)
-    idx = np.flatnonzero(hc.pageable & (call >= 0))
+    call = ctx.copy_calls
+    idx = np.flatnonzero(hc.pageable & (call >= 0) & ~_implicit_sync_copies(ctx))  # the small D→H ones are syncs
     c = call[idx]
     owner = ctx.owner(api.start[c], api.end[c], api.global_tid[c])
     out, blocked = [], {}
@@ -475,6 +523,8 @@ def _cuda_call_time(ctx: _Context, f: Finding) -> None:
     r = ctx.r
     mine = ctx.ranges[(r.label[ctx.ranges] == _label_of(ctx, f.phase)) & ~r.cross_thread[ctx.ranges]]
     ri, ci = contained(r.start[mine], r.end[mine], r.global_tid[mine], api.start, api.end, api.global_tid)
+    own = ctx.owner(api.start[ci], api.end[ci], api.global_tid[ci]) == mine[ri]  # not in a child phase: self time
+    ri, ci = ri[own], ci[own]
     if len(ci) == 0:
         return
     ids, code = np.unique(api.name_id[ci], return_inverse=True)

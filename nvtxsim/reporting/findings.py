@@ -40,7 +40,9 @@ def evidence_text(f: Finding) -> str:
     k = f.kind
     if k == "sync":
         per = f" ({e['calls_per_iteration']:g}/it)" if "calls_per_iteration" in e else ""
-        return f"{e['calls']:,} calls{per}: " + ", ".join(e["apis"])
+        copies = e.get("pageable_d2h_copies", 0)
+        what = f"{e['calls']:,} calls" if e["calls"] else f"{copies:,} small D→H copies to pageable"
+        return f"{what}{per}: " + ", ".join(e["apis"])
     if k == "pageable_copy":
         dirs = ", ".join(f"{fmt_bytes(v['bytes'])} {d}" for d, v in e["directions"].items())
         pinned = [v["pinned_gbps"] for v in e["directions"].values() if v.get("pinned_gbps")]
