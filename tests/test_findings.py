@@ -227,3 +227,106 @@ def test_export_without_cuda_trace_gets_no_gpu_diagnoses(tmp_path):
     con.close()
     got = analyse(Detail(load(p)))
     assert {f.kind for f in got.items} == {"outlier_iterations"} and "no CUDA trace" in got.notes[-1]
+
+
+# --------------------------------------------------------------------------- other programs, the same classes of problem
+
+
+def _loop(tmp_path, build, name="loop", **kw):
+    """Findings of a :class:`synth.CudaLoop` built by ``build(b, i)`` per iteration (``key``: the range around it)."""
+    from synth import CudaLoop
+
+    from nvtxsim.analysis.findings import analyse
+
+    b = CudaLoop(cuda=kw.pop("cuda", True))
+    key = kw.pop("key", "iteration")
+    for i in range(kw.pop("iterations", 10)):
+        b.phase(key, lambda i=i: build(b, i)) if key else build(b, i)
+        b.cpu(10_000)
+    p = tmp_path / f"{name}.sqlite"
+    b.write(p)
+    return analyse(Detail(load(p)), **kw)
+
+
+def _env_step(b, i, *, some=None):
+    """Another Isaac-Lab-shaped step, with other names and the real PyTorch call patterns."""
+    b.phase("physx_substeps", lambda: [b.kernel("k", 1_000, 5_000) for _ in range(500)])  # launch-bound
+
+    def reward_terms():
+        for _ in range(3):
+            b.kernel("gemm", 400_000, 8_000)
+        if some is None or i in some:
+            b.copy(4, 2, True, 2_000)  # .cpu() of a scalar: the CPU waits in the copy ...
+            b.sync()  # ... and the stream sync after it finds the GPU idle
+
+    b.phase("compute_terms", lambda: b.phase("reward_terms", reward_terms))  # nested: found at the inner one
+    b.phase("termination", lambda: (b.kernel("g", 300_000), b.copy(16 << 20, 1, True, 1_500_000)))  # pageable H→D
+    b.phase("bookkeeping", lambda: (b.cpu(3_000_000), b.kernel("tiny", 3_000)))  # Python
+    b.phase("done_mask", lambda: (b.kernel("mask", 500_000), b.copy(8, 2, False, 2_000), b.sync()))  # nonzero(): pinned + sync
+
+
+def test_another_program_same_classes_of_problem(tmp_path):
+    got = _loop(tmp_path, _env_step)
+    by = {(f.phase, f.kind): f for f in got.items}
+    assert {("nvtxsim:physx_substeps", "launch_bound"), ("nvtxsim:reward_terms", "sync"), ("nvtxsim:termination", "pageable_copy"),
+            ("nvtxsim:bookkeeping", "cpu_bound"), ("nvtxsim:done_mask", "sync")} <= set(by), sorted(by)
+    assert not [f for f in got.items if f.phase in ("nvtxsim:iteration", "nvtxsim:compute_terms")]  # once, at the innermost phase
+    assert "gpu_bound" not in [f.kind for f in got.items if f.phase == "nvtxsim:reward_terms"]  # it waits: a sync, not GPU-bound
+    sync = by[("nvtxsim:reward_terms", "sync")]
+    assert sync.evidence["calls"] == 10 and sync.evidence["pageable_d2h_copies"] == 10
+    assert sync.cost_ns >= 10 * 1_100_000 and sync.cost_per_iteration_ns == round(sync.cost_ns / 10)  # most of 3 × 400 µs queued
+    assert by[("nvtxsim:termination", "pageable_copy")].evidence["directions"]["H→D"]["bytes"] == 10 * (16 << 20)
+    assert by[("nvtxsim:physx_substeps", "launch_bound")].evidence["launches_per_range"] == 500
+    for f in got.items:  # a cost is never more than the time it is a share of
+        assert 0 < f.cost_ns <= got.reference_ns and f.evidence["share_of_time"] <= 1
+
+
+def test_problem_in_some_iterations_single_iteration_and_no_key_range(tmp_path):
+    some = _loop(tmp_path, lambda b, i: _env_step(b, i, some={2, 5}), "some")
+    (sync,) = [f for f in some.items if f.phase == "nvtxsim:reward_terms"]
+    assert sync.kind == "sync" and sync.evidence["calls"] == 2 and sync.cost_per_iteration_ns == round(sync.cost_ns / 10)  # amortised
+    one = _loop(tmp_path, _env_step, "one", iterations=1)
+    assert one.iterations == 1 and ("nvtxsim:reward_terms", "sync") in {(f.phase, f.kind) for f in one.items}
+    assert all(f.cost_ns == f.cost_per_iteration_ns for f in one.items)
+    for key in (None, "env_step"):  # no range named `iteration`: no per-iteration costs, the same findings
+        got = _loop(tmp_path, _env_step, f"key{key}", key=key)
+        assert got.iterations is None and all(f.cost_per_iteration_ns is None for f in got.items)
+        assert ("nvtxsim:reward_terms", "sync") in {(f.phase, f.kind) for f in got.items}
+
+
+def test_backward_on_another_thread_and_a_stall(tmp_path):
+    def step(b, i):
+        b.phase("actor", lambda: [b.kernel("mlp", 30_000, 8_000) for _ in range(6)])
+        b.phase("apply_actions", lambda: (b.cpu(200_000 + (30_000_000 if i in (4, 9) else 0)), b.kernel("apply", 200_000)))
+        if i % 4 == 3:
+            def learn():
+                for _ in range(5):
+                    b.kernel("fwd", 50_000, 6_000)
+                b.on_thread(7, "pt_autograd_0", b.t, lambda: [b.kernel("bwd", 80_000, 5_000) for _ in range(40)])
+                b.cpu(40 * 6_000)
+            b.phase("learn", learn)
+
+    got = _loop(tmp_path, step, iterations=12)
+    by = {(f.phase, f.kind): f for f in got.items}
+    other = by[("nvtxsim:learn", "other_thread_gpu")]
+    assert other.evidence["threads"] == {"pt_autograd_0 (3007)": 120} and other.cost_ns == 120 * 80_000
+    assert by[("nvtxsim:apply_actions", "outlier_iterations")].evidence["iterations"] == [4, 9]
+
+
+def test_library_ranges_are_seen_through(tmp_path):
+    """Under --domain all, a CUB range inside the program's phase: the finding is the phase's, not CUB's."""
+    from nvtxsim.analysis.findings import analyse
+
+    def step(b, i):
+        b.phase("sort_contacts", lambda: b.phase("cub::DeviceRadixSort", lambda: [b.kernel("cub", 1_000, 5_000) for _ in range(60)], domain="CCCL"))
+
+    got = _loop(tmp_path, step, "cccl", iterations=8)
+    ex = load(tmp_path / "cccl.sqlite")
+    every = analyse(Detail(ex, domain=None))
+    for fs in (got, every):
+        assert [(f.phase, f.kind) for f in fs.items] == [("nvtxsim:sort_contacts", "launch_bound")]
+
+
+def test_cpu_only_capture(tmp_path):
+    got = _loop(tmp_path, _env_step, "cpu", cuda=False)
+    assert got.items == [] and "no CUDA trace" in got.notes[-1]
