@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from synth import OUTLIER_ITERATIONS, PLANTED, make_planted
 
-from nvtxsim.analysis.findings import KINDS, OUTSIDE, SEVERITIES, find
+from nvtxsim.analysis.findings import ADVICE, KINDS, OUTLIER_CAUSES, OUTSIDE, SEVERITIES, find
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import load
 
@@ -123,6 +123,10 @@ def test_h200_planted_evidence(real):
     assert by[("nvtxsim:reward", "sync")].evidence["apis"] == {"cudaStreamSynchronize": 116}  # .item() and nonzero(), 58 iterations
     copy = by[("nvtxsim:camera_readout", "pageable_copy")]
     assert copy.severity == "high" and copy.evidence["directions"]["D→H"]["copies"] == 58
+    # Iterations 20 and 40 follow a policy_update: the copy waits for its backward work. That is the copy's
+    # finding (its cost holds the wait), not a second, overlapping outlier finding.
+    assert copy.evidence["slow_iterations"] == [20, 40] and ("nvtxsim:camera_readout", "outlier_iterations") not in by
+    assert by[("nvtxsim:observation", "outlier_iterations")].advice == ADVICE["outlier_iterations"]  # time.sleep: no CUDA cause
     assert by[("nvtxsim:sim_step", "launch_bound")].evidence["launches_per_range"] == 300
 
 
@@ -130,6 +134,10 @@ def test_h200_planted_evidence(real):
 def test_h200_clean_run_raises_none_of_the_planted_problems(real):
     kinds = {f.kind for f in real["clean"]}
     assert not kinds & {"sync", "pageable_copy", "launch_bound", "cpu_bound", "other_thread_gpu"}, kinds
+    # Its slow iterations 49… are the CPU blocked in launches once CUDA's queue is full (render's matmul):
+    # the advice says so, not "compilation, GC or I/O".
+    (slow,) = [f for f in real["clean"] if f.kind == "outlier_iterations"]
+    assert slow.evidence["cause"] == "launch_queue" and slow.advice == OUTLIER_CAUSES["launch_queue"][1]
 
 
 @needs_real

@@ -511,30 +511,40 @@ ALLOC_APIS = ("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree", "cudaHostAllo
 CUDA_CALLS_SHARE = 0.5  # a CPU-bound phase spending half its CPU time in CUDA calls is not Python-bound
 
 
-def _cuda_call_time(ctx: _Context, f: Finding) -> None:
-    """A CPU-bound phase's time in CUDA calls (in-memory exports): when it is most of it, say so and
-    change the advice (allocations per step are the usual cause: ``PYTORCH_NO_CUDA_MEMORY_CACHING``,
-    tensors created every step)."""
+def _own_cuda_calls(ctx: _Context, mine: np.ndarray) -> tuple[int, dict[str, int]] | None:
+    """Time in CUDA calls made by the ranges ``mine`` themselves (not in a child phase; union per range)
+    and per API name; None for a streamed export, whose calls are not all in memory."""
     from nvtxsim.export.streamed import source_of
 
     api = ctx.ex.api
     if api is None or len(api) == 0 or source_of(ctx.ex) is not None:
-        return
+        return None
     r = ctx.r
-    mine = ctx.ranges[(r.label[ctx.ranges] == _label_of(ctx, f.phase)) & ~r.cross_thread[ctx.ranges]]
     ri, ci = contained(r.start[mine], r.end[mine], r.global_tid[mine], api.start, api.end, api.global_tid)
     own = ctx.owner(api.start[ci], api.end[ci], api.global_tid[ci]) == mine[ri]  # not in a child phase: self time
     ri, ci = ri[own], ci[own]
     if len(ci) == 0:
-        return
+        return 0, {}
     ids, code = np.unique(api.name_id[ci], return_inverse=True)
     dur = np.bincount(code.reshape(-1), weights=api.end[ci] - api.start[ci], minlength=len(ids))
-    total = _blocked(mine[ri], api.start[ci], api.end[ci])
     per: dict[str, int] = {}
     for i, t in zip(ids.tolist(), dur.tolist()):
         name = api_name(ctx.ex.string(int(i)))
         per[name] = per.get(name, 0) + int(t)
-    top = dict(sorted(per.items(), key=lambda kv: -kv[1])[:3])
+    return _blocked(mine[ri], api.start[ci], api.end[ci]), dict(sorted(per.items(), key=lambda kv: -kv[1]))
+
+
+def _cuda_call_time(ctx: _Context, f: Finding) -> None:
+    """A CPU-bound phase's time in CUDA calls (in-memory exports): when it is most of it, say so and
+    change the advice (allocations per step are the usual cause: ``PYTORCH_NO_CUDA_MEMORY_CACHING``,
+    tensors created every step)."""
+    r = ctx.r
+    mine = ctx.ranges[(r.label[ctx.ranges] == _label_of(ctx, f.phase)) & ~r.cross_thread[ctx.ranges]]
+    got = _own_cuda_calls(ctx, mine)
+    if not got or not got[1]:
+        return
+    total, per = got
+    top = dict(list(per.items())[:3])
     share = total / max(f.evidence["cpu_work_ns"], 1)
     f.evidence.update({"cuda_calls_ns": total, "cuda_calls_share": round(share, 3), "cuda_calls_top": top})
     if share >= CUDA_CALLS_SHARE:
@@ -658,7 +668,56 @@ def outlier_findings(ctx: _Context) -> list[Finding]:
         }
         f = ctx.finding(phase, "outlier_iterations", cost, ev)
         if f is not None:
+            if phase != it.key:
+                m = np.isin(it.member_row, k) & (it.member_col == j)
+                _outlier_cause(ctx, f, np.intersect1d(it.members[m], ctx.ranges))
             out.append(f)
+    return out
+
+
+OUTLIER_CAUSES = {  # CUDA calls that explain a slow iteration, by what their names start with → advice
+    "launch_queue": (("cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"), "launches wait on a full CUDA queue: the GPU is the limit there"),
+    "module_load": (("cuLibraryLoad", "cuModuleLoad", "cuLibraryGet", "cuModuleGet"), "CUDA modules load lazily on first use: warm up, then --skip-first"),
+    "alloc": (ALLOC_APIS, "allocate once, outside the step; keep PyTorch's caching allocator on"),
+    "gpu_wait": (("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
+                  "cuEventSynchronize", "cudaMemcpy", "cuMemcpy"), "it waits there for GPU work queued before it (a sync or a copy)"),
+}
+
+
+def _outlier_cause(ctx: _Context, f: Finding, ranges: np.ndarray) -> None:
+    """When CUDA calls of the overrunning phase (in its slow iterations) make up most of the overrun,
+    name them and give the advice for that cause instead of the generic one (compilation, GC, I/O):
+    a CPU far ahead of the GPU blocks in launches once CUDA's queue is full; lazy module loading and
+    allocations stall the first iterations."""
+    got = _own_cuda_calls(ctx, ranges)
+    if not got or not got[1]:
+        return
+    total, per = got
+    f.evidence.update({"cuda_calls_ns": total, "cuda_calls_top": dict(list(per.items())[:3])})
+    excess = f.evidence["phase_excess_ns"]
+    for cause, (prefixes, advice) in OUTLIER_CAUSES.items():
+        t = sum(v for name, v in per.items() if name.startswith(prefixes))
+        if excess and t >= 0.5 * excess:
+            f.evidence["cause"] = cause
+            f.advice = advice
+            return
+
+
+def _merge_waits(outliers: list[Finding], waits: list[Finding]) -> list[Finding]:
+    """Slow iterations whose overrun is a wait in a sync or copy that has its own finding are that
+    finding's (its cost already holds the wait): their indices go to its evidence, not into a second,
+    overlapping cost."""
+    by_phase: dict[str, list[Finding]] = {}
+    for w in waits:
+        by_phase.setdefault(w.phase, []).append(w)
+    out = []
+    for f in outliers:
+        mine = by_phase.get(f.phase) if f.evidence.get("cause") == "gpu_wait" else None
+        if not mine:
+            out.append(f)
+            continue
+        for w in mine:
+            w.evidence["slow_iterations"] = f.evidence["iterations"]
     return out
 
 
@@ -693,7 +752,7 @@ def analyse(detail: Detail, *, by: str | None = None, skip_first: int = 0, threa
     blocked = dict(sync_blocked)
     for k, v in copy_blocked.items():
         blocked[k] = blocked.get(k, 0) + v
-    outliers = outlier_findings(ctx)
+    outliers = _merge_waits(outlier_findings(ctx), syncs + copies)
     for f in outliers:
         blocked[f.phase] = blocked.get(f.phase, 0) + f.evidence["phase_excess_ns"]
     if threads is None:
