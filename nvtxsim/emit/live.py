@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import errno
 import os
+import stat
 import sys
 import threading
 import time
