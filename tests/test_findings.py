@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from synth import OUTLIER_ITERATIONS, PLANTED, make_planted
 
-from nvtxsim.analysis.findings import ADVICE, KINDS, OUTLIER_CAUSES, OUTSIDE, SEVERITIES, find
+from nvtxsim.analysis.findings import ADVICE, KINDS, CUDA_CAUSES, OUTSIDE, SEVERITIES, find
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import load
 
@@ -137,7 +137,7 @@ def test_h200_clean_run_raises_none_of_the_planted_problems(real):
     # Its slow iterations 49… are the CPU blocked in launches once CUDA's queue is full (render's matmul):
     # the advice says so, not "compilation, GC or I/O".
     (slow,) = [f for f in real["clean"] if f.kind == "outlier_iterations"]
-    assert slow.evidence["cause"] == "launch_queue" and slow.advice == OUTLIER_CAUSES["launch_queue"][1]
+    assert slow.evidence["cause"] == "launch_queue" and slow.advice == CUDA_CAUSES["launch_queue"][1]
 
 
 @needs_real
@@ -212,11 +212,10 @@ def test_block_fits_80_columns_whatever_the_names(planted):
 @pytest.mark.skipif(not (GPU_DATA / "scaling" / "scaling_1024.sqlite.gz").exists(), reason="H200 scaling captures not in this checkout")
 def test_cpu_bound_in_allocation_calls_gets_the_allocation_advice():
     """scripts/gpu/scaling.sh runs with PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor is a cudaMalloc/cudaFree."""
-    from nvtxsim.analysis.findings import CUDA_CALL_ADVICE
 
     found = {(f.phase, f.kind): f for f in find(Detail(load(GPU_DATA / "scaling" / "scaling_1024.sqlite.gz")), skip_first=2)}
     f = found[("nvtxsim:pairwise", "cpu_bound")]
-    assert f.advice == CUDA_CALL_ADVICE["alloc"] and next(iter(f.evidence["cuda_calls_top"])) == "cudaMalloc"
+    assert f.advice == CUDA_CAUSES["alloc"][1] and next(iter(f.evidence["cuda_calls_top"])) == "cudaMalloc"
     assert f.evidence["cuda_calls_share"] >= 0.5
 
 
@@ -338,3 +337,26 @@ def test_library_ranges_are_seen_through(tmp_path):
 def test_cpu_only_capture(tmp_path):
     got = _loop(tmp_path, _env_step, "cpu", cuda=False)
     assert got.items == [] and "no CUDA trace" in got.notes[-1]
+
+
+def test_sync_advice_fits_the_call(tmp_path):
+    """torch.cuda.synchronize(), event timing and synchronous copies each get their own advice."""
+    from nvtxsim.analysis.findings import SYNC_ADVICE
+
+    def step(b, i):
+        b.phase("timed", lambda: (b.kernel("a", 300_000), b.sync("cudaDeviceSynchronize_v3020")))
+        b.phase("evented", lambda: (b.kernel("b", 300_000), b.sync("cudaEventSynchronize_v3020")))
+        b.phase("readback", lambda: (b.kernel("c", 300_000), b.copy(256, 2, False, 2_000, api="cudaMemcpy_v3020")))
+        b.phase("item", lambda: (b.kernel("d", 300_000), b.copy(4, 2, False, 2_000), b.sync()))
+
+    by = {f.phase: f for f in _loop(tmp_path, step).items if f.kind == "sync"}
+    assert [by[f"nvtxsim:{p}"].advice for p in ("timed", "evented", "readback")] == [a for _, a in SYNC_ADVICE]
+    assert by["nvtxsim:item"].advice == ADVICE["sync"]
+    assert all(by[p].cost_per_iteration_ns >= 290_000 for p in by)  # each waits for its 300 µs kernel
+
+
+@pytest.mark.skipif(not (GPU_DATA / "torch_nvtx_h200.sqlite.gz").exists(), reason="H200 capture not in this checkout")
+def test_cpu_bound_in_module_loading_says_so():
+    found = {(f.phase, f.kind): f for f in find(Detail(load(GPU_DATA / "torch_nvtx_h200.sqlite.gz"), domain=None))}
+    f = found[("optimizer", "cpu_bound")]
+    assert f.evidence["cause"] == "module_load" and f.advice == CUDA_CAUSES["module_load"][1]

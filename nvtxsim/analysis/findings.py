@@ -338,13 +338,12 @@ def sync_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
         wait = _blocked(owner[pos], api.start[c], api.end[c])
         blocked[phase] = wait
         names: dict[str, int] = {}
+        waits: dict[str, int] = {}  # time per API name: which kind of sync the advice is about
         via_copy = np.isin(c, copy_calls)
-        for nid, n in zip(*np.unique(api.name_id[c[~via_copy]], return_counts=True)):
-            key = api_label(ctx.ex, int(nid))
-            names[key] = names.get(key, 0) + int(n)
-        for nid, n in zip(*np.unique(api.name_id[c[via_copy]], return_counts=True)):
-            key = f"{api_label(ctx.ex, int(nid))} D→H pageable"
-            names[key] = names.get(key, 0) + int(n)
+        for i, nid in enumerate(api.name_id[c].tolist()):
+            key = api_label(ctx.ex, int(nid)) + (" D→H pageable" if via_copy[i] else "")
+            names[key] = names.get(key, 0) + 1
+            waits[key] = waits.get(key, 0) + int(api.end[c[i]] - api.start[c[i]])
         explicit = int((~via_copy).sum())  # the synchronize calls, as --view syncs counts them
         ev = {"calls": explicit, "pageable_d2h_copies": int(via_copy.sum()), "blocked_ns": wait,
               "apis": dict(sorted(names.items(), key=lambda kv: -kv[1]))}
@@ -352,8 +351,21 @@ def sync_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
             ev["calls_per_iteration"] = round((explicit or int(via_copy.sum())) / ctx.iterations, 2)
         f = ctx.finding(phase, "sync", wait, ev, min_share=SYNC_MIN_SHARE)
         if f is not None:
+            f.advice = sync_advice(max(waits, key=lambda k: waits[k]))
             out.append(f)
     return out, blocked
+
+
+SYNC_ADVICE = (  # (what the API name starts with, advice): the sync that waited longest decides
+    (("cudaDeviceSynchronize", "cuCtxSynchronize", "cudaThreadSynchronize"), "drop torch.cuda.synchronize() from the step; time with CUDA events"),
+    (("cudaEventSynchronize", "cuEventSynchronize"), "read CUDA events after the loop, not in every step"),
+    (("cudaMemcpy", "cuMemcpy"), "keep the values on the GPU, or copy non_blocking into pinned memory"),
+)
+
+
+def sync_advice(api: str) -> str:
+    """The advice for a sync finding whose longest wait was in ``api`` (stream syncs: ``.item()`` and the like)."""
+    return next((advice for prefixes, advice in SYNC_ADVICE if api.startswith(prefixes)), ADVICE["sync"])
 
 
 def _copy_calls(ctx: _Context, hc) -> np.ndarray:
@@ -509,6 +521,22 @@ def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], 
 
 ALLOC_APIS = ("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree", "cudaHostAlloc", "cudaFreeHost", "cuMemHostAlloc", "cuMemFreeHost")
 CUDA_CALLS_SHARE = 0.5  # a CPU-bound phase spending half its CPU time in CUDA calls is not Python-bound
+CUDA_CAUSES = {  # CUDA calls that explain CPU time, by what their names start with → advice
+    "launch_queue": (("cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"), "launches wait on a full CUDA queue: the GPU is the limit there"),
+    "module_load": (("cuLibraryLoad", "cuModuleLoad", "cuLibraryGet", "cuModuleGet"), "CUDA modules load lazily on first use: warm up, then --skip-first"),
+    "alloc": (ALLOC_APIS, "allocate once, outside the step; keep PyTorch's caching allocator on"),
+    "gpu_wait": (("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
+                  "cuEventSynchronize", "cudaMemcpy", "cuMemcpy"), "it waits there for GPU work queued before it (a sync or a copy)"),
+}
+
+
+def _cause(per: dict[str, int], of: float, causes: tuple[str, ...]) -> str | None:
+    """The first of ``causes`` whose calls in ``per`` (API name → time) take at least half of ``of``."""
+    for cause in causes:
+        prefixes = CUDA_CAUSES[cause][0]
+        if of and sum(v for name, v in per.items() if name.startswith(prefixes)) >= 0.5 * of:
+            return cause
+    return None
 
 
 def _own_cuda_calls(ctx: _Context, mine: np.ndarray) -> tuple[int, dict[str, int]] | None:
@@ -548,14 +576,13 @@ def _cuda_call_time(ctx: _Context, f: Finding) -> None:
     share = total / max(f.evidence["cpu_work_ns"], 1)
     f.evidence.update({"cuda_calls_ns": total, "cuda_calls_share": round(share, 3), "cuda_calls_top": top})
     if share >= CUDA_CALLS_SHARE:
-        alloc = sum(v for k, v in per.items() if k in ALLOC_APIS)
-        f.advice = CUDA_CALL_ADVICE["alloc" if alloc >= total / 2 else "other"]
+        cause = _cause(per, total, ("alloc", "module_load"))
+        f.advice = CUDA_CAUSES[cause][1] if cause else CUDA_CALL_ADVICE
+        if cause:
+            f.evidence["cause"] = cause
 
 
-CUDA_CALL_ADVICE = {
-    "alloc": "allocate once, outside the step; keep PyTorch's caching allocator on",
-    "other": "the time is in CUDA calls (see evidence): make fewer of them",
-}
+CUDA_CALL_ADVICE = "the time is in CUDA calls (see evidence): make fewer of them"
 
 
 def _label_of(ctx: _Context, phase: str) -> int:
@@ -675,15 +702,6 @@ def outlier_findings(ctx: _Context) -> list[Finding]:
     return out
 
 
-OUTLIER_CAUSES = {  # CUDA calls that explain a slow iteration, by what their names start with → advice
-    "launch_queue": (("cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"), "launches wait on a full CUDA queue: the GPU is the limit there"),
-    "module_load": (("cuLibraryLoad", "cuModuleLoad", "cuLibraryGet", "cuModuleGet"), "CUDA modules load lazily on first use: warm up, then --skip-first"),
-    "alloc": (ALLOC_APIS, "allocate once, outside the step; keep PyTorch's caching allocator on"),
-    "gpu_wait": (("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
-                  "cuEventSynchronize", "cudaMemcpy", "cuMemcpy"), "it waits there for GPU work queued before it (a sync or a copy)"),
-}
-
-
 def _outlier_cause(ctx: _Context, f: Finding, ranges: np.ndarray) -> None:
     """When CUDA calls of the overrunning phase (in its slow iterations) make up most of the overrun,
     name them and give the advice for that cause instead of the generic one (compilation, GC, I/O):
@@ -694,13 +712,10 @@ def _outlier_cause(ctx: _Context, f: Finding, ranges: np.ndarray) -> None:
         return
     total, per = got
     f.evidence.update({"cuda_calls_ns": total, "cuda_calls_top": dict(list(per.items())[:3])})
-    excess = f.evidence["phase_excess_ns"]
-    for cause, (prefixes, advice) in OUTLIER_CAUSES.items():
-        t = sum(v for name, v in per.items() if name.startswith(prefixes))
-        if excess and t >= 0.5 * excess:
-            f.evidence["cause"] = cause
-            f.advice = advice
-            return
+    cause = _cause(per, f.evidence["phase_excess_ns"], tuple(CUDA_CAUSES))
+    if cause:
+        f.evidence["cause"] = cause
+        f.advice = CUDA_CAUSES[cause][1]
 
 
 def _merge_waits(outliers: list[Finding], waits: list[Finding]) -> list[Finding]:
