@@ -360,3 +360,22 @@ def test_cpu_bound_in_module_loading_says_so():
     found = {(f.phase, f.kind): f for f in find(Detail(load(GPU_DATA / "torch_nvtx_h200.sqlite.gz"), domain=None))}
     f = found[("optimizer", "cpu_bound")]
     assert f.evidence["cause"] == "module_load" and f.advice == CUDA_CAUSES["module_load"][1]
+
+
+def test_cpu_work_hidden_behind_gpu_work_and_side_threads(tmp_path):
+    """CPU-bound costs the GPU's idle time: Python that runs while the GPU works off earlier launches costs
+    nothing. A phase only on a side thread runs alongside the loop: low, whatever its size."""
+    def step(b, i):
+        b.phase("queue_big_gemm", lambda: b.kernel("gemm", 5_000_000, 10_000))  # the GPU is busy 5 ms ...
+        b.phase("hidden_python", lambda: (b.cpu(4_900_000), b.kernel("tiny", 2_000)))  # ... while this runs
+        b.phase("exposed_python", lambda: (b.cpu(3_000_000), b.kernel("tiny", 2_000)))  # the GPU idles now
+        b.on_thread(5, "logger", b.t, lambda: b.phase("side_python", lambda: (b.cpu(4_000_000), b.kernel("tiny", 2_000))))
+        b.cpu(1_000_000)
+        b.sync()
+
+    by = {(f.phase, f.kind): f for f in _loop(tmp_path, step).items}
+    assert ("nvtxsim:hidden_python", "cpu_bound") not in by
+    exposed = by[("nvtxsim:exposed_python", "cpu_bound")]
+    assert exposed.severity == "high" and 2_900_000 <= exposed.cost_per_iteration_ns <= exposed.evidence["gpu_idle_ns"] / 10
+    side = by[("nvtxsim:side_python", "cpu_bound")]
+    assert side.severity == "low" and side.evidence["off_loop_thread"]

@@ -27,7 +27,7 @@ from functools import cached_property
 
 import numpy as np
 
-from nvtxsim.analysis.gpu import is_sync_api
+from nvtxsim.analysis.gpu import gpu_idle_per_range, is_sync_api
 from nvtxsim.analysis.iterations import Iterations, culprits, per_iteration
 from nvtxsim.analysis.launches import api_name, contained, innermost, ops_of
 from nvtxsim.analysis.projection import _union_length
@@ -190,11 +190,25 @@ class _Context:
         ok[ok] = self.kept[pos[ok]]
         return np.where(ok, self.tree.nesting.ranges[np.maximum(pos, 0)], -1)
 
+    @cached_property
+    def off_loop(self) -> set[str]:
+        """Phases that never run on the thread of the loop's key range (a side thread's work runs alongside the
+        loop, so its time is not the iteration's: its findings are low). Empty when the iterations are unknown."""
+        if self.it is None:
+            return set()
+        r = self.r
+        loop = np.isin(r.global_tid[self.ranges], r.global_tid[self.it.key_range])
+        on, all_ = (set(np.unique(r.label[self.ranges[m]]).tolist()) for m in (loop, np.ones(len(loop), dtype=bool)))
+        return {str(self.d.label_names[k]) for k in all_ - on}
+
     def finding(self, phase: str, kind: str, cost: float, evidence: dict, *, min_share: float = MIN_SHARE, sev: str | None = None) -> Finding | None:
         share = self.share(cost)
         if share < min_share:
             return None
         evidence = {"share_of_time": round(share, 4), **evidence}
+        if phase in self.off_loop:
+            evidence["off_loop_thread"] = True
+            sev = "low"
         return Finding(phase, kind, sev or severity(share), int(round(cost)), self.per_iter(cost), evidence, ADVICE[kind])
 
 
@@ -439,6 +453,7 @@ class PhaseSelf:
     cpu_self_ns: int
     launches: int
     gpu_busy_ns: int  # busy time of the work launched in the phase itself (nsys rule, children subtracted)
+    gpu_idle_ns: int = 0  # its own time (children's removed) with no GPU op of the process running, whoever launched it
 
 
 def phase_self(ctx: _Context) -> list[PhaseSelf]:
@@ -455,12 +470,15 @@ def phase_self(ctx: _Context) -> list[PhaseSelf]:
     def per_label(v: np.ndarray) -> np.ndarray:
         return np.bincount(lab, weights=v[keep], minlength=n).astype(np.int64)
 
+    idle = gpu_idle_per_range(ctx.d, idx)
+    child_idle = np.bincount(parent[kids], weights=idle[kids], minlength=len(idx)).astype(np.int64)
     cnt = np.bincount(lab, minlength=n)
     cpu = per_label(tree.cpu_self)
     launches = per_label(np.maximum(ops - child_ops, 0))
     own_busy = per_label(np.maximum(busy - child_busy, 0))
+    own_idle = per_label(np.maximum(idle - child_idle, 0))
     names = ctx.d.label_names
-    return [PhaseSelf(str(names[k]), int(cnt[k]), int(cpu[k]), int(launches[k]), int(own_busy[k])) for k in np.flatnonzero(cnt)]
+    return [PhaseSelf(str(names[k]), int(cnt[k]), int(cpu[k]), int(launches[k]), int(own_busy[k]), int(own_idle[k])) for k in np.flatnonzero(cnt)]
 
 
 def _gpu_saturation(ctx: _Context) -> float | None:
@@ -485,11 +503,15 @@ def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], 
         if p.phase == key:
             continue  # the iteration's own time is the gaps between its phases
         work = max(p.cpu_self_ns - blocked.get(p.phase, 0), 0)  # CPU time not spent waiting on the GPU
-        ev: dict[str, object] = {"instances": p.instances, "cpu_self_ns": p.cpu_self_ns, "cpu_work_ns": work, "launches": p.launches, "gpu_busy_ns": p.gpu_busy_ns}
+        ev: dict[str, object] = {"instances": p.instances, "cpu_self_ns": p.cpu_self_ns, "cpu_work_ns": work, "launches": p.launches,
+                                 "gpu_busy_ns": p.gpu_busy_ns, "gpu_idle_ns": p.gpu_idle_ns}
+        # What launch- or CPU-bound work costs is the time the GPU sits idle meanwhile: CPU time during
+        # which the GPU runs work queued earlier (or another thread's) is hidden behind it.
+        lost = min(work - p.gpu_busy_ns, p.gpu_idle_ns)
         o = others.get(p.phase)
         if o is not None:
             ev.update({"other_thread_launches": o.launches, "other_thread_gpu_ns": o.gpu_busy_ns})
-            p = PhaseSelf(p.phase, p.instances, p.cpu_self_ns, p.launches + o.launches, p.gpu_busy_ns + o.gpu_busy_ns)
+            p = PhaseSelf(p.phase, p.instances, p.cpu_self_ns, p.launches + o.launches, p.gpu_busy_ns + o.gpu_busy_ns, p.gpu_idle_ns)
         gpu_share = p.gpu_busy_ns / work if work else 0.0
         per_launch = work / p.launches if p.launches else None
         mean_op = p.gpu_busy_ns / p.launches if p.launches else None
@@ -501,13 +523,13 @@ def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], 
             and gpu_share < LAUNCH_MAX_GPU_SHARE
         ):
             ev["launches_per_range"] = round(p.launches / p.instances, 1)
-            f = ctx.finding(p.phase, "launch_bound", work - p.gpu_busy_ns, ev)
+            f = ctx.finding(p.phase, "launch_bound", lost, ev)
         elif (per_launch is None or per_launch >= LAUNCH_MAX_CPU_PER_LAUNCH_NS) and gpu_share < CPU_BOUND_MAX_GPU_SHARE:
             if saturation is not None:
                 ev["iteration_gpu_busy_share"] = round(saturation, 3)
             if saturation is not None and saturation >= CPU_BOUND_GPU_SATURATED:
                 continue  # the GPU is busy anyway: this CPU time is hidden behind GPU work
-            f = ctx.finding(p.phase, "cpu_bound", work - p.gpu_busy_ns, ev)
+            f = ctx.finding(p.phase, "cpu_bound", lost, ev)
             if f is not None:
                 _cuda_call_time(ctx, f)
         elif p.gpu_busy_ns >= GPU_BOUND_MIN_RATIO * max(work, 1) and p.launches and p.phase not in explained:

@@ -36,6 +36,10 @@ def _threads(threads: dict) -> str:
 
 def evidence_text(f: Finding) -> str:
     """The numbers behind a finding in a few words."""
+    return ("side thread: " if f.evidence.get("off_loop_thread") else "") + _evidence_text(f)
+
+
+def _evidence_text(f: Finding) -> str:
     e = f.evidence
     k = f.kind
     if k == "sync":
