@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from synth import OUTLIER_ITERATIONS, PLANTED, make_planted
 
-from nvtxsim.analysis.findings import ADVICE, KINDS, CUDA_CAUSES, OUTSIDE, SEVERITIES, find
+from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, KINDS, OUTSIDE, SEVERITIES, find
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import load
 
