@@ -379,3 +379,15 @@ def test_cpu_work_hidden_behind_gpu_work_and_side_threads(tmp_path):
     assert exposed.severity == "high" and 2_900_000 <= exposed.cost_per_iteration_ns <= exposed.evidence["gpu_idle_ns"] / 10
     side = by[("nvtxsim:side_python", "cpu_bound")]
     assert side.severity == "low" and side.evidence["off_loop_thread"]
+
+
+@pytest.mark.parametrize("arg", ["bogus", "", " , ", "sync,bogus"])
+def test_fail_on_without_a_known_kind_is_an_error(arg):
+    """An empty `--fail-on "$KINDS"` in CI must not pass silently; an unknown kind is a one-line error."""
+    from nvtxsim.cli.arguments import parse_kinds
+    from nvtxsim.errors import NvtxsimError
+
+    with pytest.raises(NvtxsimError, match="^--fail-on: ") as e:
+        parse_kinds(arg)
+    assert "\n" not in str(e.value)
+    assert parse_kinds(None) == () and parse_kinds(" sync , pageable_copy,sync") == ("sync", "pageable_copy")

@@ -66,9 +66,11 @@ def parse_kinds(text: str | None) -> tuple[str, ...]:
     """``sync,pageable_copy`` → the kinds; ``all`` → every kind; unknown kinds are an error."""
     from nvtxsim.analysis.findings import KINDS
 
-    if not text:
+    if text is None:
         return ()
     kinds = [k.strip() for k in text.split(",") if k.strip()]
+    if not kinds:  # `--fail-on "$KINDS"` with an empty variable must not pass CI silently
+        raise NvtxsimError(f"--fail-on: no finding kind given; choose from {', '.join(KINDS)} or all")
     if kinds == ["all"]:
         return KINDS
     bad = [k for k in kinds if k not in KINDS]
