@@ -158,3 +158,30 @@ def test_round3_shapes_under_nsys(tmp_path):
     for name in ("cdesc", "partial_gen", "partial_coro", "eq", "getattr", "weak", "enum", "dispatch", "closing"):
         assert counts[name] > 0, (name, counts)
     assert counts["partial_coro"] >= 2  # one range per resumption, not one around creating the coroutine
+
+
+SHOW = "import sys\nprint(repr(sys.argv), repr(__file__), repr(sys.path[0]), __name__, repr(__spec__ and __spec__.name), repr(__package__))\n"
+
+
+@pytest.mark.parametrize("target", ["show.py", "./sub/show.py", "sp ace\nnl.py", "sub", "app.zip"])
+def test_run_gives_the_script_what_python_gives_it(tmp_path, target):
+    """``nvtxsim run TARGET`` and ``python TARGET``: the same argv, ``__file__``, ``sys.path[0]``,
+    ``__spec__`` for a script, a path with ``./``, an odd file name, a folder and a zip file with
+    ``__main__.py`` (runpy gave the folder and zip a relative ``sys.path[0]`` and ``__file__``)."""
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    from nsys_util import REPO
+
+    (tmp_path / "sub").mkdir()
+    for name in ("show.py", "sp ace\nnl.py", "sub/show.py", "sub/__main__.py"):
+        (tmp_path / name).write_text(SHOW)
+    with zipfile.ZipFile(tmp_path / "app.zip", "w") as z:
+        z.writestr("__main__.py", SHOW)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    direct = subprocess.run([sys.executable, target, "a", "-b"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    via = subprocess.run([sys.executable, "-m", "nvtxsim", "run", target, "a", "-b"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert direct.returncode == via.returncode == 0, via.stderr
+    assert via.stdout == direct.stdout

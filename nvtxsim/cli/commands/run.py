@@ -53,7 +53,8 @@ def execute(argv: list[str], *, module: bool = False) -> int:
         else:
             path = os.path.abspath(target)
             sys.argv = [target, *rest]
-            folder = os.path.dirname(path)
+            folder = path if os.path.isdir(path) or _is_zip(path) else os.path.dirname(path)  # as Python sets sys.path[0]
+            path = os.path.join(os.getcwd(), target)  # __file__ as Python makes it: joined, not normalised
             if sys.path:
                 sys.path[0] = folder
             else:
@@ -79,19 +80,32 @@ def execute(argv: list[str], *, module: bool = False) -> int:
 
 
 def _run_path(path: str, argv0: str) -> None:
-    """``runpy.run_path(path)`` with ``sys.argv[0]`` left as typed, as ``python SCRIPT`` leaves it.
+    """Run the script at ``path`` as ``__main__`` with ``sys.argv[0]`` left as typed, as ``python SCRIPT``.
 
-    runpy sets ``sys.argv[0]`` to the path it was given; ``__file__`` must be absolute (as Python
-    makes it) but ``sys.argv[0]`` is what the user typed, so the script sees the same values under
-    ``nvtxsim run`` as without it. Directories and zip files go through runpy with the typed path.
+    runpy would set ``sys.argv[0]`` to the path it was given; ``__file__`` and ``sys.path[0]`` must be
+    absolute (as Python makes them) but ``sys.argv[0]`` is what the user typed, so the script sees
+    the same values under ``nvtxsim run`` as without it. A directory or zip file runs its
+    ``__main__`` module, found through the absolute path (``sys.path[0]``, set by the caller).
     """
-    if not os.path.isfile(path) or _is_zip(path):
-        runpy.run_path(argv0, run_name="__main__")
+    if os.path.isfile(path) and not _is_zip(path):
+        with open(path, "rb") as fh:  # like runpy: the source decides its encoding
+            code = compile(fh.read(), path, "exec", dont_inherit=True)
+        _exec_main(code, __file__=path, __cached__=None, __loader__=None, __package__=None, __spec__=None)
         return
-    with open(path, "rb") as fh:  # like runpy: the source decides its encoding
-        code = compile(fh.read(), path, "exec", dont_inherit=True)
+    import pkgutil
+
+    importer = pkgutil.get_importer(path)
+    spec = importer.find_spec("__main__") if importer is not None else None
+    if spec is None or spec.loader is None:
+        raise NvtxsimError(f"{argv0}: no __main__ module to run (a script, or a folder or zip file with __main__.py)")
+    code = spec.loader.get_code("__main__")  # type: ignore[attr-defined]
+    _exec_main(code, __file__=spec.origin, __cached__=spec.cached, __loader__=spec.loader, __package__="", __spec__=spec)
+
+
+def _exec_main(code: types.CodeType, **dunders: object) -> None:
+    """Execute ``code`` in a fresh ``__main__`` module with ``dunders``, as Python runs a script."""
     main = types.ModuleType("__main__")
-    main.__dict__.update(__file__=path, __cached__=None, __loader__=None, __package__=None, __spec__=None, __builtins__=builtins)
+    main.__dict__.update(dunders, __builtins__=builtins)
     saved = sys.modules.get("__main__")
     sys.modules["__main__"] = main
     try:
