@@ -456,6 +456,17 @@ class PhaseSelf:
     gpu_idle_ns: int = 0  # its own time (children's removed) with no GPU op of the process running, whoever launched it
 
 
+def _gpu_idle(ctx: _Context, idx: np.ndarray) -> np.ndarray:
+    """Per range: its time with no GPU op of its process running. A streamed export whose GPU ops are
+    not in memory yet gets its CPU time (no cap): reading every op for this would cost more than the
+    findings' whole budget."""
+    from nvtxsim.export.streamed import source_of
+
+    if source_of(ctx.ex) is not None and "ops" not in ctx.d.__dict__:
+        return (ctx.r.end - ctx.r.start)[idx].astype(np.int64)
+    return gpu_idle_per_range(ctx.d, idx)
+
+
 def phase_self(ctx: _Context) -> list[PhaseSelf]:
     tree, g = ctx.tree, ctx.d.gpu
     idx, parent = tree.nesting.ranges, tree.nesting.parent
@@ -470,7 +481,7 @@ def phase_self(ctx: _Context) -> list[PhaseSelf]:
     def per_label(v: np.ndarray) -> np.ndarray:
         return np.bincount(lab, weights=v[keep], minlength=n).astype(np.int64)
 
-    idle = gpu_idle_per_range(ctx.d, idx)
+    idle = _gpu_idle(ctx, idx)
     child_idle = np.bincount(parent[kids], weights=idle[kids], minlength=len(idx)).astype(np.int64)
     cnt = np.bincount(lab, minlength=n)
     cpu = per_label(tree.cpu_self)
