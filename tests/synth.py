@@ -378,8 +378,8 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
     GPU-bound), camera_readout (8 MiB D→H into pageable memory), policy, reward (a 4-byte
     .item() copy and a 1.5 ms cudaStreamSynchronize), reset (3 ms of Python, no GPU work),
     observation (40 ms more in OUTLIER_ITERATIONS). Every ``update_every`` iterations a
-    policy_update whose backward kernels come from the autograd thread; 200 warm-up kernels
-    before the first iteration, outside every range. Times are ns on one timeline."""
+    policy_update whose backward kernels come from the autograd thread; 200 evaluation kernels
+    between two iterations, outside every range. Times are ns on one timeline."""
     con = sqlite3.connect(path)
     con.executescript(DDL + EXTRA_DDL)
     strings: dict[str, int] = {}
@@ -428,10 +428,10 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
     def cpu(ns: int) -> None:
         state["t"] += ns
 
-    if not clean:
-        for _ in range(200):  # warm-up outside every range
-            kernel("warmup_kernel", 100_000)
     for i in range(iterations):
+        if i == iterations // 2 and not clean:
+            for _ in range(200):  # an evaluation between iterations, outside every range
+                kernel("eval_kernel", 100_000)
         it_start = state["t"]
         phase("sim_step", lambda: [kernel("physics_kernel", 2_000, 5_000) for _ in range(300 if not clean else 10)])
         phase("render", lambda: kernel("render_gemm", 3_000_000 if not clean else 300_000, 10_000))

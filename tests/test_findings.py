@@ -395,3 +395,27 @@ def test_fail_on_without_a_known_kind_is_an_error(arg):
         parse_kinds(arg)
     assert "\n" not in str(e.value)
     assert parse_kinds(None) == () and parse_kinds(" sync , pageable_copy,sync") == ("sync", "pageable_copy")
+
+
+def test_setup_work_before_the_loop_is_no_finding(tmp_path):
+    """GPU work before the first phase (model and buffer setup, warm-up) costs the iterations nothing; an
+    evaluation between iterations does. --view overlap lists both."""
+    from synth import CudaLoop
+
+    from nvtxsim.analysis.findings import OUTSIDE_LOOP, analyse, context, other_thread_gpu
+
+    b = CudaLoop()
+    for _ in range(50):
+        b.kernel("setup", 200_000)  # before the loop
+    for i in range(10):
+        b.phase("iteration", lambda: b.phase("step", lambda: [b.kernel("k", 100_000, 20_000) for _ in range(5)]))
+        if i == 4:
+            for _ in range(20):
+                b.kernel("evaluate", 100_000)  # between iterations
+    p = tmp_path / "setup.sqlite"
+    b.write(p)
+    d = Detail(load(p))
+    (f,) = [f for f in analyse(d).items if f.kind == "unattributed_gpu"]
+    assert f.phase == OUTSIDE and f.evidence["launches"] == 20
+    rows = {r.phase: r.launches for r in other_thread_gpu(d, context(d))}
+    assert rows == {OUTSIDE: 20, OUTSIDE_LOOP: 50}

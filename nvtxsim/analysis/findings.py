@@ -44,6 +44,7 @@ KINDS = (
 SEVERITIES = ("high", "medium", "low")
 INFORMATIONAL = ("gpu_bound",)  # says where the time goes, not what is wrong: listed after the others
 OUTSIDE = "(outside phases)"  # phase of unattributed_gpu
+OUTSIDE_LOOP = "(before or after the phases)"  # GPU work outside every phase before the first kept range or after the last: setup, teardown
 
 # Thresholds (reasoning in docs/findings.md). Shares are of the reference time: the summed
 # iteration durations when iterations are known, else the span of the selected ranges.
@@ -678,6 +679,9 @@ def other_thread_gpu(detail: Detail, ctx: _Context | None = None) -> list[OtherT
     in_skipped = (pos >= 0) & ~ctx.kept[np.maximum(pos, 0)]
     calls, pos = calls[~in_skipped], pos[~in_skipped]
     labels = np.where(pos >= 0, ctx.r.label[ctx.tree.nesting.ranges[np.maximum(pos, 0)]].astype(np.int64), -1)
+    if len(ctx.ranges):  # outside the span of the (kept) phases: setup or teardown, not the loop's
+        t = api.start[calls]
+        labels[(labels == -1) & ((t < ctx.r.start[ctx.ranges].min()) | (t > ctx.r.end[ctx.ranges].max()))] = -2
     op = ops_of(link, calls)
     op_label = np.repeat(labels, link.count[calls])
     out = []
@@ -687,7 +691,7 @@ def other_thread_gpu(detail: Detail, ctx: _Context | None = None) -> list[OtherT
         threads: dict[str, int] = {}
         for t, n in zip(*np.unique(api.global_tid[calls[m]], return_counts=True)):
             threads[detail.thread_name(int(t))] = int(n)
-        phase = str(detail.label_names[lab]) if lab >= 0 else OUTSIDE
+        phase = str(detail.label_names[lab]) if lab >= 0 else OUTSIDE if lab == -1 else OUTSIDE_LOOP
         out.append(OtherThreadGpu(phase, int(m.sum()), int(om.sum()), busy, dict(sorted(threads.items(), key=lambda kv: -kv[1]))))
     return out
 
@@ -696,6 +700,8 @@ def thread_findings(ctx: _Context, rows: list[OtherThreadGpu]) -> list[Finding]:
     """other_thread_gpu (work nsys leaves out of the phase: reported from 0.1 %) and unattributed_gpu (from 1 %)."""
     out = []
     for row in rows:
+        if row.phase == OUTSIDE_LOOP:
+            continue  # setup before the loop, teardown after it: no cost to the iterations (--view overlap lists it)
         kind = "unattributed_gpu" if row.phase == OUTSIDE else "other_thread_gpu"
         ev = {"launches": row.launches, "ops": row.ops, "gpu_busy_ns": row.gpu_busy_ns, "threads": row.threads}
         f = ctx.finding(row.phase, kind, row.gpu_busy_ns, ev, min_share=MIN_SHARE if kind == "unattributed_gpu" else SYNC_MIN_SHARE)
@@ -810,7 +816,7 @@ def analyse(detail: Detail, *, by: str | None = None, skip_first: int = 0, threa
         if not threads and detail.has_cuda:
             notes.append("other_thread_gpu and unattributed_gpu were not looked for (export too large to join every CUDA call in memory): --view overlap computes them")
     rows = other_thread_gpu(detail, ctx) if threads and detail.has_cuda else []
-    others = {r.phase: r for r in rows if r.phase != OUTSIDE}
+    others = {r.phase: r for r in rows if r.phase not in (OUTSIDE, OUTSIDE_LOOP)}
     bounds = bound_findings(ctx, blocked, {f.phase for f in syncs + copies}, others) if detail.has_cuda else []
     if not detail.has_cuda:
         notes.append("the export has no CUDA trace (nsys -t cuda): only outlier iterations were looked for")

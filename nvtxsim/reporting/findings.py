@@ -143,7 +143,7 @@ def findings_table(fs: Findings) -> ViewTable:
 
 def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> ViewTable:
     """Other threads' GPU work by the phase open at launch: a time-overlap attribution beside nsys's columns."""
-    from nvtxsim.analysis.findings import OUTSIDE, context, other_thread_gpu
+    from nvtxsim.analysis.findings import OUTSIDE, OUTSIDE_LOOP, context, other_thread_gpu
 
     busy = {p.label: p.gpu_busy_total_ns for p in d.report.phases}
     rows = [
@@ -157,7 +157,8 @@ def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> V
     ]
     notes = [
         "time-overlap attribution, not nsys's: GPU work launched outside every range of its own thread, counted for the innermost "
-        f"phase open on another thread of the process at launch time ({OUTSIDE}: none open); the summary's GPU columns stay nsys-exact"
+        f"phase open on another thread of the process at launch time ({OUTSIDE}: none open; {OUTSIDE_LOOP}: setup or teardown, "
+        "no finding); the summary's GPU columns stay nsys-exact"
     ]
     return ViewTable("overlap", "GPU work of other threads by the phase open at launch (time overlap)", cols, rows, notes)
 
