@@ -419,3 +419,13 @@ def test_setup_work_before_the_loop_is_no_finding(tmp_path):
     assert f.phase == OUTSIDE and f.evidence["launches"] == 20
     rows = {r.phase: r.launches for r in other_thread_gpu(d, context(d))}
     assert rows == {OUTSIDE: 20, OUTSIDE_LOOP: 50}
+
+
+def test_block_without_findings_keeps_its_notes(tmp_path):
+    """'none' on a capture without a CUDA trace must say that only outliers were looked for."""
+    from nvtxsim.reporting.findings import block_lines
+
+    got = _loop(tmp_path, _env_step, "cpu_block", cuda=False)
+    lines = block_lines(got)
+    assert lines[0].startswith("Findings: none") and any("no CUDA trace" in ln and "outlier" in ln for ln in lines[1:])
+    assert all(len(ln) <= 80 for ln in lines)

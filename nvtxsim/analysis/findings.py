@@ -819,7 +819,7 @@ def analyse(detail: Detail, *, by: str | None = None, skip_first: int = 0, threa
     others = {r.phase: r for r in rows if r.phase not in (OUTSIDE, OUTSIDE_LOOP)}
     bounds = bound_findings(ctx, blocked, {f.phase for f in syncs + copies}, others) if detail.has_cuda else []
     if not detail.has_cuda:
-        notes.append("the export has no CUDA trace (nsys -t cuda): only outlier iterations were looked for")
+        notes.append("no CUDA trace (nsys -t cuda): only outlier iterations were looked for")
     found = syncs + copies + bounds + outliers + thread_findings(ctx, rows)
     found.sort(key=lambda f: (f.kind in INFORMATIONAL, -f.cost_ns, f.phase, f.kind))  # actionable ones first
     return Findings(found, ctx.iterations, ctx.reference_ns, notes)

@@ -91,15 +91,16 @@ def block_lines(fs: Findings, width: int | None = None) -> list[str]:
     w = min(width or BLOCK_WIDTH, BLOCK_WIDTH)
     shown = fs.items[:BLOCK_FINDINGS]
     more = f"; all {len(fs.items)}: --view findings" if len(fs.items) > len(shown) else ""
+    notes = [_fit(f"note: {n}", w) for n in fs.notes]  # what was not looked for: a "none" says nothing without it
     if not fs.items:
-        return [_fit("Findings: none (no sync, copy, launch, CPU or GPU bottleneck over the thresholds)", w)]
+        return [_fit("Findings: none over the thresholds" + ("" if notes else " (sync, copy, launch, CPU, GPU)"), w)] + notes
     lines = [_fit(f"Findings (most costly first{more})", w)]
     for f in shown:
         phase = shorten_middle(one_line(f.phase), PHASE_CELLS)
         head = f"{f.severity:<6} {f.kind} in {phase}: {_cost(f)} ({_pct(f.evidence.get('share_of_time'))})"
         lines.append(_fit(f"{head} · {printable(evidence_text(f))}", w))
         lines.append(_fit(f"       → {f.advice}", w))
-    return lines + [_fit(f"note: {n}", w) for n in fs.notes]
+    return lines + notes
 
 
 def before_table(report: Report, width: int | None = None) -> list[str]:
