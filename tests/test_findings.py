@@ -429,3 +429,15 @@ def test_block_without_findings_keeps_its_notes(tmp_path):
     lines = block_lines(got)
     assert lines[0].startswith("Findings: none") and any("no CUDA trace" in ln and "outlier" in ln for ln in lines[1:])
     assert all(len(ln) <= 80 for ln in lines)
+
+
+def test_synchronous_pageable_copy_is_counted_once(tmp_path):
+    """A synchronous cudaMemcpy of a large pageable buffer is a pageable_copy, not also a sync (one wait, one
+    cost); a small synchronous upload is a sync."""
+    def step(b, i):
+        b.phase("upload", lambda: (b.kernel("k", 200_000), b.copy(16 << 20, 1, True, 1_500_000, api="cudaMemcpy_v3020")))
+        b.phase("small", lambda: (b.kernel("k", 200_000), b.copy(1024, 1, True, 1_000, api="cudaMemcpy_v3020")))
+
+    got = _loop(tmp_path, step)
+    assert sorted((f.phase, f.kind) for f in got.items) == [("nvtxsim:small", "sync"), ("nvtxsim:upload", "pageable_copy")]
+    assert sum(f.evidence["share_of_time"] for f in got.items) <= 1

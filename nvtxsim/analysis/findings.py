@@ -335,11 +335,13 @@ def _implicit_sync_copies(ctx: _Context) -> np.ndarray:
     return hc.pageable & (hc.copy_kind == 2) & (hc.bytes < BIG_COPY_BYTES)
 
 
-def sync_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
-    """Synchronizing CUDA calls per innermost phase, implicit ones (small pageable D→H copies) included;
-    also returns the blocked time per phase."""
+def sync_findings(ctx: _Context, claimed: np.ndarray | None = None) -> tuple[list[Finding], dict[str, int]]:
+    """Synchronizing CUDA calls per innermost phase, implicit ones (small pageable D→H copies) included,
+    but the ``claimed`` calls (those of a pageable copy finding); also returns the blocked time per phase."""
     api = ctx.calls
     calls = _named(ctx, is_sync_api)
+    if claimed is not None and len(claimed):
+        calls = np.setdiff1d(calls, claimed)
     implicit = _implicit_sync_copies(ctx)
     copy_calls = ctx.copy_calls[implicit] if implicit.any() else np.zeros(0, dtype=np.int64)
     copy_calls = np.unique(copy_calls[copy_calls >= 0])
@@ -409,12 +411,15 @@ def _pinned_rate(hc, direction: int) -> float | None:
     return float(hc.bytes[m].sum()) / t if t else None
 
 
-def pageable_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
-    """Host↔device copies through pageable memory, per innermost phase of the launching call."""
+def pageable_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int], np.ndarray]:
+    """Host↔device copies through pageable memory, per innermost phase of the launching call; also the
+    blocked time per phase and the calls (positions in ``ctx.calls``) the copy findings claim: a
+    synchronous ``cudaMemcpy`` of them is not counted again as a sync."""
     hc = getattr(ctx.ex.extras, "host_copies", None)
     api = ctx.calls
+    claimed: list[np.ndarray] = []
     if hc is None or not hc.pageable.any():
-        return [], {}
+        return [], {}, np.zeros(0, dtype=np.int64)
     call = ctx.copy_calls
     idx = np.flatnonzero(hc.pageable & (call >= 0) & ~_implicit_sync_copies(ctx))  # the small D→H ones are syncs
     c = call[idx]
@@ -423,10 +428,11 @@ def pageable_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
     for phase, pos in _by_label(ctx, owner).items():
         ops, cs = idx[pos], c[pos]
         nbytes = int(hc.bytes[ops].sum())
+        if nbytes < PAGEABLE_MIN_BYTES:
+            continue  # a few small uploads; a synchronous one among them is a sync
         cost = _blocked(owner[pos], api.start[cs], api.end[cs])
         blocked[phase] = cost
-        if nbytes < PAGEABLE_MIN_BYTES:
-            continue
+        claimed.append(cs)
         gpu_ns = int((hc.end - hc.start)[ops].sum())
         ev: dict = {"copies": int(len(ops)), "bytes": nbytes, "gpu_ns": gpu_ns, "cpu_in_calls_ns": cost,
                     "gbps": round(nbytes / gpu_ns, 2) if gpu_ns else None, "directions": {}}
@@ -439,7 +445,7 @@ def pageable_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int]]:
         f = ctx.finding(phase, "pageable_copy", cost, ev, min_share=SYNC_MIN_SHARE)
         if f is not None:
             out.append(f)
-    return out, blocked
+    return out, blocked, np.unique(np.concatenate(claimed)) if claimed else np.zeros(0, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- launch-, CPU-, GPU-bound
@@ -801,8 +807,8 @@ def analyse(detail: Detail, *, by: str | None = None, skip_first: int = 0, threa
         return Findings([], None, 0)
     ctx = _Context(detail, by, skip_first)
     notes = []
-    syncs, sync_blocked = sync_findings(ctx)
-    copies, copy_blocked = pageable_findings(ctx)
+    copies, copy_blocked, claimed = pageable_findings(ctx)
+    syncs, sync_blocked = sync_findings(ctx, claimed)
     blocked = dict(sync_blocked)
     for k, v in copy_blocked.items():
         blocked[k] = blocked.get(k, 0) + v
