@@ -441,3 +441,13 @@ def test_synchronous_pageable_copy_is_counted_once(tmp_path):
     got = _loop(tmp_path, step)
     assert sorted((f.phase, f.kind) for f in got.items) == [("nvtxsim:small", "sync"), ("nvtxsim:upload", "pageable_copy")]
     assert sum(f.evidence["share_of_time"] for f in got.items) <= 1
+
+
+def test_a_few_mid_sized_pageable_readbacks_are_syncs(tmp_path):
+    """Three 200 KiB .cpu() copies (under the 1 MiB of a copy finding, over the 64 KiB of a scalar) still block: a sync."""
+    def step(b, i):
+        b.phase("readback", lambda: (b.kernel("k", 500_000), b.copy(200 << 10, 2, True, 20_000)))
+
+    (f,) = _loop(tmp_path, step, iterations=3).items
+    assert (f.phase, f.kind) == ("nvtxsim:readback", "sync") and f.evidence["pageable_d2h_copies"] == 3
+    assert f.cost_per_iteration_ns >= 450_000

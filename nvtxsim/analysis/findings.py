@@ -336,15 +336,18 @@ def _implicit_sync_copies(ctx: _Context) -> np.ndarray:
 
 
 def sync_findings(ctx: _Context, claimed: np.ndarray | None = None) -> tuple[list[Finding], dict[str, int]]:
-    """Synchronizing CUDA calls per innermost phase, implicit ones (small pageable D→H copies) included,
-    but the ``claimed`` calls (those of a pageable copy finding); also returns the blocked time per phase."""
+    """Synchronizing CUDA calls per innermost phase, implicit ones (pageable D→H copies) included, but the
+    ``claimed`` calls (those of a pageable copy finding); also returns the blocked time per phase."""
     api = ctx.calls
     calls = _named(ctx, is_sync_api)
     if claimed is not None and len(claimed):
         calls = np.setdiff1d(calls, claimed)
-    implicit = _implicit_sync_copies(ctx)
-    copy_calls = ctx.copy_calls[implicit] if implicit.any() else np.zeros(0, dtype=np.int64)
-    copy_calls = np.unique(copy_calls[copy_calls >= 0])
+    # D→H copies into pageable memory block until done: those no copy finding claims (the small ones, or
+    # a phase's few below PAGEABLE_MIN_BYTES over the capture) are syncs.
+    hc = getattr(ctx.ex.extras, "host_copies", None)
+    blocking = hc.pageable & (hc.copy_kind == 2) if hc is not None and len(hc) else np.zeros(0, dtype=bool)
+    copy_calls = ctx.copy_calls[blocking] if blocking.any() else np.zeros(0, dtype=np.int64)
+    copy_calls = np.setdiff1d(copy_calls[copy_calls >= 0], claimed if claimed is not None else [])
     calls = np.union1d(calls, copy_calls)
     if len(calls) == 0:
         return [], {}
