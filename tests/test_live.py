@@ -734,3 +734,18 @@ def test_long_lines_are_one_write(tmp_path, monkeypatch):
     monkeypatch.undo()
     f.close()
     assert calls == [len(line.encode())] and path.read_text() == line
+
+
+def test_live_html_stays_small_for_long_runs(tmp_path):
+    from nvtxsim.analysis.live import load
+    from nvtxsim.reporting.renderers.live import PLOT_POINTS, render_live
+
+    log = tmp_path / "long.jsonl"
+    with log.open("w") as fh:
+        for i in range(5000):
+            cpu = 9_000_000 if i == 4321 else 1_000_000
+            fh.write(json.dumps({"iterations": [i * 10, i * 10 + 9], "measured": 10, "pid": 1, "phases": {
+                "nvtxsim:sim_step": {"count": 10, "cpu_ns": cpu, "cpu_mean_ns": cpu // 10, "cpu_p90_ns": cpu // 10, "gpu_ns": None}}}) + "\n")
+    page = render_live(load(log), "html")
+    assert page.count("<circle") <= PLOT_POINTS and "900.0 µs" in page  # the spike is kept
+    assert "the slowest of 10 windows" in page

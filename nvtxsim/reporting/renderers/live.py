@@ -99,6 +99,24 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     return [first + i * step for i in range(n + 2) if first + i * step <= hi + 1e-9]
 
 
+#: Points per line at most: about one per pixel of the plot. Past that, each point is the slowest window of
+#: a run of neighbours (spikes stay visible) and the page stays small (100k windows: 54 MB before).
+PLOT_POINTS = 500
+
+
+def _thin(data: list[tuple[int, float]], most: int = PLOT_POINTS) -> list[tuple[int, float, int]]:
+    """(x, y, windows): ``data`` as is when short enough, else the slowest of each run of consecutive windows."""
+    if len(data) <= most:
+        return [(x, y, 1) for x, y in data]
+    size = -(-len(data) // most)
+    out = []
+    for i in range(0, len(data), size):
+        chunk = data[i:i + size]
+        x, y = max(chunk, key=lambda p: p[1])
+        out.append((x, y, len(chunk)))
+    return out
+
+
 def _plot(key: str, cpu: list[tuple[int, float]], gpu: list[tuple[int, float]]) -> str:
     """Mean time per range of one phase over the run: x = last iteration of the window."""
     pts = cpu + gpu
@@ -118,10 +136,12 @@ def _plot(key: str, cpu: list[tuple[int, float]], gpu: list[tuple[int, float]]) 
     for name, data, col in (("CPU", cpu, CPU_COLOR), ("GPU", gpu, GPU_COLOR)):
         if not data:
             continue
-        path = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(data))
+        thin = _thin(data)
+        path = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y, _n) in enumerate(thin))
         out.append(f'<path d="{path}" fill="none" stroke="{col}" stroke-width="1.5"/>')
-        for x, y in data:
-            tip = html.escape(f"{key} {name} mean at iteration {x}: {fmt_ns(y)}")
+        for x, y, n in thin:
+            of = f" (the slowest of {n} windows)" if n > 1 else ""
+            tip = html.escape(f"{key} {name} mean at iteration {x}: {fmt_ns(y)}{of}")
             out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{col}"><title>{tip}</title></circle>')
     out.append(f'<text x="{W - R}" y="{T + 10}" text-anchor="end"><tspan fill="{CPU_COLOR}">CPU</tspan>'
                + (f' · <tspan fill="{GPU_COLOR}">GPU</tspan>' if gpu else "") + "</text></svg></figure>")
