@@ -123,7 +123,7 @@ def _plot(key: str, cpu: list[tuple[int, float]], gpu: list[tuple[int, float]]) 
     xs, ys = [p[0] for p in pts], [p[1] for p in pts]
     x0, x1 = min(xs), max(xs)
     x1 = x1 if x1 > x0 else x0 + 1
-    y1 = max(ys) * 1.1 or 1.0
+    y1 = max(ys) * 1.25 or 1.0  # headroom: the top of the line stays clear of the legend
     sx = lambda x: L + (W - L - R) * (x - x0) / (x1 - x0)  # noqa: E731
     sy = lambda y: H - B - (H - T - B) * y / y1  # noqa: E731
     out = [f'<figure class="lp"><figcaption>{html.escape(key)}</figcaption><svg width="{W}" height="{H}" role="img">']
@@ -163,7 +163,7 @@ def render_live_html(log: LiveLog, t: ViewTable) -> str:
     notes = "".join(f'<p class="sub">{html.escape(n)}</p>' for n in t.notes)
     if len(log.pids) > 1:
         notes += f'<p class="sub">plots: process {html.escape(str(main_pid))} (the first in the file)</p>'
-    css = _CSS + ".grid2{display:flex;flex-wrap:wrap;gap:10px 24px}figure.lp{margin:0}figcaption{font-size:12.5px;font-weight:600}"
+    css = _CSS + ".grid2{display:flex;flex-wrap:wrap;gap:10px 24px}figure.lp{margin:0;max-width:" + str(W) + "px}figcaption{font-size:12.5px;font-weight:600;overflow-wrap:anywhere}"
     plots = "".join(figs) or '<p class="note">Nothing to plot.</p>'
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nvtxsim live</title>'
