@@ -749,3 +749,15 @@ def test_live_html_stays_small_for_long_runs(tmp_path):
     page = render_live(load(log), "html")
     assert page.count("<circle") <= PLOT_POINTS and "900.0 µs" in page  # the spike is kept
     assert "the slowest of 10 windows" in page
+
+
+def test_live_heading_spans_all_processes(tmp_path):
+    from nvtxsim.analysis.live import load
+    from nvtxsim.reporting.renderers.live import render_live
+
+    log = tmp_path / "mp.jsonl"
+    rec = lambda pid, a, b: json.dumps({"iterations": [a, b], "measured": b - a + 1, "sample": 2, "pid": pid, "phases": {  # noqa: E731
+        "nvtxsim:x": {"count": 1, "cpu_ns": 10, "cpu_mean_ns": 10, "cpu_p90_ns": 10, "gpu_ns": None}}})
+    log.write_text("\n".join([rec(1, 0, 99), rec(2, 0, 49), rec(1, 100, 199), rec(2, 50, 59)]) + "\n")
+    head = render_live(load(log), "table", width=200).splitlines()[0]
+    assert "iterations 0..199" in head and "(1 in 2)" in head  # was 0..59: the last line's process

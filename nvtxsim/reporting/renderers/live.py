@@ -35,10 +35,11 @@ COLUMNS = [
 
 def _heading(log: LiveLog) -> str:
     its = [w["iterations"] for w in log.windows if isinstance(w.get("iterations"), list) and len(w["iterations"]) == 2]
-    span = f"iterations {its[0][0]}..{its[-1][1]}" if its else "no iterations marked"
+    ends = [(a, b) for a, b in its if isinstance(a, int) and isinstance(b, int)]
+    span = f"iterations {min(a for a, _ in ends)}..{max(b for _, b in ends)}" if ends else "no iterations marked"  # lines of several processes interleave
     measured = sum(int(w.get("measured") or 0) for w in log.windows if isinstance(w.get("measured"), int))
     samples = sorted({s for w in log.windows if isinstance(s := w.get("sample"), int)})
-    sample = f", every {samples[0]}th measured" if samples and samples != [1] else ""
+    sample = f" (1 in {samples[0]})" if samples and samples != [1] else ""
     windows = f"{len(log.windows)} window{'s' if len(log.windows) != 1 else ''}"
     return f"{log.path} · {windows} · {span} · {measured} measured{sample}"
 
