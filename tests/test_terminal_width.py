@@ -42,7 +42,8 @@ def tty(args: list[str], width: int, tmp_path: Path) -> str:
 
 
 def assert_fits(text: str, width: int) -> None:
-    wide = [ln for ln in text.splitlines() if terminal.cell_width(ln) > width]
+    """No line wider than ``width`` in cells, nor in bytes for a one-cell symbol (µ, ·, …: what awk counts)."""
+    wide = [ln for ln in text.splitlines() if terminal.line_width(ln) > width]
     assert not wide, f"lines wider than {width}:\n" + "\n".join(wide)
 
 
@@ -120,6 +121,7 @@ def test_every_view_fits_and_nothing_is_cut(width: int, demo_tables: list[ViewTa
 def test_default_summary_fits_with_names(width: int, demo_tables: list[ViewTable], tmp_path: Path) -> None:
     text = tty(["report", str(DEMO)], width, tmp_path)
     assert_fits(text, width)
+    assert all(len(ln.encode()) <= width for ln in text.splitlines())  # ASCII names: bytes as `awk length` counts
     assert_table_whole(text.splitlines(), 0, demo_tables[0], _plain_rows(demo_tables[0]))
     for name in ("nvtxsim:sim_step", "nvtxsim:policy_update", "nvtxsim:camera_readout"):
         assert name in text

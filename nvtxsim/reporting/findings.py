@@ -9,12 +9,13 @@ the names are (long phase names are shortened in the middle).
 from __future__ import annotations
 
 import html
+import re
 
 from nvtxsim.analysis.findings import Finding, Findings
 from nvtxsim.analysis.projection import Report
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.reporting.escaping import markdown_cell, printable
-from nvtxsim.reporting.renderers.terminal import one_line, shorten_end, shorten_middle
+from nvtxsim.reporting.renderers.terminal import fit_width, line_width, one_line, shorten_end, shorten_middle
 from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
 from nvtxsim.reporting.viewtable import Column, ViewTable
 
@@ -73,7 +74,22 @@ def _cost(f: Finding) -> str:
 
 def _fit(text: str, cells: int) -> str:
     """``text`` cut at its end to ``cells`` (the start says what it is about), never inside a number."""
-    return shorten_end(text, cells)
+    return fit_width(text, cells, shorten_end)
+
+
+def _with_evidence(head: str, evidence: str, cells: int) -> str:
+    """``head; evidence`` in ``cells``, keeping as many of the evidence's facts as fit whole: a cut
+    inside a fact reads as another number (all of it: ``--view findings``). A list of numbers
+    (``iterations 3, 5, 7``) is one fact."""
+    facts = _FACTS.split(evidence)
+    for n in range(len(facts), 0, -1):
+        line = f"{head}; {', '.join(facts[:n])}"
+        if line_width(line) <= cells:
+            return line
+    return _fit(head, cells)
+
+
+_FACTS = re.compile(r", (?!\d+(?:[,:…]|$))")  # not inside a list of bare numbers
 
 
 def finding_line(f: Finding) -> str:
@@ -98,7 +114,7 @@ def block_lines(fs: Findings, width: int | None = None) -> list[str]:
     for f in shown:
         phase = shorten_middle(one_line(f.phase), PHASE_CELLS)
         head = f"{f.severity:<6} {f.kind} in {phase}: {_cost(f)} ({_pct(f.evidence.get('share_of_time'))})"
-        lines.append(_fit(f"{head} · {printable(evidence_text(f))}", w))
+        lines.append(_with_evidence(head, printable(evidence_text(f)), w))
         lines.append(_fit(f"       → {f.advice}", w))
     return lines + notes
 

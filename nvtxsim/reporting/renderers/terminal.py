@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.viewtable import Column
@@ -56,6 +56,26 @@ def cell_width(text: str) -> int:
     if text.isascii() or max(text) < "\u0300":  # ASCII and Latin-1 (µs): one cell each, no combining marks
         return len(text)
     return sum(w for _, w in _clusters(text))
+
+
+def line_width(text: str) -> int:
+    """The width a line is held to: its terminal cells, where a one-cell symbol (µ, ·, …, →) counts its
+    UTF-8 bytes. Byte-counting tools (awk, cut -c, a terminal without a UTF-8 locale) then see no line
+    wider than the terminal either; wide glyphs (CJK, emoji) count their two cells."""
+    if text.isascii():
+        return len(text)
+    return cell_width(text) + sum(len(c.encode("utf-8", "surrogatepass")) - 1 for c in text if c > "\x7f" and _char_width(c) == 1)
+
+
+def fit_width(text: str, cells: int, cut: Callable[[str, int], str]) -> str:
+    """``cut(text, n)`` for the largest ``n <= cells`` whose result is at most ``cells`` wide by
+    :func:`line_width`."""
+    n = cells
+    out = cut(text, n)
+    while n > 1 and line_width(out) > cells:
+        n -= 1
+        out = cut(text, n)
+    return out
 
 
 def _char_width(c: str) -> int:
@@ -152,13 +172,13 @@ def fit_text(text: str, width: int | None, *, indent: str = "  ") -> list[str]:
     lines: list[str] = []
     line = ""
     for word in one_line(text).split(" "):
-        if line and cell_width(line) + 1 + cell_width(word) <= width:
+        if line and line_width(f"{line} {word}") <= width:
             line += " " + word
             continue
         if line:
             lines.append(line)
         prefix = indent if lines else ""
-        line = prefix + shorten_middle(word, max(width - len(prefix), 1))
+        line = prefix + fit_width(word, max(width - len(prefix), 1), shorten_middle)
     lines.append(line)
     return lines
 
@@ -171,9 +191,9 @@ def fit_parts(parts: Sequence[str], width: int | None, *, sep: str = " · ") -> 
         return [sep.join(parts)]
     lines: list[str] = []
     for part in parts:
-        if cell_width(part) > width:
+        if line_width(part) > width:
             lines += fit_text(part, width)
-        elif lines and cell_width(lines[-1] + sep + part) <= width:
+        elif lines and line_width(lines[-1] + sep + part) <= width:
             lines[-1] += sep + part
         else:
             lines.append(part)
@@ -221,9 +241,26 @@ def table_lines(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wid
     cells = [[_cell_text(str(v), u) if width is not None else printable(str(v)) for v, u in zip(row, units)] for row in rows]
     need = [max([cell_width(c.header)] + [cell_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
     if width is None:
-        shown, widths = list(range(len(columns))), need
+        lines, shown = _table_at(columns, cells, list(range(len(columns))), need)
     else:
-        shown, widths = _choose(columns, need, width)
+        # Fit in cells, then narrower while a line is wider by line_width (µs, …: more bytes than cells).
+        budget = width
+        while True:
+            shown, widths = _choose(columns, need, budget)
+            lines, shown = _table_at(columns, cells, shown, widths)
+            if budget <= GAP + 1 or max(map(line_width, lines)) <= width:
+                break
+            budget -= 1
+    if color and lines:
+        lines[0] = f"\x1b[1m{lines[0]}\x1b[0m"
+    left_out = [columns[i].header for i in range(len(columns)) if i not in shown]
+    if left_out:
+        lines += _left_out_line(left_out, width)
+    return lines
+
+
+def _table_at(columns: Sequence[Column], cells: list[list[str]], shown: list[int], widths: list[int]) -> tuple[list[str], list[int]]:
+    """The header and rows of the ``shown`` columns at ``widths`` cells each."""
 
     def line(values: Sequence[str]) -> str:
         out = []
@@ -235,18 +272,13 @@ def table_lines(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wid
             out.append(v + pad if c.unit in TEXT_UNITS else pad + v)
         return (" " * GAP).join(out).rstrip()
 
-    header = line([c.header for c in columns])
-    lines = [f"\x1b[1m{header}\x1b[0m" if color else header] + [line(r) for r in cells]
-    left_out = [columns[i].header for i in range(len(columns)) if i not in shown]
-    if left_out:
-        lines += _left_out_line(left_out, width)
-    return lines
+    return [line([c.header for c in columns])] + [line(r) for r in cells], shown
 
 
 def _left_out_line(headers: Sequence[str], width: int | None) -> list[str]:
     said = f"left out: {', '.join(headers)}"
     for how in SEE_ALL:
-        if width is None or cell_width(f"{said} ({how})") <= width:
+        if width is None or line_width(f"{said} ({how})") <= width:
             return [f"{said} ({how})"]
     return fit_text(f"{said} ({SEE_ALL[-1]})", width)
 
