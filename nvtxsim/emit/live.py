@@ -211,7 +211,8 @@ class _Session:
         if not cpu and not final:
             return
         item = {"iterations": [self.first, max(last, self.first)] if self.iteration >= 0 else None, "measured": measured, "cpu": cpu,
-                "pending": pending, "fired": self.fired, "dropped": self.dropped, "flushed": time.monotonic()}
+                "pending": pending, "fired": self.fired, "dropped": self.dropped, "flushed": time.monotonic(),
+                "threads": threading.active_count() > 2}  # more than this thread and the writer: phases may end late
         self.fired = None
         try:
             self.queue.put(item, timeout=wait) if wait > 0 else self.queue.put_nowait(item)
@@ -245,7 +246,7 @@ class _Session:
             if item is None:
                 return
             settle = item["flushed"] + _SETTLE_S - time.monotonic()
-            if settle > 0:
+            if settle > 0 and item["threads"] and self.queue.qsize() < _QUEUE_SIZE // 2:  # never when behind
                 time.sleep(settle)
             try:
                 record = self._record(item)
