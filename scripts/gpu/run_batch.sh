@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Made this session's exports: run_batch.sh findings:150 rsl_rl:150 live_accuracy:200; scaling:300; torch_nvtx:120 live_accuracy:240 bench_findings:180; stats_csvs:200 bench_findings:180 live_accuracy:200; live_accuracy:150 (SKIP_ACCURACY=1) bench_findings:180.
+# Made this session's exports: run_batch.sh findings:150 rsl_rl:150 live_accuracy:200; scaling:300; torch_nvtx:120 live_accuracy:240 bench_findings:180; stats_csvs:200 bench_findings:180 live_accuracy:200; live_accuracy:150 (SKIP_ACCURACY=1) bench_findings:180; bench_ab:330 bench_findings:180.
 # run queued scripts/gpu/*.sh jobs, each into its own folder, tar each folder into $OUT.
 #   source .gpu/env.sh && bash scripts/gpu/run_batch.sh JOB[:SECONDS] ...
 set -uo pipefail
