@@ -208,6 +208,32 @@ def test_start_stop_writer_and_callback(tmp_path, clean_live):
     assert type(ph).__enter__ is not live._live_enter
 
 
+def test_generator_and_coroutine_phases_are_timed(tmp_path, clean_live):
+    """One live count per resumption of a @phase generator or coroutine, as one range per resumption."""
+    import asyncio
+
+    out = tmp_path / "gen.jsonl"
+    window.configure(None)
+    live.start(out, every=10)
+
+    @nvtxsim.phase("rollout_gen")
+    def gen(n):
+        yield from range(n)
+
+    @nvtxsim.phase("async_step")
+    async def coro():
+        await asyncio.sleep(0)
+        return 1
+
+    nvtxsim.step()
+    assert list(gen(3)) == [0, 1, 2]
+    assert asyncio.run(coro()) == 1
+    live.stop()
+    phases = _lines(out)[0]["phases"]
+    assert phases["nvtxsim:rollout_gen"]["count"] == 4  # three yields and the final resumption
+    assert phases["nvtxsim:async_step"]["count"] == 2  # before and after the await
+
+
 def test_failing_callback_is_dropped_once(tmp_path, clean_live, capsys):
     def bad(record):
         raise RuntimeError("logger down")

@@ -472,9 +472,9 @@ class phase(metaclass=_PhaseType):
         if not isinstance(fn, types.FunctionType):
             return wrap_in_shape(self, fn)
         if inspect.isgeneratorfunction(fn):
-            wrapper = _wrap_generator(fn, self._attrs)
+            wrapper = _wrap_generator(fn, self)
         elif inspect.iscoroutinefunction(fn):
-            wrapper = _wrap_coroutine(fn, self._attrs)
+            wrapper = _wrap_coroutine(fn, self)
         elif inspect.isasyncgenfunction(fn):
             return fn  # async generators: left as they are (a range cannot span an await safely)
         else:
@@ -559,7 +559,7 @@ def wrap_in_shape(ph: phase, fn: Any) -> Any:
     # What calling returns decides the wrapper (inspect sees through partials): a partial of a
     # generator or coroutine function gets one range per resumption, not one around its creation.
     kind = _wrap_generator if inspect.isgeneratorfunction(fn) else _wrap_coroutine if inspect.iscoroutinefunction(fn) else None
-    wrapper = kind(fn, ph._attrs) if kind is not None else _wrap_call(fn, ph)
+    wrapper = kind(fn, ph) if kind is not None else _wrap_call(fn, ph)
     wrapper.__nvtxsim_phase__ = ph.name  # type: ignore[attr-defined]
     for name in dir(fn):
         if not name.startswith("_") and not hasattr(wrapper, name):
@@ -674,27 +674,33 @@ def _install_with_methods() -> None:
 _install_with_methods()
 
 
-def _open_resumption(attrs: Any) -> bool:
-    """Push the range of one generator/coroutine resumption; True when pushed (pass it to the close)."""
+def _open_resumption(ph: phase) -> int:
+    """Open the range of one generator/coroutine resumption: 2 when live timing times it (the phase's
+    own ``__enter__``, which also pushes while recording), 1 when pushed, 0 when nothing records."""
+    if _timing is not None:
+        ph.__enter__()
+        return 2
     if not _active:
-        return False
+        return 0
     try:
-        _push(attrs, _handle)
-        return True
+        _push(ph._attrs, _handle)
+        return 1
     except Exception as exc:
         _nvtx_failed(exc)
-        return False
+        return 0
 
 
-def _close_resumption(pushed: bool) -> None:
-    if pushed:
+def _close_resumption(ph: phase, opened: int) -> None:
+    if opened == 2:
+        ph.__exit__(None, None, None)
+    elif opened == 1:
         try:
             _pop(_handle)
         except Exception as exc:
             _nvtx_failed(exc)
 
 
-def _wrap_generator(fn: Callable[..., Any], attrs: Any) -> Callable[..., Any]:
+def _wrap_generator(fn: Callable[..., Any], ph: phase) -> Callable[..., Any]:
     """A generator forwarding send/throw/close to ``fn``'s, one range per resumption.
 
     The loop is the wrapper itself (no helper generator between), so a wrapped generator costs
@@ -707,13 +713,13 @@ def _wrap_generator(fn: Callable[..., Any], attrs: Any) -> Callable[..., Any]:
         sent: Any = None
         thrown: BaseException | None = None
         while True:
-            pushed = _open_resumption(attrs)
+            opened = _open_resumption(ph)
             try:
                 item = it.send(sent) if thrown is None else it.throw(thrown)
             except StopIteration as stop:
                 return stop.value
             finally:
-                _close_resumption(pushed)
+                _close_resumption(ph, opened)
             thrown = None
             try:
                 sent = yield item
@@ -738,7 +744,7 @@ class _Suspend:
         return (yield self.item)
 
 
-def _wrap_coroutine(fn: Callable[..., Any], attrs: Any) -> Callable[..., Any]:
+def _wrap_coroutine(fn: Callable[..., Any], ph: phase) -> Callable[..., Any]:
     """A coroutine driving ``fn``'s, one range per resumption (one frame of recursion depth)."""
 
     @functools.wraps(fn)
@@ -747,13 +753,13 @@ def _wrap_coroutine(fn: Callable[..., Any], attrs: Any) -> Callable[..., Any]:
         sent: Any = None
         thrown: BaseException | None = None
         while True:
-            pushed = _open_resumption(attrs)
+            opened = _open_resumption(ph)
             try:
                 item = it.send(sent) if thrown is None else it.throw(thrown)
             except StopIteration as stop:
                 return stop.value
             finally:
-                _close_resumption(pushed)
+                _close_resumption(ph, opened)
             thrown = None
             try:
                 sent = await _Suspend(item)
