@@ -163,6 +163,10 @@ def test_cli_fail_on_json_html_and_compare(tmp_path):
     assert cli("report", planted, "-f", "html", "-o", str(page)).returncode == 0
     html = page.read_text()
     assert html.index('id="findings"') < html.index('id="plots"') and 'href="#phase-' in html
+    # each finding also links to the timeline, naming its phase for the highlight (escaped, as data)
+    section = html[html.index('id="findings"'):html.index('id="plots"')]
+    assert section.count('class="tl-phase"') == section.count("<li ") > 0
+    assert 'data-phase="nvtxsim:reward"' in section and "function lit(" in html
     c = cli("compare", clean, planted, "--by", "iteration", "--skip-first", "2", "--fail-on", "sync", "-f", "json")
     assert c.returncode == 1 and "new finding sync in nvtxsim:reward" in c.stderr
     appeared = {(f["phase"], f["kind"]) for f in json.loads(c.stdout)["findings"]["appeared"]}

@@ -189,16 +189,18 @@ def phase_anchor(phase: str, phases: list[str]) -> str:
 
 
 def findings_html(fs: Findings, phases: list[str]) -> str:
-    """The section before the plots: one line per finding, linking to its phase's row."""
+    """The section before the plots: one line per finding, linking to its phase's row and to the timeline,
+    where that phase's ranges and the GPU ops they launched are then highlighted."""
     if not fs.items:
         return '<section id="findings"><h2>Findings</h2><p class="note">None over the thresholds.</p></section>'
     items = []
     for f in fs.items:
         link = f'<a href="#{phase_anchor(f.phase, phases)}">{html.escape(f.phase)}</a>'
+        on_timeline = f'<a href="#timeline" class="tl-phase" data-phase="{html.escape(f.phase)}">timeline</a>'
         items.append(
             f'<li class="f-{html.escape(f.severity)}"><b>{html.escape(f.severity)}</b> {html.escape(f.kind)} in {link}: '
             f'{html.escape(_cost(f))} ({html.escape(_pct(f.evidence.get("share_of_time")))}) · {html.escape(evidence_text(f))}'
-            f'<br><span class="adv">→ {html.escape(f.advice)}</span></li>'
+            f' · {on_timeline}<br><span class="adv">→ {html.escape(f.advice)}</span></li>'
         )
     notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in fs.notes)
     return f'<section id="findings"><h2>Findings</h2><p class="sub">most costly first; details: the Findings table below</p><ol class="findings">{"".join(items)}</ol>{notes}</section>'

@@ -225,7 +225,10 @@ function timeline(){
   var el=document.getElementById('timeline'),tl=D.timeline,sub=document.getElementById('tl-sub');
   if(!tl.lanes.length){el.innerHTML='<p class="note">Nothing to draw.</p>';return;}
   sub.textContent=tl.title+' · '+fmt(tl.span)+(tl.truncated?' · (truncated to keep the file small)':'');
-  var N=tl.names,v0=0,v1=tl.span,rowH=14,laneGap=8,L=190;
+  var N=tl.names,v0=0,v1=tl.span,rowH=14,laneGap=8,L=190,HL=null;
+  // HL: the phase a finding's link picked; its ranges and the GPU ops they launched stay lit
+  // ('(outside phases)': the ops launched outside every phase).
+  function lit(ln,a){if(HL===null)return true;if(ln.kind!=='gpu')return N[a[3]]===HL;var p=a.length>5?N[a[5]]:null;return HL==='(outside phases)'?!p:p===HL;}
   var lanes=tl.lanes,y=22,pos=[];
   lanes.forEach(function(ln){pos.push(y);y+=ln.depth*rowH+laneGap;});
   var H=y+4;
@@ -242,7 +245,8 @@ function timeline(){
         if(a[1]<v0||a[0]>v1)return;
         var x0=Math.max(sx(a[0]),L),x1=Math.min(sx(a[1]),W-6),w=Math.max(x1-x0,0.6);
         var yy=y0+a[2]*rowH;
-        s+='<rect data-l="'+li+'" data-k="'+k+'" x="'+x0.toFixed(1)+'" y="'+yy+'" width="'+w.toFixed(1)+'" height="'+(rowH-2)+'" fill="'+esc(N[a[4]])+'" fill-opacity="'+(ln.kind==='gpu'?0.85:0.75)+'"/>';
+        var op=(ln.kind==='gpu'?0.85:0.75);if(!lit(ln,a))op=0.12;
+        s+='<rect data-l="'+li+'" data-k="'+k+'" x="'+x0.toFixed(1)+'" y="'+yy+'" width="'+w.toFixed(1)+'" height="'+(rowH-2)+'" fill="'+esc(N[a[4]])+'" fill-opacity="'+op+'"/>';
         if(w>40){var label=N[a[3]];var maxc=Math.floor(w/6.2);if(label.length>maxc)label=label.slice(0,Math.max(maxc-1,1))+'…';s+='<text x="'+(x0+3)+'" y="'+(yy+10)+'" style="pointer-events:none">'+esc(label)+'</text>';}
       });
     });
@@ -262,7 +266,9 @@ function timeline(){
     if(ln.kind==='gpu'&&a.length>5&&N[a[5]])txt+='\nlaunched in '+N[a[5]];
     txt+='\n'+(ln.title?ln.title+' · ':'')+ln.label;show(e,txt);});
   el.addEventListener('mouseleave',hide);
-  el.addEventListener('dblclick',function(){v0=0;v1=tl.span;draw();});
+  el.addEventListener('dblclick',function(){v0=0;v1=tl.span;HL=null;draw();});
+  // A finding's "timeline" link: that phase's ranges and the GPU ops they launched stand out (double-click: all).
+  document.querySelectorAll('a.tl-phase').forEach(function(a){a.addEventListener('click',function(){HL=a.getAttribute('data-phase');draw();});});
   draw();window.addEventListener('resize',draw);
 }
 
