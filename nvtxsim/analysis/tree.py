@@ -83,12 +83,16 @@ def nest_fast(tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray
 
 
 def _depths(parent: np.ndarray) -> np.ndarray:
-    depth = np.zeros(len(parent), dtype=np.int64)
-    cur = parent.copy()
-    while (cur >= 0).any():
-        live = cur >= 0
-        depth[live] += 1
-        cur[live] = parent[cur[live]]
+    """Depth of every range by pointer jumping: about log2(deepest) vectorised rounds, not one round
+    per level (a million ranges that never ended nest a million deep)."""
+    depth = (parent >= 0).astype(np.int64)  # edges from i up to anc[i]; once anc[i] is -1, up to the root
+    anc = parent.copy()
+    live = np.flatnonzero(anc >= 0)
+    while len(live):
+        up = anc[live]
+        depth[live] += depth[up]  # the right side is read before any write: one simultaneous round
+        anc[live] = anc[up]
+        live = live[anc[live] >= 0]
     return depth
 
 
