@@ -45,7 +45,9 @@ def int_option(option: str, *, low: int = 0, high: int = _INT_MAX) -> Callable[[
 FLOAT_MAX = 1e100
 
 
-def float_option(option: str, *, low: float = 0.0, high: float = FLOAT_MAX, low_open: bool = False, high_open: bool = False) -> Callable[[str], float]:
+def float_option(
+    option: str, *, low: float = 0.0, high: float = FLOAT_MAX, low_open: bool = False, high_open: bool = False
+) -> Callable[[str], float]:
     """An argparse ``type`` for a finite number in the interval (NaN and infinities are refused; by
     default at most :data:`FLOAT_MAX`, so arithmetic on it stays finite)."""
     import math
@@ -64,6 +66,8 @@ def float_option(option: str, *, low: float = 0.0, high: float = FLOAT_MAX, low_
         return value
 
     return parse
+
+
 def debugging() -> bool:
     """NVTXSIM_DEBUG is set: fallbacks are logged, internal errors show their traceback."""
     return bool(os.environ.get(DEBUG_ENV))

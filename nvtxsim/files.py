@@ -36,13 +36,21 @@ def _mode_for(path: Path) -> int:
 def temp_stem(name: str, limit: int = 180) -> str:
     """``name`` cut to ``limit`` bytes (whole characters): the temporary name must fit where ``name`` fits."""
     raw = os.fsencode(name)
-    return name if len(raw) <= limit else os.fsdecode(raw[:limit]).encode("utf-8", "ignore").decode("utf-8", "ignore") or "out"
+    return (
+        name
+        if len(raw) <= limit
+        else os.fsdecode(raw[:limit]).encode("utf-8", "ignore").decode("utf-8", "ignore") or "out"
+    )
 
 
 @contextmanager
-def replace_via_temp(path: Path, mode: str = "wb", *, before_replace: Callable[[], Any] | None = None) -> Iterator[IO[Any]]:
+def replace_via_temp(
+    path: Path, mode: str = "wb", *, before_replace: Callable[[], Any] | None = None
+) -> Iterator[IO[Any]]:
     """Yield a temporary file beside ``path``; on success it replaces ``path`` in one rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{temp_stem(path.name)}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{temp_stem(path.name)}.", suffix=".tmp", dir=path.parent if str(path.parent) else "."
+    )
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as fh:
             yield fh

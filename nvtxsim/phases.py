@@ -150,7 +150,15 @@ def parse_trigger(rule: str) -> tuple[str, float, int]:
         run = int(run_text) if run_text.strip() else 1
     except ValueError:
         value, run = -1.0, 1
-    if not sep or not name or "<" in name or not value > 0 or value != value or value == float("inf") or not 1 <= run <= 1000:
+    if (
+        not sep
+        or not name
+        or "<" in name
+        or not value > 0
+        or value != value
+        or value == float("inf")
+        or not 1 <= run <= 1000
+    ):
         raise NvtxsimError(
             "trigger: expected PHASE>FACTORx or PHASE>FACTORx for N (e.g. 'sim_step>1.5x': an iteration's sim_step time "
             f"over 1.5x its rolling median; 'sim_step>1.5x for 3': three iterations in a row), got {rule!r}"

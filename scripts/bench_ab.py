@@ -38,7 +38,15 @@ def scaled(base: Path, times: int, work: Path) -> Path:
         with gzip.open(base) as src, open(path, "wb") as dst:
             shutil.copyfileobj(src, dst)
     else:
-        cmd = [sys.executable, str(REPO / "scripts" / "scale_export.py"), str(base), str(path), "--times", str(times), "--force"]
+        cmd = [
+            sys.executable,
+            str(REPO / "scripts" / "scale_export.py"),
+            str(base),
+            str(path),
+            "--times",
+            str(times),
+            "--force",
+        ]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return path
 
@@ -65,7 +73,9 @@ def main() -> int:
     ap.add_argument("--b-args", default="--format json", help="report arguments for B")
     ap.add_argument("--base", type=Path, default=DEMO, help="export to scale (default: the shipped H200 demo)")
     ap.add_argument("--sizes", default="1,10", help="scale factors (default 1,10)")
-    ap.add_argument("--pairs", type=int, default=7, help="interleaved A/B pairs per size (one untimed warm-up pair first)")
+    ap.add_argument(
+        "--pairs", type=int, default=7, help="interleaved A/B pairs per size (one untimed warm-up pair first)"
+    )
     args = ap.parse_args()
     a_args, b_args = shlex.split(args.a_args), shlex.split(args.b_args)
     print(f"A = {args.a} ({args.a_args}); B = {args.b} ({args.b_args}); {args.pairs} interleaved pairs per size")
@@ -82,7 +92,9 @@ def main() -> int:
                     sink.append(timed(tree.resolve(), export, extra))
             aw, bw = statistics.median(x[0] for x in a), statistics.median(x[0] for x in b)
             ac, bc = statistics.median(x[1] for x in a), statistics.median(x[1] for x in b)
-            print(f"| x{times} | {aw:.3f} | {bw:.3f} | {bw / aw:.3f} | {ac:.3f} | {bc:.3f} | {bc / ac:.3f} |", flush=True)
+            print(
+                f"| x{times} | {aw:.3f} | {bw:.3f} | {bw / aw:.3f} | {ac:.3f} | {bc:.3f} | {bc / ac:.3f} |", flush=True
+            )
             export.unlink()
     return 0
 

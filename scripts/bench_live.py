@@ -53,11 +53,13 @@ def _mode(name: str, path: str, sample: int, every: int) -> None:
         live.start(path, every=every, sample=sample)
 
 
-def e2e(env, modes: list[str], iterations: int, repeats: int, path: str, sample: int, every: int) -> dict[str, list[float]]:
+def e2e(
+    env, modes: list[str], iterations: int, repeats: int, path: str, sample: int, every: int
+) -> dict[str, list[float]]:
     """Seconds per iteration, per mode, per repeat (modes rotated each repeat)."""
     times: dict[str, list[float]] = {m: [] for m in modes}
     for r in range(repeats):
-        order = modes[r % len(modes):] + modes[:r % len(modes)]
+        order = modes[r % len(modes) :] + modes[: r % len(modes)]
         for m in order:
             _mode(m, path, sample, every)
             times[m].append(env.run(iterations) / iterations)
@@ -110,11 +112,18 @@ def phases_per_iteration(env, path: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--demo-args", default="", help="arguments for scripts/demo_env.py (e.g. '--device cuda --num-envs 512')")
+    p.add_argument(
+        "--demo-args", default="", help="arguments for scripts/demo_env.py (e.g. '--device cuda --num-envs 512')"
+    )
     p.add_argument("--iterations", type=int, default=40, help="iterations per timed run")
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--sample", type=int, default=10, help="K of the sampled mode (every K-th iteration measured)")
-    p.add_argument("--every", type=int, default=10, help="iterations per JSON line (small: windows recycle CUDA events within a run)")
+    p.add_argument(
+        "--every",
+        type=int,
+        default=10,
+        help="iterations per JSON line (small: windows recycle CUDA events within a run)",
+    )
     args = p.parse_args(argv)
 
     import demo_env
@@ -141,8 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     expected = {k: per_iter * (m[k] - m["off"]) / it_ns for k in ("on", "on_cpu", "sampled_unmeasured")}
     expected["sampled"] = (expected["on"] + (args.sample - 1) * expected["sampled_unmeasured"]) / args.sample
     result = {
-        "demo_args": args.demo_args, "iterations": args.iterations, "repeats": args.repeats, "sample": args.sample,
-        "ms_per_iter_off": round(med["off"] * 1e3, 4), "phases_per_iter": round(per_iter, 2),
+        "demo_args": args.demo_args,
+        "iterations": args.iterations,
+        "repeats": args.repeats,
+        "sample": args.sample,
+        "ms_per_iter_off": round(med["off"] * 1e3, 4),
+        "phases_per_iter": round(per_iter, 2),
         "e2e_ratio_paired_median": {k: round(paired[k], 4) for k in modes[1:]},
         "e2e_ratio_paired_se": {k: round(paired_se[k], 4) for k in modes[1:]},
         "e2e_ratio_median": {k: round(med[k] / med["off"], 4) for k in modes[1:]},
@@ -150,16 +163,24 @@ def main(argv: list[str] | None = None) -> int:
         "micro_ns_per_phase": {k: round(v, 1) for k, v in m.items()},
         "expected_overhead_pct": {k: round(100 * v, 3) for k, v in expected.items()},
     }
-    print(f"demo loop {args.demo_args or '(cpu defaults)'}: {result['ms_per_iter_off']} ms/iteration off, "
-          f"{per_iter:.1f} phases/iteration, {args.repeats} interleaved repeats of {args.iterations} iterations")
-    print(f"{'mode':<10}{'median ms/it':>14}{'ratio (paired ± s.e.)':>24}{'ratio (median)':>16}{'ratio (best)':>14}{'ns/phase':>10}{'expected':>10}")
+    print(
+        f"demo loop {args.demo_args or '(cpu defaults)'}: {result['ms_per_iter_off']} ms/iteration off, "
+        f"{per_iter:.1f} phases/iteration, {args.repeats} interleaved repeats of {args.iterations} iterations"
+    )
+    print(
+        f"{'mode':<10}{'median ms/it':>14}{'ratio (paired ± s.e.)':>24}{'ratio (median)':>16}{'ratio (best)':>14}{'ns/phase':>10}{'expected':>10}"
+    )
     for k in modes:
         ratio_med = med[k] / med["off"]
         ratio_best = best[k] / best["off"]
-        ns = {"off": m["off"], "off_again": m["off"], "on": m["on"], "on_cpu": m["on_cpu"]}.get(k, m["sampled_unmeasured"])
+        ns = {"off": m["off"], "off_again": m["off"], "on": m["on"], "on_cpu": m["on_cpu"]}.get(
+            k, m["sampled_unmeasured"]
+        )
         exp = expected.get(k, 0.0)
         pair = f"{paired[k]:.4f} ± {paired_se[k]:.4f}"
-        print(f"{k:<10}{med[k] * 1e3:>14.3f}{pair:>24}{ratio_med:>16.4f}{ratio_best:>14.4f}{ns:>10.0f}{100 * exp:>9.2f}%")
+        print(
+            f"{k:<10}{med[k] * 1e3:>14.3f}{pair:>24}{ratio_med:>16.4f}{ratio_best:>14.4f}{ns:>10.0f}{100 * exp:>9.2f}%"
+        )
     print(f"(sampled: every {args.sample}th iteration measured; ns/phase for 'sampled' is an unmeasured iteration's)")
     print(RESULT_TAG + json.dumps(result))
     return 0

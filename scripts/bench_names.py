@@ -31,10 +31,33 @@ sys.path.insert(1, str(HERE.parent / "tests"))
 
 from synth import make_names_export  # noqa: E402
 
-VIEWS = ("summary", "tree", "iterations", "slowest", "kernels", "copies", "syncs", "gpu", "gpus", "threads", "processes", "memory", "findings", "overlap")
+VIEWS = (
+    "summary",
+    "tree",
+    "iterations",
+    "slowest",
+    "kernels",
+    "copies",
+    "syncs",
+    "gpu",
+    "gpus",
+    "threads",
+    "processes",
+    "memory",
+    "findings",
+    "overlap",
+)
 #: case → report arguments (after the export path)
-CASES = {**{f"view {v}": ["--view", v, "-f", "json"] for v in VIEWS}, "table (default)": [], "view all, table": ["--view", "all"],
-         "json": ["-f", "json"], "csv": ["-f", "csv"], "markdown": ["-f", "markdown"], "html": ["-f", "html"], "perfetto": ["-f", "perfetto"]}
+CASES = {
+    **{f"view {v}": ["--view", v, "-f", "json"] for v in VIEWS},
+    "table (default)": [],
+    "view all, table": ["--view", "all"],
+    "json": ["-f", "json"],
+    "csv": ["-f", "csv"],
+    "markdown": ["-f", "markdown"],
+    "html": ["-f", "html"],
+    "perfetto": ["-f", "perfetto"],
+}
 
 
 def time_report(export: Path, args: list[str], out: Path, repeat: int) -> float:
@@ -59,7 +82,9 @@ def main() -> int:
     ap.add_argument("--mid", type=int, default=10_000, help="iterations of the middle export (default 10000)")
     ap.add_argument("--large", type=int, default=100_000, help="iterations of the large export (default 100000)")
     ap.add_argument("--cases", default="all", help=f"comma-separated cases (default all): {', '.join(CASES)}")
-    ap.add_argument("--repeat", type=int, default=5, help="runs per case on the small and middle exports, best kept (the large: 1)")
+    ap.add_argument(
+        "--repeat", type=int, default=5, help="runs per case on the small and middle exports, best kept (the large: 1)"
+    )
     args = ap.parse_args()
     if not 0 < args.small < args.mid < args.large:
         ap.error("need 0 < --small < --mid < --large")
@@ -73,15 +98,24 @@ def main() -> int:
         for n, path in exports.items():
             make_names_export(path, n)
         out = Path(tmp) / "out"
-        print(f"distinct range names: {', '.join(str(2 * n + 1) for n in sizes)}; linear when {args.large}/{args.mid} ≤ {limit:.0f}×")
-        print(f"| case | {args.small} s | {args.mid} s | {args.large} s | {args.large}/{args.small} | {args.large}/{args.mid} |")
+        print(
+            f"distinct range names: {', '.join(str(2 * n + 1) for n in sizes)}; linear when {args.large}/{args.mid} ≤ {limit:.0f}×"
+        )
+        print(
+            f"| case | {args.small} s | {args.mid} s | {args.large} s | {args.large}/{args.small} | {args.large}/{args.mid} |"
+        )
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
         worst = 0.0
         for case, extra in cases.items():
             t = [time_report(exports[n], extra, out, args.repeat if n != args.large else 1) for n in sizes]
             worst = max(worst, t[2] / t[1])
-            print(f"| {case} | {t[0]:.3f} | {t[1]:.2f} | {t[2]:.1f} | {t[2] / t[0]:.0f}× | {t[2] / t[1]:.1f}× |", flush=True)
-    print(f"worst {args.large}/{args.mid} ratio {worst:.1f}× ({'linear' if worst <= limit else 'NOT linear'}; limit {limit:.0f}×)")
+            print(
+                f"| {case} | {t[0]:.3f} | {t[1]:.2f} | {t[2]:.1f} | {t[2] / t[0]:.0f}× | {t[2] / t[1]:.1f}× |",
+                flush=True,
+            )
+    print(
+        f"worst {args.large}/{args.mid} ratio {worst:.1f}× ({'linear' if worst <= limit else 'NOT linear'}; limit {limit:.0f}×)"
+    )
     return 0 if worst <= limit else 1
 
 

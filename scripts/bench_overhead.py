@@ -91,12 +91,23 @@ def _namespace() -> dict:
     nvtxsim.instrument(Instrumented, {"step": NAME})
     dom = nvtx.get_domain(P.DOMAIN)
     return dict(
-        nvtx=nvtx, nvtxsim=nvtxsim, NAME=NAME, C=STYLE.color, CAT=STYLE.category, DOM=P.DOMAIN,
-        empty=empty, plain=Plain(), E=EmptyCM(),
-        PH=nvtxsim.phase(NAME), ph_fn=nvtxsim.phase(NAME)(empty2), inst=Instrumented(),
+        nvtx=nvtx,
+        nvtxsim=nvtxsim,
+        NAME=NAME,
+        C=STYLE.color,
+        CAT=STYLE.category,
+        DOM=P.DOMAIN,
+        empty=empty,
+        plain=Plain(),
+        E=EmptyCM(),
+        PH=nvtxsim.phase(NAME),
+        ph_fn=nvtxsim.phase(NAME)(empty2),
+        inst=Instrumented(),
         A=nvtx.annotate(NAME, color=STYLE.color, domain=P.DOMAIN, category=STYLE.category),
         a_fn=nvtx.annotate(NAME, color=STYLE.color, domain=P.DOMAIN, category=STYLE.category)(empty3),
-        raw_obj=RawDecorated(), D=dom, AT=dom.get_event_attributes(NAME, STYLE.color, STYLE.category),
+        raw_obj=RawDecorated(),
+        D=dom,
+        AT=dom.get_event_attributes(NAME, STYLE.color, STYLE.category),
     )
 
 
@@ -156,21 +167,34 @@ def micro(args: argparse.Namespace) -> dict:
         cmd = [sys.executable, __file__, "--disabled-child", "--number", str(args.number), "--repeat", str(args.repeat)]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
         env_disabled = _parse_result(out)
-    return dict(facts=_facts(), live_raw=live_raw, enabled=res, disabled=disabled, env_disabled=env_disabled,
-                number=args.number, repeat=args.repeat)
+    return dict(
+        facts=_facts(),
+        live_raw=live_raw,
+        enabled=res,
+        disabled=disabled,
+        env_disabled=env_disabled,
+        number=args.number,
+        repeat=args.repeat,
+    )
 
 
 def print_micro(r: dict) -> bool:
     us = lambda s: f"{s * 1e6:.3f}"  # noqa: E731
     f = r["facts"]
     print(f"## micro: per range, net of baseline (timeit, {r['number']} x {r['repeat']} interleaved, best repeat)")
-    print(f"machine: {f['cpu']} ({f['cores']} cores), Python {f['python']}, nvtx {f['nvtx']}, "
-          f"tool attached: {f['tool_attached']} ({f['injection'] or 'no NVTX_INJECTION64_PATH'})")
-    print(f"nvtxsim recording: {f['recording']}, nvtx gate lifted by nvtxsim: {f['gate_bypassed']}, "
-          f"raw nvtx domain live: {r['live_raw']}")
+    print(
+        f"machine: {f['cpu']} ({f['cores']} cores), Python {f['python']}, nvtx {f['nvtx']}, "
+        f"tool attached: {f['tool_attached']} ({f['injection'] or 'no NVTX_INJECTION64_PATH'})"
+    )
+    print(
+        f"nvtxsim recording: {f['recording']}, nvtx gate lifted by nvtxsim: {f['gate_bypassed']}, "
+        f"raw nvtx domain live: {r['live_raw']}"
+    )
     if f["gate_bypassed"]:
-        print("note: nvtxsim was imported before nvtx and lifted nvtx>=0.2.12's enabled-gate (old nsys); "
-              "without that the raw nvtx calls below would be no-ops under this nsys.")
+        print(
+            "note: nvtxsim was imported before nvtx and lifted nvtx>=0.2.12's enabled-gate (old nsys); "
+            "without that the raw nvtx calls below would be no-ops under this nsys."
+        )
     if f["tool_attached"] and not r["live_raw"]:
         print("WARNING: a tool is attached but raw nvtx is a dummy domain: raw numbers are no-ops, ratios invalid")
     ok = True
@@ -189,7 +213,9 @@ def print_micro(r: dict) -> bool:
         print(f"| — | | {k} | {us(e[k])} | | | |")
     floor = r["disabled"][FLOOR]
     child_floor = r["env_disabled"]["disabled"].get(FLOOR) if r["env_disabled"] else None
-    print("\n| disabled form | nvtxsim.disable() µs/range | NVTXSIM_DISABLE=1 µs/range (child process) | above CPython floor (same process) | goal ≤0.1 µs |")
+    print(
+        "\n| disabled form | nvtxsim.disable() µs/range | NVTXSIM_DISABLE=1 µs/range (child process) | above CPython floor (same process) | goal ≤0.1 µs |"
+    )
     print("| --- | ---: | ---: | ---: | --- |")
     for k in NVTXSIM_CASES:
         d = r["disabled"][k]
@@ -200,7 +226,9 @@ def print_micro(r: dict) -> bool:
         if k.startswith("nvtxsim: with"):
             above = us(d - floor) + (f" / {us(de - child_floor)}" if de is not None and child_floor is not None else "")
         print(f"| {k} | {us(d)} | {us(de) if de is not None else 'n/a'} | {above} | {'met' if met else 'NOT met'} |")
-    print(f"| {FLOOR} (floor for any `with` form) | {us(floor)} | {us(child_floor) if child_floor is not None else 'n/a'} | | |")
+    print(
+        f"| {FLOOR} (floor for any `with` form) | {us(floor)} | {us(child_floor) if child_floor is not None else 'n/a'} | | |"
+    )
     print(f"\nmicro goals: {'all met' if ok else 'NOT all met'}")
     return ok
 
@@ -237,43 +265,87 @@ def e2e_child(modes: list[str], demo_argv: list[str], iterations: int, reps: int
                 s = env.run(iterations)
                 nvtxsim.enable()
             ms = 1e3 * s / iterations
-            print(f"e2e {m} round {rep}: {ms:.3f} ms/iter{' (warm-up, dropped)' if rep == 0 else ''} "
-                  f"[{time.perf_counter() - start:.0f} s]", file=sys.stderr, flush=True)
+            print(
+                f"e2e {m} round {rep}: {ms:.3f} ms/iter{' (warm-up, dropped)' if rep == 0 else ''} "
+                f"[{time.perf_counter() - start:.0f} s]",
+                file=sys.stderr,
+                flush=True,
+            )
             if rep:
                 times[m].append(ms)
         if rep and time.perf_counter() - start > budget:
             break
     env.close()
-    return dict(times=times, facts=_facts(), recording=nvtxsim.is_recording(), demo=vars(dargs) | {"camera": list(dargs.camera)})
+    return dict(
+        times=times, facts=_facts(), recording=nvtxsim.is_recording(), demo=vars(dargs) | {"camera": list(dargs.camera)}
+    )
 
 
 def e2e(args: argparse.Namespace) -> dict:
     demo_argv = shlex.split(args.demo_args)
-    common = [__file__, "--e2e-iterations", str(args.e2e_iterations), "--e2e-reps", str(args.e2e_reps),
-              "--e2e-budget", str(args.e2e_budget), "--demo-args", args.demo_args]
+    common = [
+        __file__,
+        "--e2e-iterations",
+        str(args.e2e_iterations),
+        "--e2e-reps",
+        str(args.e2e_reps),
+        "--e2e-budget",
+        str(args.e2e_budget),
+        "--demo-args",
+        args.demo_args,
+    ]
     plain = _run_child([sys.executable] + common + ["--e2e-child", "plain,torch_nostack,torch_stack"])
     nsys = args.nsys or os.environ.get("NSYS") or shutil.which("nsys")
     if not nsys:
         raise SystemExit("bench_overhead: --e2e needs nsys (set --nsys or $NSYS)")
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [nsys, "profile", "-t", args.trace, "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
-               "-o", str(Path(tmp) / "e2e"), sys.executable] + common + ["--e2e-child", "nvtxsim_off,nvtxsim_on"]
+        cmd = (
+            [
+                nsys,
+                "profile",
+                "-t",
+                args.trace,
+                "--sample=none",
+                "--cpuctxsw=none",
+                "--force-overwrite=true",
+                "-o",
+                str(Path(tmp) / "e2e"),
+                sys.executable,
+            ]
+            + common
+            + ["--e2e-child", "nvtxsim_off,nvtxsim_on"]
+        )
         under = _run_child(cmd)
     version = subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout.strip()
-    return dict(plain=plain, nsys=under, nsys_version=version, nsys_cmd=" ".join(cmd[:8]) + " python ...",
-                demo_argv=demo_argv, iterations=args.e2e_iterations, reps=args.e2e_reps)
+    return dict(
+        plain=plain,
+        nsys=under,
+        nsys_version=version,
+        nsys_cmd=" ".join(cmd[:8]) + " python ...",
+        demo_argv=demo_argv,
+        iterations=args.e2e_iterations,
+        reps=args.e2e_reps,
+    )
 
 
 def print_e2e(r: dict) -> bool:
     med = {m: statistics.median(v) for part in ("plain", "nsys") for m, v in r[part]["times"].items()}
     f = r["plain"]["facts"]
-    print(f"## e2e: demo_env {' '.join(r['demo_argv'])}, {r['iterations']} iterations per block, "
-          f"up to {r['reps']} interleaved blocks per mode (after a dropped warm-up round), median")
-    print(f"machine: {f['cpu']} ({f['cores']} cores), GPU: {f['gpu']}, torch {f['torch']}, nvtx {f['nvtx']}, "
-          f"{r['nsys_version']}; nvtxsim recording under nsys: {r['nsys']['recording']}")
-    labels = {"plain": "(a) plain (phases present, no tool)", "torch_nostack": "(c) torch.profiler with_stack=False",
-              "torch_stack": "(d) torch.profiler with_stack=True", "nvtxsim_off": "(b0) nsys -t " + r["nsys_cmd"].split(" -t ")[1].split()[0] + ", nvtxsim disabled",
-              "nvtxsim_on": "(b) same nsys process, nvtxsim phases on"}
+    print(
+        f"## e2e: demo_env {' '.join(r['demo_argv'])}, {r['iterations']} iterations per block, "
+        f"up to {r['reps']} interleaved blocks per mode (after a dropped warm-up round), median"
+    )
+    print(
+        f"machine: {f['cpu']} ({f['cores']} cores), GPU: {f['gpu']}, torch {f['torch']}, nvtx {f['nvtx']}, "
+        f"{r['nsys_version']}; nvtxsim recording under nsys: {r['nsys']['recording']}"
+    )
+    labels = {
+        "plain": "(a) plain (phases present, no tool)",
+        "torch_nostack": "(c) torch.profiler with_stack=False",
+        "torch_stack": "(d) torch.profiler with_stack=True",
+        "nvtxsim_off": "(b0) nsys -t " + r["nsys_cmd"].split(" -t ")[1].split()[0] + ", nvtxsim disabled",
+        "nvtxsim_on": "(b) same nsys process, nvtxsim phases on",
+    }
     print("\n| mode | ms/iteration (median) | blocks |")
     print("| --- | ---: | --- |")
     for m, label in labels.items():
@@ -283,18 +355,24 @@ def print_e2e(r: dict) -> bool:
     added_stack = med["torch_stack"] - med["plain"]
     added_nsys_total = med["nvtxsim_on"] - med["plain"]
     ratio = added_nvtxsim / added_stack if added_stack > 0 else float("nan")
-    print(f"\nnvtxsim added (b - b0): {added_nvtxsim:+.3f} ms/iter; torch.profiler with_stack=True added (d - a): "
-          f"{added_stack:+.3f} ms/iter; nsys capture + nvtxsim added (b - a): {added_nsys_total:+.3f} ms/iter")
+    print(
+        f"\nnvtxsim added (b - b0): {added_nvtxsim:+.3f} ms/iter; torch.profiler with_stack=True added (d - a): "
+        f"{added_stack:+.3f} ms/iter; nsys capture + nvtxsim added (b - a): {added_nsys_total:+.3f} ms/iter"
+    )
     on, off = r["nsys"]["times"]["nvtxsim_on"], r["nsys"]["times"]["nvtxsim_off"]
     paired = [a - b for a, b in zip(on, off)]  # same round, back to back: drift cancels
     if len(paired) > 1:
         sem = statistics.stdev(paired) / len(paired) ** 0.5
-        print(f"paired rounds (b - b0): median {statistics.median(paired):+.3f}, mean {statistics.mean(paired):+.3f} "
-              f"± {sem:.3f} (s.e.m.) ms/iter over {len(paired)} rounds; ratio of the paired median: "
-              f"{statistics.median(paired) / added_stack:.3f}")
+        print(
+            f"paired rounds (b - b0): median {statistics.median(paired):+.3f}, mean {statistics.mean(paired):+.3f} "
+            f"± {sem:.3f} (s.e.m.) ms/iter over {len(paired)} rounds; ratio of the paired median: "
+            f"{statistics.median(paired) / added_stack:.3f}"
+        )
     ok = ratio <= 0.2
-    print(f"e2e ratio nvtxsim added / with_stack added = {ratio:.3f} (goal <= 0.2: {'met' if ok else 'NOT met'}); "
-          f"whole nsys capture incl. CUDA tracing / with_stack added = {added_nsys_total / added_stack:.3f}")
+    print(
+        f"e2e ratio nvtxsim added / with_stack added = {ratio:.3f} (goal <= 0.2: {'met' if ok else 'NOT met'}); "
+        f"whole nsys capture incl. CUDA tracing / with_stack added = {added_nsys_total / added_stack:.3f}"
+    )
     return ok
 
 
@@ -318,9 +396,18 @@ def _facts() -> dict:
         torch_v = torch.__version__
         if torch.cuda.is_available():
             gpu = f"{torch.cuda.get_device_name()} (CUDA {torch.version.cuda})"
-    return dict(cpu=cpu, cores=os.cpu_count(), python=platform.python_version(), nvtx=info["nvtx_version"],
-                torch=torch_v, gpu=gpu, tool_attached=info["tool_attached"], injection=info["injection"],
-                recording=info["recording"], gate_bypassed=info["gate_bypassed"])
+    return dict(
+        cpu=cpu,
+        cores=os.cpu_count(),
+        python=platform.python_version(),
+        nvtx=info["nvtx_version"],
+        torch=torch_v,
+        gpu=gpu,
+        tool_attached=info["tool_attached"],
+        injection=info["injection"],
+        recording=info["recording"],
+        gate_bypassed=info["gate_bypassed"],
+    )
 
 
 def _run_child(cmd: list[str]) -> dict:
@@ -334,7 +421,7 @@ def _run_child(cmd: list[str]) -> dict:
 def _parse_result(out: str) -> dict:
     for line in out.splitlines():
         if line.startswith(RESULT_TAG):
-            return json.loads(line[len(RESULT_TAG):])
+            return json.loads(line[len(RESULT_TAG) :])
     raise SystemExit("bench_overhead: child printed no result:\n" + out[-2000:])
 
 
@@ -346,27 +433,37 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-env-child", action="store_true", help="skip the NVTXSIM_DISABLE=1 subprocess")
     p.add_argument("--json", metavar="FILE", help="also write the raw results as JSON")
     p.add_argument("--e2e", action="store_true", help="end-to-end demo_env comparison (launches nsys itself)")
-    p.add_argument("--demo-args", help="demo_env.py options for --e2e (default: cuda, 512 envs, 32x32 camera, "
-                   "decimation 4 when CUDA is available, else cpu, 64 envs, 16x16, decimation 2)")
+    p.add_argument(
+        "--demo-args",
+        help="demo_env.py options for --e2e (default: cuda, 512 envs, 32x32 camera, "
+        "decimation 4 when CUDA is available, else cpu, 64 envs, 16x16, decimation 2)",
+    )
     p.add_argument("--e2e-iterations", type=int, default=100)
     p.add_argument("--e2e-reps", type=int, default=5)
-    p.add_argument("--e2e-budget", type=float, default=35.0, help="seconds per e2e process before it stops adding rounds")
+    p.add_argument(
+        "--e2e-budget", type=float, default=35.0, help="seconds per e2e process before it stops adding rounds"
+    )
     p.add_argument("--nsys", help="nsys binary for --e2e (default: $NSYS, then PATH)")
     p.add_argument("--trace", default="cuda,nvtx", help="nsys -t for --e2e")
     p.add_argument("--disabled-child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--e2e-child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.demo_args is None:
-        args.demo_args = ("--device cuda --num-envs 512 --camera 32x32 --decimation 4" if _cuda()
-                          else "--device cpu --num-envs 64 --camera 16x16 --decimation 2")
+        args.demo_args = (
+            "--device cuda --num-envs 512 --camera 32x32 --decimation 4"
+            if _cuda()
+            else "--device cpu --num-envs 64 --camera 16x16 --decimation 2"
+        )
     if args.disabled_child:
-        res = dict(disabled=measure({**NVTXSIM_CASES, **FLOOR_CASES}, args.number, args.repeat),
-                   enabled=nvtxsim.is_enabled())
+        res = dict(
+            disabled=measure({**NVTXSIM_CASES, **FLOOR_CASES}, args.number, args.repeat), enabled=nvtxsim.is_enabled()
+        )
         print(RESULT_TAG + json.dumps(res))
         return 0
     if args.e2e_child:
-        res = e2e_child(args.e2e_child.split(","), shlex.split(args.demo_args), args.e2e_iterations, args.e2e_reps,
-                         args.e2e_budget)
+        res = e2e_child(
+            args.e2e_child.split(","), shlex.split(args.demo_args), args.e2e_iterations, args.e2e_reps, args.e2e_budget
+        )
         print(RESULT_TAG + json.dumps(res))
         return 0
     if args.e2e:

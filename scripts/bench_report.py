@@ -143,7 +143,10 @@ def nsys_report_name(nsys: str) -> str:
 
 def parse_csv(text: str) -> list[dict[str, str]]:
     lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if "," in line and not line.startswith(("Processing", "Generating", " "))), None)
+    start = next(
+        (i for i, line in enumerate(lines) if "," in line and not line.startswith(("Processing", "Generating", " "))),
+        None,
+    )
     if start is None:
         return []
     return list(csv.DictReader(io.StringIO("\n".join(line for line in lines[start:] if line.strip()))))
@@ -182,7 +185,9 @@ def compare(ours: dict, theirs: dict) -> str:
     theirs = {k[1:] if k.startswith(":") else k: v for k, v in theirs.items()}
     if ours == theirs:
         return "same"
-    diff = sorted(set(ours) ^ set(theirs))[:3] + [k for k in sorted(set(ours) & set(theirs)) if ours[k] != theirs[k]][:3]
+    diff = (
+        sorted(set(ours) ^ set(theirs))[:3] + [k for k in sorted(set(ours) & set(theirs)) if ours[k] != theirs[k]][:3]
+    )
     return "DIFFERENT: " + ", ".join(diff)
 
 
@@ -207,16 +212,39 @@ def export_rows(path: Path) -> dict[str, int]:
     return n
 
 
-def bench_size(args, base: Path, work: Path, times: int, nsys: str | None, report: str, cmd_ours: list[str], log) -> dict:
+def bench_size(
+    args, base: Path, work: Path, times: int, nsys: str | None, report: str, cmd_ours: list[str], log
+) -> dict:
     path = work / f"x{times}.sqlite"
     t0 = time.perf_counter()
     if not path.exists():
-        subprocess.run([sys.executable, str(REPO / "scripts" / "scale_export.py"), str(base), str(path), "--times", str(times), "--force"], check=True, stdout=subprocess.DEVNULL)
-    row = {"times": times, "scale_s": round(time.perf_counter() - t0, 1), "bytes": path.stat().st_size, **export_rows(path)}
+        subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "scripts" / "scale_export.py"),
+                str(base),
+                str(path),
+                "--times",
+                str(times),
+                "--force",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    row = {
+        "times": times,
+        "scale_s": round(time.perf_counter() - t0, 1),
+        "bytes": path.stat().st_size,
+        **export_rows(path),
+    }
     warm(path)
     env = {**os.environ, "NVTXSIM_CACHE": "0"}
     repeat = args.repeat if times <= args.repeat_max else 1
-    nsys_cmd = [nsys, "stats", "-r", report, "--format", "csv", "-o", "-", str(path)] if nsys and times <= args.nsys_max else None
+    nsys_cmd = (
+        [nsys, "stats", "-r", report, "--format", "csv", "-o", "-", str(path)]
+        if nsys and times <= args.nsys_max
+        else None
+    )
     if repeat > 1:  # untimed warm-ups, then interleaved timed runs; the medians are kept
         run(cmd_ours + [str(path)], timeout=args.ours_timeout, env=env)
         if nsys_cmd:
@@ -251,7 +279,12 @@ def bench_size(args, base: Path, work: Path, times: int, nsys: str | None, repor
         else:
             warm(path)
             theirs = run(nsys_cmd, timeout=args.nsys_timeout)
-        row.update(nsys_wall_s=theirs["wall_s"], nsys_cpu_s=theirs["cpu_s"], nsys_rss_mb=theirs["rss_mb"], nsys_timed_out=theirs["timed_out"])
+        row.update(
+            nsys_wall_s=theirs["wall_s"],
+            nsys_cpu_s=theirs["cpu_s"],
+            nsys_rss_mb=theirs["rss_mb"],
+            nsys_timed_out=theirs["timed_out"],
+        )
         if theirs["timed_out"]:
             row["numbers"] = f"nsys killed after {args.nsys_timeout:.0f} s"
         elif ours_doc is not None:
@@ -277,7 +310,12 @@ def bench_findings(args, path: Path, cmd_ours: list[str], env: dict) -> dict:
         off.append(run(cmd_ours + ["--no-findings", str(path)], timeout=args.ours_timeout, env=env))
         on.append(run(cmd_ours + [str(path)], timeout=args.ours_timeout, env=env))
     med = lambda runs, key: sorted(r[key] for r in runs)[len(runs) // 2]  # noqa: E731
-    out = {"findings_on_wall_s": med(on, "wall_s"), "findings_off_wall_s": med(off, "wall_s"), "findings_on_cpu_s": med(on, "cpu_s"), "findings_off_cpu_s": med(off, "cpu_s")}
+    out = {
+        "findings_on_wall_s": med(on, "wall_s"),
+        "findings_off_wall_s": med(off, "wall_s"),
+        "findings_on_cpu_s": med(on, "cpu_s"),
+        "findings_off_cpu_s": med(off, "cpu_s"),
+    }
     out["findings_ratio_wall"] = out["findings_on_wall_s"] / out["findings_off_wall_s"]
     out["findings_ratio_cpu"] = out["findings_on_cpu_s"] / max(out["findings_off_cpu_s"], 1e-9)
     return out
@@ -307,7 +345,21 @@ def bench_ranks(args, base: Path, work: Path, log) -> list[dict]:
     for i in range(args.ranks):
         p = work / f"rank{i}.sqlite"
         # Different gaps between copies make the ranks differ a little, as real ranks do.
-        subprocess.run([sys.executable, str(REPO / "scripts" / "scale_export.py"), str(base), str(p), "--times", str(args.rank_size), "--gap-ns", str(1000 + 997 * i), "--force"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "scripts" / "scale_export.py"),
+                str(base),
+                str(p),
+                "--times",
+                str(args.rank_size),
+                "--gap-ns",
+                str(1000 + 997 * i),
+                "--force",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         warm(p)
         paths.append(str(p))
     env = {**os.environ, "NVTXSIM_CACHE": "0"}
@@ -326,13 +378,15 @@ def bench_ranks(args, base: Path, work: Path, log) -> list[dict]:
             continue
         doc = json.loads(res["stdout"].strip().splitlines()[-1])
         first = first or doc["merged"]
-        rows.append({
-            "mode": {"1": "1 process", "dask": "Dask LocalCluster"}.get(mode, f"{mode} processes"),
-            "wall_s": res["wall_s"],
-            "report_many_s": doc["seconds"],
-            "rss_mb": res["rss_mb"],
-            "merged_equal": doc["merged"] == first,
-        })
+        rows.append(
+            {
+                "mode": {"1": "1 process", "dask": "Dask LocalCluster"}.get(mode, f"{mode} processes"),
+                "wall_s": res["wall_s"],
+                "report_many_s": doc["seconds"],
+                "rss_mb": res["rss_mb"],
+                "merged_equal": doc["merged"] == first,
+            }
+        )
     if not args.keep:
         for p in paths:
             Path(p).unlink()
@@ -348,10 +402,14 @@ def fmt_s(x: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--base", type=Path, default=DEFAULT_BASE, help="export to scale (default: the shipped H200 demo export)")
+    ap.add_argument(
+        "--base", type=Path, default=DEFAULT_BASE, help="export to scale (default: the shipped H200 demo export)"
+    )
     ap.add_argument("--sizes", default="1,10,100,1000", help="scale factors (default 1,10,100,1000)")
     ap.add_argument("--work", type=Path, help="folder for the scaled exports (default: a temporary folder)")
-    ap.add_argument("--nsys-timeout", type=float, default=600, help="seconds before an nsys run is killed (default 600)")
+    ap.add_argument(
+        "--nsys-timeout", type=float, default=600, help="seconds before an nsys run is killed (default 600)"
+    )
     ap.add_argument("--nsys-max", type=int, default=10**9, help="skip nsys above this scale factor")
     ap.add_argument("--ours-timeout", type=float, default=900)
     ap.add_argument("--cache", action="store_true", help="also time a second, cached nvtxsim report")
@@ -360,10 +418,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rank-size", type=int, default=100, help="scale factor of each rank file (default 100)")
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per tool on small sizes, median kept (default 5)")
     ap.add_argument("--repeat-max", type=int, default=10, help="repeat only up to this scale factor (default 10)")
-    ap.add_argument("--as-is", action="store_true", help="leave the bytecode settings of the environment alone (see above)")
+    ap.add_argument(
+        "--as-is", action="store_true", help="leave the bytecode settings of the environment alone (see above)"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the scaled exports")
     ap.add_argument("--json", type=Path, help="write all measurements here")
-    ap.add_argument("--findings-ab", type=int, default=0, metavar="N", help="also time N interleaved pairs of the report with and without --no-findings per size")
+    ap.add_argument(
+        "--findings-ab",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time N interleaved pairs of the report with and without --no-findings per size",
+    )
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
@@ -382,10 +448,15 @@ def main(argv: list[str] | None = None) -> int:
         base = plain
     nsys = find_nsys()
     report = nsys_report_name(nsys) if nsys else "-"
-    nsys_version = subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout.strip() if nsys else "none"
+    nsys_version = (
+        subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout.strip() if nsys else "none"
+    )
     machine = {
         "host": platform.node(),
-        "cpu": next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor()),
+        "cpu": next(
+            (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+            platform.processor(),
+        ),
         "cores": len(os.sched_getaffinity(0)),
         "mem_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "python": platform.python_version(),
@@ -400,10 +471,19 @@ def main(argv: list[str] | None = None) -> int:
     if not args.as_is:  # every child from here on inherits this
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         os.environ["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
-        subprocess.run([sys.executable, "-c", "import numpy, json, sqlite3, nvtxsim.cli.commands.report, nvtxsim.analysis.stream, nvtxsim.analysis.gpu, nvtxsim.export.cache"],
-                       cwd=REPO, check=False)
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import numpy, json, sqlite3, nvtxsim.cli.commands.report, nvtxsim.analysis.stream, nvtxsim.analysis.gpu, nvtxsim.export.cache",
+            ],
+            cwd=REPO,
+            check=False,
+        )
     machine["bytecode"] = "as is" if args.as_is else "cached (private PYTHONPYCACHEPREFIX)"
-    log(f"numpy bytecode shipped: {machine['numpy_bytecode_shipped']}; PYTHONDONTWRITEBYTECODE={machine['PYTHONDONTWRITEBYTECODE']}; timing with bytecode {machine['bytecode']}")
+    log(
+        f"numpy bytecode shipped: {machine['numpy_bytecode_shipped']}; PYTHONDONTWRITEBYTECODE={machine['PYTHONDONTWRITEBYTECODE']}; timing with bytecode {machine['bytecode']}"
+    )
     rows = []
     for times in sizes:
         log(f"== x{times}")
@@ -418,7 +498,9 @@ def main(argv: list[str] | None = None) -> int:
     # ---------------------------------------------------------------- tables
     print()
     print(f"nvtxsim report vs nsys stats -r {report} ({nsys_version}); {machine['cpu']}, {machine['cores']} cores")
-    print("| size | ranges | CUDA calls | kernels | file MB | nvtxsim s | nvtxsim CPU s | nvtxsim RSS MB | nsys s | nsys CPU s | nsys RSS MB | nsys/nvtxsim (wall) | numbers |")
+    print(
+        "| size | ranges | CUDA calls | kernels | file MB | nvtxsim s | nvtxsim CPU s | nvtxsim RSS MB | nsys s | nsys CPU s | nsys RSS MB | nsys/nvtxsim (wall) | numbers |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         ratio = r.get("ratio_wall")
@@ -431,7 +513,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.findings_ab:
         print()
         print(f"Findings cost (median of {args.findings_ab} interleaved pairs: default report vs --no-findings)")
-        print("| size | without s | with s | with / without (wall) | without CPU s | with CPU s | with / without (CPU) |")
+        print(
+            "| size | without s | with s | with / without (wall) | without CPU s | with CPU s | with / without (CPU) |"
+        )
         print("| --- | --- | --- | --- | --- | --- | --- |")
         for r in rows:
             print(
@@ -443,9 +527,13 @@ def main(argv: list[str] | None = None) -> int:
         print("| size | nvtxsim s | cached nvtxsim s | cached RSS MB |")
         print("| --- | --- | --- | --- |")
         for r in rows:
-            print(f"| x{r['times']} | {fmt_s(r['ours_wall_s'])} | {fmt_s(r.get('cached_wall_s'))} | {r.get('cached_rss_mb', 0):.0f} |")
+            print(
+                f"| x{r['times']} | {fmt_s(r['ours_wall_s'])} | {fmt_s(r.get('cached_wall_s'))} | {r.get('cached_rss_mb', 0):.0f} |"
+            )
     print()
-    print("n log n check (rows = ranges + CUDA calls + GPU ops; growth = time ratio / (n log n ratio), <= 1 is n log n or better)")
+    print(
+        "n log n check (rows = ranges + CUDA calls + GPU ops; growth = time ratio / (n log n ratio), <= 1 is n log n or better)"
+    )
     print("| size | rows | nvtxsim µs per row | growth vs previous size |")
     print("| --- | --- | --- | --- |")
     prev = None
@@ -469,7 +557,9 @@ def main(argv: list[str] | None = None) -> int:
         print("| mode | wall s (child) | report_many s | peak RSS MB (largest process) | merged equal |")
         print("| --- | --- | --- | --- | --- |")
         for r in rank_rows:
-            print(f"| {r['mode']} | {fmt_s(r['wall_s'])} | {fmt_s(r['report_many_s'])} | {r['rss_mb']:.0f} | {r['merged_equal']} |")
+            print(
+                f"| {r['mode']} | {fmt_s(r['wall_s'])} | {fmt_s(r['report_many_s'])} | {r['rss_mb']:.0f} | {r['merged_equal']} |"
+            )
     print()
     print("start-up floors (median wall s) and what 3x nsys would allow at x1:")
     x1 = next((r for r in rows if r["times"] == 1 and r.get("nsys_wall_s")), None)
@@ -481,14 +571,32 @@ def main(argv: list[str] | None = None) -> int:
     measured = [r for r in rows if r.get("ratio_wall") is not None]
     speed_ok = bool(measured) and all(r["ratio_wall"] >= GOAL_RATIO for r in measured)
     rss_ok = rows[-1]["ours_rss_mb"] <= GOAL_RSS_MB
-    same_ok = all(r.get("numbers") in ("same",) or "killed" in str(r.get("numbers")) or "not run" in str(r.get("numbers")) for r in rows)
-    print(f"goal >= {GOAL_RATIO:.0f}x faster than nsys at every size measured: {'met' if speed_ok else 'NOT met'} "
-          f"({', '.join('x{}: {}{:.1f}'.format(r['times'], '>' if r.get('nsys_timed_out') else '', r['ratio_wall']) for r in measured) or 'nsys not measured'})")
-    print(f"goal peak RSS <= {GOAL_RSS_MB} MB at x{rows[-1]['times']}: {'met' if rss_ok else 'NOT met'} ({rows[-1]['ours_rss_mb']:.0f} MB)")
+    same_ok = all(
+        r.get("numbers") in ("same",) or "killed" in str(r.get("numbers")) or "not run" in str(r.get("numbers"))
+        for r in rows
+    )
+    print(
+        f"goal >= {GOAL_RATIO:.0f}x faster than nsys at every size measured: {'met' if speed_ok else 'NOT met'} "
+        f"({', '.join('x{}: {}{:.1f}'.format(r['times'], '>' if r.get('nsys_timed_out') else '', r['ratio_wall']) for r in measured) or 'nsys not measured'})"
+    )
+    print(
+        f"goal peak RSS <= {GOAL_RSS_MB} MB at x{rows[-1]['times']}: {'met' if rss_ok else 'NOT met'} ({rows[-1]['ours_rss_mb']:.0f} MB)"
+    )
     print(f"goal growth no worse than n log n: {'met' if growth_ok else 'NOT met'}")
     print(f"same numbers as nsys: {'yes' if same_ok else 'NO'}")
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "floors": floors, "sizes": rows, "ranks": rank_rows, "args": {k: _portable(v) for k, v in vars(args).items()}}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "machine": machine,
+                    "floors": floors,
+                    "sizes": rows,
+                    "ranks": rank_rows,
+                    "args": {k: _portable(v) for k, v in vars(args).items()},
+                },
+                indent=1,
+            )
+        )
     if not args.work and not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -44,8 +44,23 @@ import torch.nn.functional as F  # noqa: E402
 # isort: on
 
 SIDE_WORK = "side_work"
-PH = {n: nvtxsim.phase(n) for n in (P.ITERATION, P.POLICY, P.ACTION, P.SIM_STEP, P.RENDER, P.CAMERA_READOUT,
-                                    P.TERMINATION, P.REWARD, P.RESET, P.OBSERVATION, P.POLICY_UPDATE, SIDE_WORK)}
+PH = {
+    n: nvtxsim.phase(n)
+    for n in (
+        P.ITERATION,
+        P.POLICY,
+        P.ACTION,
+        P.SIM_STEP,
+        P.RENDER,
+        P.CAMERA_READOUT,
+        P.TERMINATION,
+        P.REWARD,
+        P.RESET,
+        P.OBSERVATION,
+        P.POLICY_UPDATE,
+        SIDE_WORK,
+    )
+}
 
 
 class ActorCritic(torch.nn.Module):
@@ -53,9 +68,16 @@ class ActorCritic(torch.nn.Module):
 
     def __init__(self, obs_dim: int, act_dim: int, hidden: int = 128) -> None:
         super().__init__()
+
         def mlp(out: int) -> torch.nn.Sequential:
-            return torch.nn.Sequential(torch.nn.Linear(obs_dim, hidden), torch.nn.ELU(),
-                                       torch.nn.Linear(hidden, hidden), torch.nn.ELU(), torch.nn.Linear(hidden, out))
+            return torch.nn.Sequential(
+                torch.nn.Linear(obs_dim, hidden),
+                torch.nn.ELU(),
+                torch.nn.Linear(hidden, hidden),
+                torch.nn.ELU(),
+                torch.nn.Linear(hidden, out),
+            )
+
         self.actor, self.critic = mlp(act_dim), mlp(1)
         self.log_std = torch.nn.Parameter(torch.full((act_dim,), -0.5))
 
@@ -125,21 +147,26 @@ class DemoEnv:
         n, self.H, self.W = args.num_envs, *args.camera
         self.dt, self.radius, self.arena, self.max_depth = 1.0 / 120.0, 0.1, 2.0, 8.0
         f = dict(device=self.dev)
-        self.obstacles = torch.rand(n, 4, 3, **f) * torch.tensor([3.0, 3.0, 0.0], **f) - torch.tensor([1.5, 1.5, -0.3], **f)
+        self.obstacles = torch.rand(n, 4, 3, **f) * torch.tensor([3.0, 3.0, 0.0], **f) - torch.tensor(
+            [1.5, 1.5, -0.3], **f
+        )
         self.radii = torch.tensor([self.radius] + [0.3] * 4, **f)  # ball first, then the obstacles
         self.pos, self.vel, self.goal = torch.zeros(n, 3, **f), torch.zeros(n, 3, **f), torch.zeros(n, 3, **f)
         self.ep_len = torch.zeros(n, dtype=torch.long, **f)
         self.gravity, self.force_scale = torch.tensor([0.0, 0.0, -9.81], **f), torch.tensor([20.0, 20.0, 5.0], **f)
         self._reset(torch.arange(n, **f))
-        self.ep_len = torch.randint(0, args.episode_length, (n,), **f)  # staggered episodes, as Isaac Lab's random start
+        self.ep_len = torch.randint(
+            0, args.episode_length, (n,), **f
+        )  # staggered episodes, as Isaac Lab's random start
         # Camera at (0, -3, 2) in every env's frame, looking at the env origin; pinhole, 90 deg horizontal FOV.
         self.cam = torch.tensor([0.0, -3.0, 2.0], **f)
         fwd = -self.cam / self.cam.norm()
         right = torch.linalg.cross(fwd, torch.tensor([0.0, 0.0, 1.0], **f))
         right = right / right.norm()
         up = torch.linalg.cross(right, fwd)
-        v, u = torch.meshgrid(torch.linspace(1, -1, self.H, **f) * self.H / self.W, torch.linspace(-1, 1, self.W, **f),
-                              indexing="ij")
+        v, u = torch.meshgrid(
+            torch.linspace(1, -1, self.H, **f) * self.H / self.W, torch.linspace(-1, 1, self.W, **f), indexing="ij"
+        )
         d = fwd + u.reshape(-1, 1) * right + v.reshape(-1, 1) * up
         self.rays = d / d.norm(dim=-1, keepdim=True)  # (H*W, 3)
         self.t_plane = torch.where(self.rays[:, 2] < 0, -self.cam[2] / self.rays[:, 2], torch.inf)  # ground z=0
@@ -150,8 +177,10 @@ class DemoEnv:
         graphed = args.cuda_graph_policy and self.dev.type == "cuda"
         self.policy_fn = GraphedPolicy(self.net, self.obs) if graphed else self.net
         T = args.update_every
-        self.buf = {k: torch.zeros(T, n, *s, **f) for k, s in
-                    dict(obs=(self.obs.shape[1],), act=(3,), logp=(), val=(), rew=(), done=()).items()}
+        self.buf = {
+            k: torch.zeros(T, n, *s, **f)
+            for k, s in dict(obs=(self.obs.shape[1],), act=(3,), logp=(), val=(), rew=(), done=()).items()
+        }
         self.t, self.resets, self.updates, self.host_depth_sum = 0, 0, 0, 0.0
         self.side = SideLauncher(self.dev) if args.side_thread else None
         if self.side is not None:
@@ -159,11 +188,13 @@ class DemoEnv:
 
     def _reset(self, ids: torch.Tensor) -> None:
         k = ids.numel()
-        self.pos[ids] = torch.cat([torch.rand(k, 2, device=self.dev) * 3.6 - 1.8,
-                                   torch.full((k, 1), 0.5, device=self.dev)], 1)
+        self.pos[ids] = torch.cat(
+            [torch.rand(k, 2, device=self.dev) * 3.6 - 1.8, torch.full((k, 1), 0.5, device=self.dev)], 1
+        )
         self.vel[ids] = 0.0
-        self.goal[ids] = torch.cat([torch.rand(k, 2, device=self.dev) * 3.6 - 1.8,
-                                    torch.full((k, 1), self.radius, device=self.dev)], 1)
+        self.goal[ids] = torch.cat(
+            [torch.rand(k, 2, device=self.dev) * 3.6 - 1.8, torch.full((k, 1), self.radius, device=self.dev)], 1
+        )
         self.ep_len[ids] = 0
 
     def _observe(self) -> torch.Tensor:
@@ -184,7 +215,9 @@ class DemoEnv:
         vel = self.vel - ((1 + e) * vn * n).sum(1)
         below, out = pos[:, 2:] < r, pos[:, :2].abs() > self.arena
         pos = torch.cat([pos[:, :2].clamp(-self.arena, self.arena), torch.where(below, r, pos[:, 2:])], 1)
-        self.vel = torch.cat([torch.where(out, -e * vel[:, :2], vel[:, :2]), torch.where(below, -e * vel[:, 2:], vel[:, 2:])], 1)
+        self.vel = torch.cat(
+            [torch.where(out, -e * vel[:, :2], vel[:, :2]), torch.where(below, -e * vel[:, 2:], vel[:, 2:])], 1
+        )
         self.pos = pos
 
     def _render(self) -> None:
@@ -192,7 +225,7 @@ class DemoEnv:
         centers = torch.cat([self.pos[:, None, :], self.obstacles], 1)  # (N, S, 3)
         oc = self.cam - centers
         b = torch.einsum("rk,nsk->nsr", self.rays, oc)  # (N, S, R)
-        c = (oc * oc).sum(-1) - self.radii ** 2
+        c = (oc * oc).sum(-1) - self.radii**2
         disc = b * b - c[..., None]
         t = -b - disc.clamp_min(0.0).sqrt()
         t = torch.where((disc > 0) & (t > 0), t, torch.inf).amin(1)
@@ -260,7 +293,9 @@ class DemoEnv:
                     mean, value = self.net(obs[mb])
                     ratio = torch.exp(self.net.log_prob(act[mb], mean) - logp_old[mb])
                     a = adv[mb]
-                    loss = -torch.min(ratio * a, ratio.clamp(0.8, 1.2) * a).mean() + 0.5 * (ret[mb] - value).pow(2).mean()
+                    loss = (
+                        -torch.min(ratio * a, ratio.clamp(0.8, 1.2) * a).mean() + 0.5 * (ret[mb] - value).pow(2).mean()
+                    )
                     self.opt.zero_grad(set_to_none=True)
                     loss.backward()
                     torch.nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)
@@ -305,7 +340,9 @@ class DemoEnv:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--num-envs", type=int, default=16)
     p.add_argument("--iterations", type=int, default=30, help="timed, ranged iterations")
@@ -341,10 +378,12 @@ def main(argv: list[str] | None = None) -> int:
     env.warmup(args.warmup)
     seconds = env.run(args.iterations)
     env.close()
-    print(f"demo_env: device={args.device} num_envs={args.num_envs} iterations={args.iterations} "
-          f"seconds={seconds:.4f} ms_per_iter={1e3 * seconds / max(args.iterations, 1):.3f} updates={env.updates} "
-          f"resets={env.resets} side_thread={args.side_thread} "
-          f"cuda_graph_policy={args.cuda_graph_policy and args.device == 'cuda'} recording={nvtxsim.is_recording()}")
+    print(
+        f"demo_env: device={args.device} num_envs={args.num_envs} iterations={args.iterations} "
+        f"seconds={seconds:.4f} ms_per_iter={1e3 * seconds / max(args.iterations, 1):.3f} updates={env.updates} "
+        f"resets={env.resets} side_thread={args.side_thread} "
+        f"cuda_graph_policy={args.cuda_graph_policy and args.device == 'cuda'} recording={nvtxsim.is_recording()}"
+    )
     return 0
 
 

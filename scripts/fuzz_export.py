@@ -52,16 +52,38 @@ import nvtxsim.cli.main as cli  # noqa: E402
 
 REAL_SEED = REPO / "tests" / "data" / "reliability" / "cpu_loop_2022_4.sqlite.gz"
 IMPORTANT = [
-    "NVTX_EVENTS", "StringIds", "ANALYSIS_DETAILS", "EXPORT_META_DATA", "CUPTI_ACTIVITY_KIND_RUNTIME",
-    "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-    "ThreadNames", "PROCESSES", "TARGET_INFO_GPU", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "OSRT_API",
+    "NVTX_EVENTS",
+    "StringIds",
+    "ANALYSIS_DETAILS",
+    "EXPORT_META_DATA",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "ThreadNames",
+    "PROCESSES",
+    "TARGET_INFO_GPU",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    "OSRT_API",
 ]
 RUNS = [  # (argv tail, how often: every case / every 4th case)
     (("-f", "json", "--domain", "all", "--view", "all"), 1),
     (("-f", "table", "--view", "all"), 1),
     (("-f", "csv", "--domain", "all"), 4),
-    (("-f", "markdown",), 4),
-    (("-f", "html",), 4),
+    (
+        (
+            "-f",
+            "markdown",
+        ),
+        4,
+    ),
+    (
+        (
+            "-f",
+            "html",
+        ),
+        4,
+    ),
     (("-f", "perfetto", "--domain", "all"), 4),
     (("-f", "csv", "--domain", "all", "--view", "tree"), 4),
     (("-f", "markdown", "--view", "all"), 4),
@@ -86,7 +108,9 @@ values = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=40),
     st.binary(max_size=40),
-    st.sampled_from(["x" * 100_000, "\x1b[31m", "", "\udcff".encode("utf-8", "surrogatepass").decode("utf-8", "replace")]),
+    st.sampled_from(
+        ["x" * 100_000, "\x1b[31m", "", "\udcff".encode("utf-8", "surrogatepass").decode("utf-8", "replace")]
+    ),
     st.sampled_from(HOSTILE),
     st.text(alphabet=st.sampled_from(list("<>&\"'=+-@|*_`[]()%$~\\\t\r\n\x00\x1b\u202e\u2066\u2028 aZ")), max_size=30),
 )
@@ -110,7 +134,9 @@ byte_mutation = st.one_of(
     st.tuples(st.just("random_page"), st.integers(0, 10**6), st.binary(min_size=1, max_size=64)),
     st.tuples(st.just("copy_page"), st.integers(0, 10**6), st.integers(0, 10**6)),
     st.tuples(st.just("truncate"), st.integers(0, 10**6)),
-    st.tuples(st.just("header"), st.sampled_from([16, 18, 20, 24, 28, 32, 36, 40, 44, 52, 56, 92, 96]), st.integers(0, 255)),
+    st.tuples(
+        st.just("header"), st.sampled_from([16, 18, 20, 24, 28, 32, 36, 40, 44, 52, 56, 92, 96]), st.integers(0, 255)
+    ),
 )
 case_st = st.tuples(
     st.integers(0, 1),  # which seed
@@ -155,7 +181,9 @@ def _apply_one(con: sqlite3.Connection, m) -> None:
         return
     if kind == "key":  # a real column that shadows the rowid, or an eventId that repeats
         con.execute(f"ALTER TABLE NVTX_EVENTS ADD COLUMN {m[1]} INTEGER")
-        con.execute(f"UPDATE NVTX_EVENTS SET {m[1]} = {['1', '_rowid_ % 3', '-_rowid_', 'NULL'][m[2]] if m[1] != '_rowid_' else 'NULL'}")
+        con.execute(
+            f"UPDATE NVTX_EVENTS SET {m[1]} = {['1', '_rowid_ % 3', '-_rowid_', 'NULL'][m[2]] if m[1] != '_rowid_' else 'NULL'}"
+        )
         return
     if kind == "string":
         ids = [r[0] for r in con.execute("SELECT id FROM StringIds ORDER BY id LIMIT 500")]
@@ -340,7 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=25, help="cases per hypothesis batch (default 25)")
     ap.add_argument("--case-timeout", type=int, default=60, help="seconds one case may take (default 60)")
     ap.add_argument("--out", type=Path, default=Path("fuzz-failures"), help="where failing cases are saved")
-    ap.add_argument("--keep-going", action="store_true", help="do not stop (nor shrink) at a failure: list every distinct one")
+    ap.add_argument(
+        "--keep-going", action="store_true", help="do not stop (nor shrink) at a failure: list every distinct one"
+    )
     args = ap.parse_args(argv)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nvtxsim-fuzz-") as tmp:
@@ -359,9 +389,14 @@ def main(argv: list[str] | None = None) -> int:
     if fz.failures:
         for sig, case in fz.failures.items():
             print(f"FAIL {sig}\n     case {case}", file=sys.stderr)
-        print(f"fuzz_export: {fz.cases} cases in {took:.0f} s: {len(fz.failures)} distinct failure(s), files under {args.out}/", file=sys.stderr)
+        print(
+            f"fuzz_export: {fz.cases} cases in {took:.0f} s: {len(fz.failures)} distinct failure(s), files under {args.out}/",
+            file=sys.stderr,
+        )
         return 1
-    print(f"fuzz_export: {fz.cases} cases in {took:.0f} s ({i} batches, seeds {args.seed}..{args.seed + i - 1}): no failure")
+    print(
+        f"fuzz_export: {fz.cases} cases in {took:.0f} s ({i} batches, seeds {args.seed}..{args.seed + i - 1}): no failure"
+    )
     return 0
 
 

@@ -77,8 +77,11 @@ def _spans(f) -> dict[str, float]:  # noqa: ANN001 - nvtxsim.analysis.frames.Fra
 
 
 def report_phases(export: str) -> dict[str, dict]:
-    r = subprocess.run([sys.executable, "-m", "nvtxsim", "report", "--format", "json", "--domain", "nvtxsim", export],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", "--format", "json", "--domain", "nvtxsim", export],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         raise SystemExit(f"live_vs_report: nvtxsim report failed ({r.returncode}): {r.stderr.strip()}")
     doc = json.loads(r.stdout)
@@ -98,8 +101,11 @@ def compare(live: dict[str, dict], rep: dict[str, dict], spans: dict[str, float]
     for key in sorted(set(live) | set(rep), key=lambda k: -(rep.get(k, {}).get("cpu_total_ns") or 0)):
         lv, rp = live.get(key), rep.get(key)
         if lv is None or rp is None:
-            rows.append([key, str(lv and lv["count"] or 0), str(rp and rp.get("instances") or 0)] + ["-"] * 10
-                        + ["only in " + ("report" if lv is None else "live")])
+            rows.append(
+                [key, str(lv and lv["count"] or 0), str(rp and rp.get("instances") or 0)]
+                + ["-"] * 10
+                + ["only in " + ("report" if lv is None else "live")]
+            )
             continue
         n_rep = rp.get("instances") or 0
         cpu_rep = rp["cpu_total_ns"] / n_rep if n_rep else None
@@ -118,9 +124,24 @@ def compare(live: dict[str, dict], rep: dict[str, dict], spans: dict[str, float]
         verdict = ("cpu ok" if cpu_ok else "CPU OFF") + ", gpu " + gpu_verdict
         if not (cpu_ok and gpu_ok) or lv["count"] != n_rep:
             failures.append(key)
-        rows.append([key, str(lv["count"]), str(n_rep), _us(lv["cpu_mean_ns"]), _us(cpu_rep), _pct(lv["cpu_mean_ns"], cpu_rep),
-                     _us(gpu), _us(proj), _pct(gpu, proj), f"{(gpu - proj) / 1e3:+,.1f}" if gpu is not None and proj is not None else "-",
-                     _us(busy), _us(spans.get(key)), _pct(gpu, spans.get(key)), verdict])
+        rows.append(
+            [
+                key,
+                str(lv["count"]),
+                str(n_rep),
+                _us(lv["cpu_mean_ns"]),
+                _us(cpu_rep),
+                _pct(lv["cpu_mean_ns"], cpu_rep),
+                _us(gpu),
+                _us(proj),
+                _pct(gpu, proj),
+                f"{(gpu - proj) / 1e3:+,.1f}" if gpu is not None and proj is not None else "-",
+                _us(busy),
+                _us(spans.get(key)),
+                _pct(gpu, spans.get(key)),
+                verdict,
+            ]
+        )
     return rows, failures
 
 
@@ -136,14 +157,33 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     live = live_log.totals(log.windows)
     rows, failures = compare(live, report_phases(args.export), event_spans(args.export))
-    head = ["phase", "N live", "N report", "CPU live µs", "CPU report µs", "CPU diff", "GPU live µs", "GPU proj µs",
-            "GPU diff", "GPU diff µs", "GPU busy µs", "event span µs", "live vs span", "verdict"]
+    head = [
+        "phase",
+        "N live",
+        "N report",
+        "CPU live µs",
+        "CPU report µs",
+        "CPU diff",
+        "GPU live µs",
+        "GPU proj µs",
+        "GPU diff",
+        "GPU diff µs",
+        "GPU busy µs",
+        "event span µs",
+        "live vs span",
+        "verdict",
+    ]
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
-    print(f"live {args.jsonl} ({len(log.windows)} windows) vs nvtxsim report {args.export}; means per range;"
-          f" targets: CPU within {CPU_TOL:.0%}, GPU within {GPU_TOL:.0%} or {GPU_ABS_NS / 1e3:.0f} µs of projected")
+    print(
+        f"live {args.jsonl} ({len(log.windows)} windows) vs nvtxsim report {args.export}; means per range;"
+        f" targets: CPU within {CPU_TOL:.0%}, GPU within {GPU_TOL:.0%} or {GPU_ABS_NS / 1e3:.0f} µs of projected"
+    )
     for r in [head] + rows:
         print("  ".join(c.ljust(w) if i in (0, 13) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
-    print(f"{len(rows) - len(failures)}/{len(rows)} phases meet the targets" + (f"; not: {', '.join(failures)}" if failures else ""))
+    print(
+        f"{len(rows) - len(failures)}/{len(rows)} phases meet the targets"
+        + (f"; not: {', '.join(failures)}" if failures else "")
+    )
     return 1 if failures else 0
 
 

@@ -102,10 +102,21 @@ def scale(src: Path, dst: Path, times: int, *, gap_ns: int = 1000, also: tuple[s
     if lo is None or hi is None:
         raise SystemExit(f"{src}: no timestamped activity rows to replay")
     period = hi - min(lo, 0) + gap_ns
-    corr_stride = 1 + max(
-        (_scalar(conn, f'SELECT max("correlationId") FROM src."{t}"') or 0) for t in present if "correlationId" in dict(cols[t])
-    ) if any("correlationId" in dict(cols[t]) for t in present) else 0
-    range_stride = 1 + (_scalar(conn, 'SELECT max(rangeId) FROM src.NVTX_EVENTS') or 0) if "NVTX_EVENTS" in present and "rangeId" in dict(cols["NVTX_EVENTS"]) else 0
+    corr_stride = (
+        1
+        + max(
+            (_scalar(conn, f'SELECT max("correlationId") FROM src."{t}"') or 0)
+            for t in present
+            if "correlationId" in dict(cols[t])
+        )
+        if any("correlationId" in dict(cols[t]) for t in present)
+        else 0
+    )
+    range_stride = (
+        1 + (_scalar(conn, "SELECT max(rangeId) FROM src.NVTX_EVENTS") or 0)
+        if "NVTX_EVENTS" in present and "rangeId" in dict(cols["NVTX_EVENTS"])
+        else 0
+    )
     if corr_stride * times > MAX_ID:
         raise SystemExit(f"--times {times} would push correlation ids past 2^31 (base max {corr_stride - 1})")
 
@@ -164,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dst", type=Path, help="scaled export to write (.sqlite)")
     ap.add_argument("--times", "-n", type=int, required=True, help="number of copies (1 = plain copy)")
     ap.add_argument("--gap-ns", type=int, default=1000, help="idle time between copies (default 1000 ns)")
-    ap.add_argument("--also", action="append", default=[], metavar="TABLE", help="replay this table too (e.g. OSRT_API)")
+    ap.add_argument(
+        "--also", action="append", default=[], metavar="TABLE", help="replay this table too (e.g. OSRT_API)"
+    )
     ap.add_argument("--force", action="store_true", help="overwrite dst if it exists")
     args = ap.parse_args(argv)
     if args.dst.exists() and not args.force:

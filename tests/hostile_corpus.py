@@ -64,7 +64,10 @@ def new_export(path: Path, *, ddl: str = DDL) -> sqlite3.Connection:
 
 
 def add_domain(con: sqlite3.Connection, tid: int = TID, domain_id: int = 1, name: str = "nvtxsim") -> None:
-    con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) VALUES (0, NULL, 75, ?, ?, ?)", (tid, name, domain_id))
+    con.execute(
+        "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) VALUES (0, NULL, 75, ?, ?, ?)",
+        (tid, name, domain_id),
+    )
 
 
 def add_range(con: sqlite3.Connection, start, end, name_id, *, tid=TID, domain_id=1, etype=59, text=None) -> None:
@@ -103,7 +106,7 @@ def _check_times(rep: dict) -> None:
 
 def _check_unicode_names(rep: dict) -> None:
     names = {p["name"] for p in rep["phases"]}
-    assert {"\x1b[31mred\x1b[0m", "new\nline", "[bold]markup[/bold]", "päyload ✓ 🚀", "a,b;\"c\""} <= names
+    assert {"\x1b[31mred\x1b[0m", "new\nline", "[bold]markup[/bold]", "päyload ✓ 🚀", 'a,b;"c"'} <= names
 
 
 def _check_some_phases(rep: dict) -> None:
@@ -112,7 +115,11 @@ def _check_some_phases(rep: dict) -> None:
 
 def _check_keys(rep: dict) -> None:
     ph = phases(rep)
-    assert {k: (v["instances"], v["cpu_total_ns"]) for k, v in ph.items()} == {"nvtxsim:a": (3, 15), "nvtxsim:b": (3, 21), "nvtxsim:c": (3, 27)}
+    assert {k: (v["instances"], v["cpu_total_ns"]) for k, v in ph.items()} == {
+        "nvtxsim:a": (3, 15),
+        "nvtxsim:b": (3, 21),
+        "nvtxsim:c": (3, 27),
+    }
 
 
 def _check_only_domain_rows(rep: dict) -> None:
@@ -174,7 +181,9 @@ def build_corpus(root: Path) -> list[Case]:
     cases.append(Case("truncated_to_30_bytes", write("tiny.sqlite", raw[:30]), "error", "truncated"))
 
     # 7. a valid header followed by random pages
-    cases.append(Case("header_then_garbage", write("garbage.sqlite", raw[:100] + rng.randbytes(len(raw) - 100)), "either"))
+    cases.append(
+        Case("header_then_garbage", write("garbage.sqlite", raw[:100] + rng.randbytes(len(raw) - 100)), "either")
+    )
 
     # 8-10. byte flips in pages, zeroed pages, a corrupt schema page (several seeds each)
     for k in range(4):
@@ -243,8 +252,12 @@ def build_corpus(root: Path) -> list[Case]:
     con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid) VALUES (800, 850, 59, NULL)")
     con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (NULL, NULL, NULL, NULL)")
     con.execute("INSERT INTO EXPORT_META_DATA VALUES (NULL, NULL)")
-    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId) VALUES (NULL, NULL, NULL, NULL)")
-    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, globalPid, correlationId) VALUES (1, NULL, NULL, 3)")
+    con.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId) VALUES (NULL, NULL, NULL, NULL)"
+    )
+    con.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, globalPid, correlationId) VALUES (1, NULL, NULL, 3)"
+    )
     con.commit()
     con.close()
     cases.append(Case("nulls", p, "report", check=_check_nulls, args=("--domain", "all")))
@@ -268,7 +281,9 @@ def build_corpus(root: Path) -> list[Case]:
     p = root / "names.sqlite"
     con = new_export(p)
     add_domain(con)
-    con.execute("INSERT INTO StringIds VALUES (1, ?), (2, ''), (3, CAST(X'FF41' AS TEXT)), (4, 'ok')", ("x" * 3_000_000,))
+    con.execute(
+        "INSERT INTO StringIds VALUES (1, ?), (2, ''), (3, CAST(X'FF41' AS TEXT)), (4, 'ok')", ("x" * 3_000_000,)
+    )
     add_range(con, 0, 5, 1)
     add_range(con, 0, 5, 2)
     add_range(con, 0, 5, None, text="")
@@ -277,7 +292,10 @@ def build_corpus(root: Path) -> list[Case]:
     add_range(con, 10, 15, 4)
     add_range(con, 0, 5, None, text=None)  # neither text nor textId: empty name
     add_range(con, 0, 5, None, text="x" * 3_000_000)
-    con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, domainId, text) VALUES (0, 5, 59, ?, 1, CAST(X'C3' AS TEXT))", (TID,))
+    con.execute(
+        "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, domainId, text) VALUES (0, 5, 59, ?, 1, CAST(X'C3' AS TEXT))",
+        (TID,),
+    )
     con.commit()
     con.close()
 
@@ -296,7 +314,9 @@ def build_corpus(root: Path) -> list[Case]:
     p = root / "unicode.sqlite"
     con = new_export(p)
     add_domain(con)
-    for i, n in enumerate(["\x1b[31mred\x1b[0m", "new\nline", "[bold]markup[/bold]", "päyload ✓ 🚀", "a,b;\"c\"", "nul\x00byte"], 1):
+    for i, n in enumerate(
+        ["\x1b[31mred\x1b[0m", "new\nline", "[bold]markup[/bold]", "päyload ✓ 🚀", 'a,b;"c"', "nul\x00byte"], 1
+    ):
         con.execute("INSERT INTO StringIds VALUES (?, ?)", (i, n))
         add_range(con, i * 10, i * 10 + 5, i)
     con.commit()
@@ -306,7 +326,14 @@ def build_corpus(root: Path) -> list[Case]:
     # 17b. every name hostile to some output kind (markup, script, formulas, escapes, bidi, placeholders)
     from hostile_names import hostile_names_export
 
-    cases.append(Case("hostile_names_everywhere", hostile_names_export(root / "hostile_names.sqlite"), "report", check=_check_some_phases))
+    cases.append(
+        Case(
+            "hostile_names_everywhere",
+            hostile_names_export(root / "hostile_names.sqlite"),
+            "report",
+            check=_check_some_phases,
+        )
+    )
 
     # 17c. key columns that do not tell rows apart: a real column named rowid, a repeated eventId
     p = root / "keys.sqlite"
@@ -425,8 +452,19 @@ def build_corpus(root: Path) -> list[Case]:
     # 31-34. output paths
     out = root / "existing.csv"
     out.write_text("precious\n")
-    cases.append(Case("existing_output", seed, "error", "already exists", args=("-f", "csv", "-o", str(out)), output=out))
-    cases.append(Case("output_in_missing_dir", seed, "error", "no such directory", args=("-o", str(root / "no" / "dir" / "r.csv")), output=root / "no" / "dir" / "r.csv"))
+    cases.append(
+        Case("existing_output", seed, "error", "already exists", args=("-f", "csv", "-o", str(out)), output=out)
+    )
+    cases.append(
+        Case(
+            "output_in_missing_dir",
+            seed,
+            "error",
+            "no such directory",
+            args=("-o", str(root / "no" / "dir" / "r.csv")),
+            output=root / "no" / "dir" / "r.csv",
+        )
+    )
     cases.append(Case("output_is_directory", seed, "error", "is a directory", args=("-o", str(d))))
     hard = root / "hardlink.sqlite"
     os.link(seed, hard)
@@ -436,10 +474,21 @@ def build_corpus(root: Path) -> list[Case]:
         cases.append(Case("output_dev_full", seed, "error", "No space left", args=("-o", "/dev/full")))
     link_out = root / "link_to_existing.csv"
     link_out.symlink_to(out)
-    cases.append(Case("output_symlink_to_existing", seed, "error", "already exists", args=("-o", str(link_out)), output=out))
+    cases.append(
+        Case("output_symlink_to_existing", seed, "error", "already exists", args=("-o", str(link_out)), output=out)
+    )
     cases.append(Case("output_name_too_long", seed, "error", "too long", args=("-o", str(root / ("n" * 300)))))
     # Bad input with an output path: the error comes first and no (partial) output appears.
-    cases.append(Case("bad_input_with_output", root / "random.sqlite", "error", "not an SQLite file", args=("-o", str(root / "never.csv")), output=root / "never.csv"))
+    cases.append(
+        Case(
+            "bad_input_with_output",
+            root / "random.sqlite",
+            "error",
+            "not an SQLite file",
+            args=("-o", str(root / "never.csv")),
+            output=root / "never.csv",
+        )
+    )
     return cases
 
 

@@ -18,17 +18,35 @@ from synth import make_export
 HOSTILE = [
     "<script>document.body.setAttribute('data-p'+'wned','script')</script>",
     "</script><script>document.body.setAttribute('data-p'+'wned','close')</script>",
-    '"><img src=x onerror="document.body.setAttribute(\'data-p\'+\'wned\',\'attr\')">',
-    "'><svg onload='document.body.setAttribute(\"data-p\"+\"wned\",\"sq\")'>",
-    "<!--", "]]>", "%DATA%", "%JS%", "%SECTIONS%", "%TITLE%%HEADING%", "\u2028\u2029",
-    '=HYPERLINK("http://x","y")', "+1+1", "-2", "@SUM(A1)", "\tTAB", "\rCR", "a\r\nb", 'say "hi"', "nul\x00byte",
-    "\x1b[31mred\x1b[0m\x1b]0;title\x07", "\u202eevil\u2066iso\u2069", "\x9bC1",
+    "\"><img src=x onerror=\"document.body.setAttribute('data-p'+'wned','attr')\">",
+    '\'><svg onload=\'document.body.setAttribute("data-p"+"wned","sq")\'>',
+    "<!--",
+    "]]>",
+    "%DATA%",
+    "%JS%",
+    "%SECTIONS%",
+    "%TITLE%%HEADING%",
+    "\u2028\u2029",
+    '=HYPERLINK("http://x","y")',
+    "+1+1",
+    "-2",
+    "@SUM(A1)",
+    "\tTAB",
+    "\rCR",
+    "a\r\nb",
+    'say "hi"',
+    "nul\x00byte",
+    "\x1b[31mred\x1b[0m\x1b]0;title\x07",
+    "\u202eevil\u2066iso\u2069",
+    "\x9bC1",
     "| pipe *bold* _em_ `code` [link](javascript:alert(1)) ![i](x) <b>raw</b> &amp; ~~s~~ $x$ \\",
     # round 3: invisible format characters, OSC 8 hyperlinks and DCS, formulas after whitespace,
     # GFM autolinks, MathML, other template syntaxes
     "\u200bzw\ufeffbom\u00adsoft\U000e0041tag\u2060wj\u3164fill\u200dzwj",
     "\x1b]8;;http://evil/\x07link\x1b]8;;\x07\x1bP1$r\x1b\\\x08\x08",
-    " =1+1", "\n@SUM(A1)", "www.evil.com a@b.co",
+    " =1+1",
+    "\n@SUM(A1)",
+    "www.evil.com a@b.co",
     "<math><mi xlink:href='javascript:alert(1)'>m</mi></math><style>*{display:none}</style>",
     "{{x}}${x}%s`${alert(1)}`",
 ]
@@ -81,7 +99,9 @@ def hostile_names_export(path: Path, seed: int = 3) -> Path:
     con.execute("UPDATE TARGET_INFO_GPU SET name = hostile(id + 7) || name")
     cols = {r[1] for r in con.execute("PRAGMA table_info(NVTX_EVENTS)")}
     if "doubleValue" in cols:  # payloads can be infinite: JSON must stay JSON
-        con.execute("UPDATE NVTX_EVENTS SET doubleValue = CASE rowid % 3 WHEN 0 THEN 9e999 WHEN 1 THEN -9e999 ELSE NULL END WHERE eventType = 59")
+        con.execute(
+            "UPDATE NVTX_EVENTS SET doubleValue = CASE rowid % 3 WHEN 0 THEN 9e999 WHEN 1 THEN -9e999 ELSE NULL END WHERE eventType = 59"
+        )
     con.commit()
     con.close()
     return path

@@ -38,12 +38,27 @@ def profile_python(
     prog = tmp / f"{name}.py"
     prog.write_text(textwrap.dedent(source))
     out = tmp / name
-    cmd = [NSYS, "profile", "-t", trace, *SAFE_FLAGS, "--export=sqlite", "--force-overwrite=true", "-o", str(out), sys.executable, str(prog), *args]
+    cmd = [
+        NSYS,
+        "profile",
+        "-t",
+        trace,
+        *SAFE_FLAGS,
+        "--export=sqlite",
+        "--force-overwrite=true",
+        "-o",
+        str(out),
+        sys.executable,
+        str(prog),
+        *args,
+    ]
     full_env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})}
     proc = subprocess.run(cmd, cwd=tmp, env=full_env, capture_output=True, text=True, timeout=timeout)
     sqlite = out.with_suffix(".sqlite")
     if check and not sqlite.exists():
-        raise AssertionError(f"nsys produced no export (rc={proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"nsys produced no export (rc={proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return sqlite
 
 
@@ -62,7 +77,10 @@ def nsys_stats(sqlite: Path, report: str) -> list[dict[str, str]]:
 def parse_stats_csv(text: str) -> list[dict[str, str]]:
     """Parse the CSV part of `nsys stats` output (it may be preceded by progress lines)."""
     lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if "," in line and not line.startswith(("Processing", "Generating", " "))), None)
+    start = next(
+        (i for i, line in enumerate(lines) if "," in line and not line.startswith(("Processing", "Generating", " "))),
+        None,
+    )
     if start is None:
         return []
     body = "\n".join(line for line in lines[start:] if line.strip())

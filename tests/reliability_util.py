@@ -13,7 +13,9 @@ from nsys_util import NSYS, REPO, SAFE_FLAGS
 from nvtxsim.export.reader import Export, load
 
 
-def capture(tmp: Path, source: str, *, name: str = "run", extra: tuple[str, ...] = (), timeout: float = 240, **kw) -> tuple[Path, str]:
+def capture(
+    tmp: Path, source: str, *, name: str = "run", extra: tuple[str, ...] = (), timeout: float = 240, **kw
+) -> tuple[Path, str]:
     """Run ``source`` under ``nsys profile``; returns the export and the program's output.
 
     Two nsys 2022.4 failures that are not the program's are retried once: a session that fails
@@ -28,7 +30,9 @@ def capture(tmp: Path, source: str, *, name: str = "run", extra: tuple[str, ...]
         try:
             path = _profile(tmp, source, name=name, extra=extra, timeout=timeout, log=log, **kw)
         except subprocess.TimeoutExpired:
-            problems.append(f"attempt {attempt + 1}: timed out after {timeout} s:\n{log.read_text(errors='replace')[-1500:]}")
+            problems.append(
+                f"attempt {attempt + 1}: timed out after {timeout} s:\n{log.read_text(errors='replace')[-1500:]}"
+            )
             continue
         if path.exists():
             return path, log.read_text(errors="replace")
@@ -36,15 +40,44 @@ def capture(tmp: Path, source: str, *, name: str = "run", extra: tuple[str, ...]
     raise AssertionError("nsys failed twice:\n" + "\n".join(problems))
 
 
-def _profile(tmp: Path, source: str, *, name: str, extra: tuple[str, ...], timeout: float, log: Path, args: tuple[str, ...] = (), env: dict | None = None) -> Path:
+def _profile(
+    tmp: Path,
+    source: str,
+    *,
+    name: str,
+    extra: tuple[str, ...],
+    timeout: float,
+    log: Path,
+    args: tuple[str, ...] = (),
+    env: dict | None = None,
+) -> Path:
     import os
     import textwrap
 
     prog = tmp / f"{name}.py"
     prog.write_text(textwrap.dedent(source))
     out = tmp / name
-    cmd = [NSYS, "profile", "-t", "nvtx,osrt", *SAFE_FLAGS, *extra, "--export=sqlite", "--force-overwrite=true", "-o", str(out), sys.executable, str(prog), *args]
-    full_env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), "PYTHONUNBUFFERED": "1", **(env or {})}
+    cmd = [
+        NSYS,
+        "profile",
+        "-t",
+        "nvtx,osrt",
+        *SAFE_FLAGS,
+        *extra,
+        "--export=sqlite",
+        "--force-overwrite=true",
+        "-o",
+        str(out),
+        sys.executable,
+        str(prog),
+        *args,
+    ]
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "PYTHONUNBUFFERED": "1",
+        **(env or {}),
+    }
     sqlite = out.with_suffix(".sqlite")
     if sqlite.exists():
         sqlite.unlink()
@@ -77,7 +110,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def program_lines(log: str, prefix: str) -> list[str]:
     """Lines the profiled program printed that start with ``prefix`` (nsys adds its own lines)."""
-    return [line[len(prefix):].strip() for line in log.splitlines() if line.startswith(prefix)]
+    return [line[len(prefix) :].strip() for line in log.splitlines() if line.startswith(prefix)]
 
 
 def nesting_violations(ex: Export, sel: np.ndarray | None = None) -> list[str]:
@@ -93,7 +126,9 @@ def nesting_violations(ex: Export, sel: np.ndarray | None = None) -> list[str]:
             while stack and r.end[stack[-1]] <= r.start[i]:
                 stack.pop()
             if stack and r.end[i] > r.end[stack[-1]]:
-                bad.append(f"{r.name[i]}@{r.start[i]}-{r.end[i]} crosses {r.name[stack[-1]]}@{r.start[stack[-1]]}-{r.end[stack[-1]]}")
+                bad.append(
+                    f"{r.name[i]}@{r.start[i]}-{r.end[i]} crosses {r.name[stack[-1]]}@{r.start[stack[-1]]}-{r.end[stack[-1]]}"
+                )
             stack.append(i)
     return bad
 
@@ -123,7 +158,18 @@ def report_cli(*argv: str) -> subprocess.CompletedProcess:
     import os
 
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-m", "nvtxsim", *argv], capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "nvtxsim", *argv], capture_output=True, text=True, timeout=300, env=env
+    )
 
 
-__all__ = ["capture", "program_lines", "assert_balanced", "nesting_violations", "threads_of", "pids_of", "report_cli", "load"]
+__all__ = [
+    "capture",
+    "program_lines",
+    "assert_balanced",
+    "nesting_violations",
+    "threads_of",
+    "pids_of",
+    "report_cli",
+    "load",
+]

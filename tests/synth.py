@@ -38,17 +38,29 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT
 """
 
 NAMES = ["iteration", "sim_step", "render", "camera_readout", "policy", "reward", "reset", "x|y", "päyload"]
-API_NAMES = ["cudaLaunchKernel_v7000", "cudaMemcpyAsync_v3020", "cudaMemsetAsync_v3020", "cuLaunchKernel", "cudaStreamSynchronize_v3020"]
+API_NAMES = [
+    "cudaLaunchKernel_v7000",
+    "cudaMemcpyAsync_v3020",
+    "cudaMemsetAsync_v3020",
+    "cuLaunchKernel",
+    "cudaStreamSynchronize_v3020",
+]
 
 
 @dataclass
 class Synth:
     """What was generated, for reference computations in tests."""
 
-    ranges: list[dict] = field(default_factory=list)  # rowid, start, end(None=unclosed), tid, end_tid, style, domain, name
+    ranges: list[dict] = field(
+        default_factory=list
+    )  # rowid, start, end(None=unclosed), tid, end_tid, style, domain, name
     calls: list[dict] = field(default_factory=list)  # start, end, tid, corr, name
-    ops: list[dict] = field(default_factory=list)  # start, end, gpid, corr, kind, bytes, copy_kind, device, stream (+ name for kernels)
-    graph_execs: list[dict] = field(default_factory=list)  # graph-level executions: start, end, gpid, corr, graph_id, device, stream
+    ops: list[dict] = field(
+        default_factory=list
+    )  # start, end, gpid, corr, kind, bytes, copy_kind, device, stream (+ name for kernels)
+    graph_execs: list[dict] = field(
+        default_factory=list
+    )  # graph-level executions: start, end, gpid, corr, graph_id, device, stream
 
 
 def global_tid(pid: int, tid: int) -> int:
@@ -75,7 +87,12 @@ CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
 CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, isDiscrete INTEGER, l2CacheSize INTEGER,
     totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER, smCount INTEGER, uuid TEXT, cuDevice INTEGER);
 """
-SYNC_NAMES = ["cudaDeviceSynchronize_v3020", "cudaEventSynchronize_v3020", "cudaStreamSynchronize_v3020", "cudaMemcpy_v3020"]
+SYNC_NAMES = [
+    "cudaDeviceSynchronize_v3020",
+    "cudaEventSynchronize_v3020",
+    "cudaStreamSynchronize_v3020",
+    "cudaMemcpy_v3020",
+]
 
 
 def make_export(
@@ -145,7 +162,34 @@ def make_export(
                     op["device"], op["stream"] = dev, stream
                     if kind == "k":
                         op["name"] = f"kern{rng.randint(0, 4)}"
-                        kernel_rows.append((s, e, dev, 1, stream, corr, gpid, sid(op["name"]), sid("k"), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+                        kernel_rows.append(
+                            (
+                                s,
+                                e,
+                                dev,
+                                1,
+                                stream,
+                                corr,
+                                gpid,
+                                sid(op["name"]),
+                                sid("k"),
+                                None,
+                                0,
+                                0,
+                                32,
+                                1,
+                                1,
+                                1,
+                                128,
+                                1,
+                                1,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                            )
+                        )
                     elif kind == "m":
                         op["bytes"] = rng.randint(1, 1 << 20)
                         op["copy_kind"] = rng.choice([1, 2, 8])
@@ -158,14 +202,18 @@ def make_export(
                 corr += 1
                 if rng.random() < 0.1:  # a nested driver call inside the runtime call, launching nothing
                     runtime_rows.append((t + 10, t + dur - 10, 1, tid, corr, sid("cuLaunchKernel"), 0))
-                    synth.calls.append({"start": t + 10, "end": t + dur - 10, "tid": tid, "corr": corr, "name": "cuLaunchKernel"})
+                    synth.calls.append(
+                        {"start": t + 10, "end": t + dur - 10, "tid": tid, "corr": corr, "name": "cuLaunchKernel"}
+                    )
                     corr += 1
                 t += dur
                 if graphs and rng2.random() < 0.2:  # a CUDA graph launch
                     t += rng2.randint(0, 2000)
                     gdur = rng2.randint(300, 3000)
                     runtime_rows.append((t, t + gdur, 0, tid, corr, sid("cudaGraphLaunch_v10000"), 0))
-                    synth.calls.append({"start": t, "end": t + gdur, "tid": tid, "corr": corr, "name": "cudaGraphLaunch_v10000"})
+                    synth.calls.append(
+                        {"start": t, "end": t + gdur, "tid": tid, "corr": corr, "name": "cudaGraphLaunch_v10000"}
+                    )
                     graph_id += 1
                     g0 = t + rng2.randint(100, 10000)
                     dev, stream = (rng2.randrange(devices) if devices > 1 else 0), 7
@@ -174,15 +222,65 @@ def make_export(
                         for node in range(rng2.randint(2, 4)):
                             e = s + rng2.randint(50, 3000)
                             name = f"graph_kern{node}"
-                            kernel_rows.append((s, e, dev, 1, stream, corr, gpid, sid(name), sid(name), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
-                            synth.ops.append({"start": s, "end": e, "gpid": gpid, "corr": corr, "kind": "k", "bytes": 0, "copy_kind": -1,
-                                              "device": dev, "stream": stream, "name": name, "graph_node": 100 + node})
+                            kernel_rows.append(
+                                (
+                                    s,
+                                    e,
+                                    dev,
+                                    1,
+                                    stream,
+                                    corr,
+                                    gpid,
+                                    sid(name),
+                                    sid(name),
+                                    None,
+                                    0,
+                                    0,
+                                    32,
+                                    1,
+                                    1,
+                                    1,
+                                    128,
+                                    1,
+                                    1,
+                                    0,
+                                    0,
+                                    0,
+                                    0,
+                                    0,
+                                )
+                            )
+                            synth.ops.append(
+                                {
+                                    "start": s,
+                                    "end": e,
+                                    "gpid": gpid,
+                                    "corr": corr,
+                                    "kind": "k",
+                                    "bytes": 0,
+                                    "copy_kind": -1,
+                                    "device": dev,
+                                    "stream": stream,
+                                    "name": name,
+                                    "graph_node": 100 + node,
+                                }
+                            )
                             s = e + rng2.randint(0, 500)
                         t_end = max(t_end, s)
                     elif graphs == "graph":
                         e = g0 + rng2.randint(500, 9000)
                         graph_rows.append((g0, e, dev, 1, None, stream, corr, gpid, graph_id % 3, graph_id % 3))
-                        synth.graph_execs.append({"start": g0, "end": e, "gpid": gpid, "corr": corr, "graph_id": graph_id % 3, "device": dev, "stream": stream})
+                        synth.graph_execs.append(
+                            {
+                                "start": g0,
+                                "end": e,
+                                "gpid": gpid,
+                                "corr": corr,
+                                "graph_id": graph_id % 3,
+                                "device": dev,
+                                "stream": stream,
+                            }
+                        )
                         t_end = max(t_end, e)
                     corr += 1
                     t += gdur
@@ -197,15 +295,36 @@ def make_export(
                         e = s + rng2.randint(1, sdur // 2)
                         nbytes = rng2.randint(1, 1 << 20)
                         memcpy_rows.append((s, e, 0, 1, 1, corr, gpid, nbytes, 2))
-                        synth.ops.append({"start": s, "end": e, "gpid": gpid, "corr": corr, "kind": "m", "bytes": nbytes, "copy_kind": 2, "device": 0, "stream": 1})
+                        synth.ops.append(
+                            {
+                                "start": s,
+                                "end": e,
+                                "gpid": gpid,
+                                "corr": corr,
+                                "kind": "m",
+                                "bytes": nbytes,
+                                "copy_kind": 2,
+                                "device": 0,
+                                "stream": 1,
+                            }
+                        )
                     corr += 1
                     if name == "cudaStreamSynchronize_v3020" and rng2.random() < 0.5:
                         runtime_rows.append((t + 5, t + sdur - 5, 1, tid, corr, sid("cuStreamSynchronize"), 0))
-                        synth.calls.append({"start": t + 5, "end": t + sdur - 5, "tid": tid, "corr": corr, "name": "cuStreamSynchronize"})
+                        synth.calls.append(
+                            {
+                                "start": t + 5,
+                                "end": t + sdur - 5,
+                                "tid": tid,
+                                "corr": corr,
+                                "name": "cuStreamSynchronize",
+                            }
+                        )
                         corr += 1
                     t += sdur
             thread_end = t
             t_end = max(t_end, t)
+
             # Nested push/pop ranges: a random tree over [0, thread_end].
             def tree(lo: int, hi: int, depth: int, tid: int = tid) -> None:
                 if depth > 3 or hi - lo < 500:
@@ -218,7 +337,21 @@ def make_export(
                     dom = rng.choice([0, 1, 1])
                     name = rng.choice(NAMES)
                     registered = rng.random() < 0.8
-                    nvtx_rows.append((a, b, 59, None, None, None, None if registered else name, tid, None, sid(name) if registered else None, dom))
+                    nvtx_rows.append(
+                        (
+                            a,
+                            b,
+                            59,
+                            None,
+                            None,
+                            None,
+                            None if registered else name,
+                            tid,
+                            None,
+                            sid(name) if registered else None,
+                            dom,
+                        )
+                    )
                     tree(a, b, depth + 1)
 
             tree(0, thread_end, 0)
@@ -229,14 +362,31 @@ def make_export(
                 other = rng.choice(tids)
                 end_tid = other if (other != tid and rng.random() < 0.4) else None
                 end = None if rng.random() < 0.1 else b
-                nvtx_rows.append((a, end, 60, None, None, None, None, tid, end_tid, sid(rng.choice(NAMES)), rng.choice([0, 1])))
+                nvtx_rows.append(
+                    (a, end, 60, None, None, None, None, tid, end_tid, sid(rng.choice(NAMES)), rng.choice([0, 1]))
+                )
     # An unclosed push/pop range (program exited inside it).
     nvtx_rows.append((10, None, 59, None, None, None, None, global_tid(1000, 1000), None, sid("iteration"), 1))
-    con.executemany("INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)", nvtx_rows)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", runtime_rows)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", kernel_rows)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind) VALUES (?,?,?,?,?,?,?,?,?)", memcpy_rows)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start,end,deviceId,contextId,streamId,correlationId,globalPid,value,bytes) VALUES (?,?,?,?,?,?,?,?,?)", memset_rows)
+    con.executemany(
+        "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        nvtx_rows,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)",
+        runtime_rows,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)",
+        kernel_rows,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind) VALUES (?,?,?,?,?,?,?,?,?)",
+        memcpy_rows,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start,end,deviceId,contextId,streamId,correlationId,globalPid,value,bytes) VALUES (?,?,?,?,?,?,?,?,?)",
+        memset_rows,
+    )
     if graph_rows:
         con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE VALUES (?,?,?,?,?,?,?,?,?,?)", graph_rows)
     if graphs == "node":
@@ -247,18 +397,44 @@ def make_export(
     if extras:
         pids = sorted({r[7] & ~0xFFFFFF for r in nvtx_rows if r[7]})
         tids_all = sorted({r[7] for r in nvtx_rows if r[7]} | {r[3] for r in runtime_rows})
-        con.executemany("INSERT INTO ThreadNames VALUES (?,?,?)", [(sid("python" if (g & 0xFFFFFF) == ((g >> 24) & 0xFFFFFF) else f"worker{g & 0xFF}"), 10, g) for g in tids_all])
-        con.executemany("INSERT INTO PROCESSES VALUES (?,?,?)", [(g, (g >> 24) & 0xFFFFFF, f"python{k}") for k, g in enumerate(pids)])
-        con.executemany("INSERT INTO TARGET_INFO_GPU (vmId, id, name) VALUES (0, ?, ?)", [(d, f"Synthetic GPU {d}") for d in range(devices)])
+        con.executemany(
+            "INSERT INTO ThreadNames VALUES (?,?,?)",
+            [
+                (sid("python" if (g & 0xFFFFFF) == ((g >> 24) & 0xFFFFFF) else f"worker{g & 0xFF}"), 10, g)
+                for g in tids_all
+            ],
+        )
+        con.executemany(
+            "INSERT INTO PROCESSES VALUES (?,?,?)",
+            [(g, (g >> 24) & 0xFFFFFF, f"python{k}") for k, g in enumerate(pids)],
+        )
+        con.executemany(
+            "INSERT INTO TARGET_INFO_GPU (vmId, id, name) VALUES (0, ?, ?)",
+            [(d, f"Synthetic GPU {d}") for d in range(devices)],
+        )
     con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in strings.items()])
-    con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
+    con.executemany(
+        "INSERT INTO EXPORT_META_DATA VALUES (?,?)",
+        [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")],
+    )
     con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (t_end + 1000, t_end + 1000))
     con.commit()
     for rowid, start, end, etype, tid, end_tid, text, text_id, dom in con.execute(
         "SELECT rowid, start, end, eventType, globalTid, endGlobalTid, text, textId, domainId FROM NVTX_EVENTS WHERE eventType IN (59,60)"
     ):
         name = text if text is not None else next(s for s, i in strings.items() if i == text_id)
-        synth.ranges.append({"row": rowid, "start": start, "end": end, "tid": tid, "end_tid": end_tid, "style": etype, "domain": "nvtxsim" if dom else "", "name": name})
+        synth.ranges.append(
+            {
+                "row": rowid,
+                "start": start,
+                "end": end,
+                "tid": tid,
+                "end_tid": end_tid,
+                "style": etype,
+                "domain": "nvtxsim" if dom else "",
+                "name": name,
+            }
+        )
     con.close()
     return synth
 
@@ -338,18 +514,60 @@ def make_loop_export(
                 if ph.gpu_ns:
                     calls.append((start + 100, start + 600, 0, tid, corr, 2, 0))
                     k0 = start + 700
-                    kernels.append((k0, k0 + max(jitter(ph.gpu_ns), 1), 0, 1, 7, corr, gpid, 3, 3, None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+                    kernels.append(
+                        (
+                            k0,
+                            k0 + max(jitter(ph.gpu_ns), 1),
+                            0,
+                            1,
+                            7,
+                            corr,
+                            gpid,
+                            3,
+                            3,
+                            None,
+                            0,
+                            0,
+                            32,
+                            1,
+                            1,
+                            1,
+                            128,
+                            1,
+                            1,
+                            0,
+                            0,
+                            0,
+                            0,
+                            0,
+                        )
+                    )
                     corr += 1
                 t = end + 200
         nvtx.append((it_start, t, 59, None, None, tid, strings[key], 1))
         t += 1000
-    con.executemany("INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,text,globalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?)", nvtx)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", calls)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", kernels)
+    con.executemany(
+        "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,text,globalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?)",
+        nvtx,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)",
+        calls,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)",
+        kernels,
+    )
     if memory:
-        con.executemany("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start,globalPid,deviceId,contextId,address,pc,bytes,memKind,memoryOperationType) VALUES (?,?,?,?,?,?,?,?,?)", mem)
+        con.executemany(
+            "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start,globalPid,deviceId,contextId,address,pc,bytes,memKind,memoryOperationType) VALUES (?,?,?,?,?,?,?,?,?)",
+            mem,
+        )
     con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in strings.items()])
-    con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
+    con.executemany(
+        "INSERT INTO EXPORT_META_DATA VALUES (?,?)",
+        [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")],
+    )
     con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (t + 1000, t + 1000))
     con.commit()
     con.close()
@@ -408,7 +626,9 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
         s, e, c = call("cudaLaunchKernel_v7000", cpu_ns, tid, at)
         g0 = max(e + 1_000, state["gpu"])
         state["gpu"] = g0 + gpu_ns
-        kernels.append((g0, g0 + gpu_ns, 0, 1, 7, c, gpid, sid(name), sid(name), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+        kernels.append(
+            (g0, g0 + gpu_ns, 0, 1, 7, c, gpid, sid(name), sid(name), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0)
+        )
 
     def copy(nbytes: int, kind: int, pageable: bool, cpu_ns: int, gpu_ns: int) -> None:
         s, e, c = call("cudaMemcpyAsync_v3020", cpu_ns)
@@ -435,7 +655,12 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
         it_start = state["t"]
         phase("sim_step", lambda: [kernel("physics_kernel", 2_000, 5_000) for _ in range(300 if not clean else 10)])
         phase("render", lambda: kernel("render_gemm", 3_000_000 if not clean else 300_000, 10_000))
-        phase("camera_readout", lambda: copy(8 << 20, 2, not clean, 2_000_000 if not clean else 10_000, 1_500_000 if not clean else 400_000))
+        phase(
+            "camera_readout",
+            lambda: copy(
+                8 << 20, 2, not clean, 2_000_000 if not clean else 10_000, 1_500_000 if not clean else 400_000
+            ),
+        )
 
         def reward() -> None:
             kernel("reward_kernel", 5_000)
@@ -446,28 +671,59 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
         phase("policy", lambda: [kernel("mlp_gemm", 20_000, 8_000) for _ in range(10)])
         phase("reward", reward)
         phase("reset", lambda: (cpu(3_000_000 if not clean else 50_000), kernel("reset_kernel", 5_000)))
-        phase("observation", lambda i=i: (cpu(40_000_000 if (i in OUTLIER_ITERATIONS and not clean) else 50_000), kernel("obs_kernel", 10_000)))
+        phase(
+            "observation",
+            lambda i=i: (
+                cpu(40_000_000 if (i in OUTLIER_ITERATIONS and not clean) else 50_000),
+                kernel("obs_kernel", 10_000),
+            ),
+        )
         nvtx.append((it_start, state["t"] + 1_000, 59, None, None, None, None, main, None, sid("iteration"), 1))
         state["t"] += 3_000
         if (i + 1) % update_every == 0:
+
             def update() -> None:
                 for _ in range(20):
                     kernel("forward_gemm", 30_000, 6_000)
                 t0 = state["t"]
                 for k in range(100):  # backward() on autograd's thread, while policy_update is open
-                    kernel("backward_gemm", 50_000, 5_000, autograd if not clean else main, at=t0 + k * 6_000 if not clean else None)
+                    kernel(
+                        "backward_gemm",
+                        50_000,
+                        5_000,
+                        autograd if not clean else main,
+                        at=t0 + k * 6_000 if not clean else None,
+                    )
                 cpu(700_000 if not clean else 0)
+
             phase("policy_update", update)
             state["t"] += 3_000
     nvtx.append((0, None, 75, None, None, None, "nvtxsim", main, None, None, 1))
-    con.executemany("INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)", nvtx)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", runtime)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", kernels)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind,deprecatedSrcId,srcKind,dstKind) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", memcpys)
+    con.executemany(
+        "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        nvtx,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)",
+        runtime,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)",
+        kernels,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind,deprecatedSrcId,srcKind,dstKind) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        memcpys,
+    )
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?)", syncs)
-    con.executemany("INSERT INTO ThreadNames VALUES (?,?,?)", [(sid("python3"), 10, main), (sid("pt_autograd_0"), 10, autograd)])
+    con.executemany(
+        "INSERT INTO ThreadNames VALUES (?,?,?)", [(sid("python3"), 10, main), (sid("pt_autograd_0"), 10, autograd)]
+    )
     con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in strings.items()])
-    con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
+    con.executemany(
+        "INSERT INTO EXPORT_META_DATA VALUES (?,?)",
+        [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")],
+    )
     end = max(state["t"], state["gpu"]) + 1_000
     con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (end, end))
     con.commit()
@@ -498,23 +754,39 @@ def make_names_export(path: Path, names: int) -> None:
             s = it0 + 100
             nvtx.append((s, s + 5_000, 59, None, None, tid, strings[name], 1))
             calls.append((s + 100, s + 600, 0, tid, corr, strings[NAMES_API["launch"]], 0))
-            kernels.append((s + 700, s + 2_700, 0, 1, 7, corr, gpid, 3, 3, None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+            kernels.append(
+                (s + 700, s + 2_700, 0, 1, 7, corr, gpid, 3, 3, None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0)
+            )
             corr += 1
             if i % 10 == 0 and label == "step":
                 calls.append((s + 1_000, s + 1_500, 0, tid, corr, strings[NAMES_API["copy"]], 0))
-                copies.append((s + 2_800, s + 3_300, 0, 1, 7, corr, gpid, 4096, 1, None, 0, 2, 0, 1, 0, 1, None, None, None))
+                copies.append(
+                    (s + 2_800, s + 3_300, 0, 1, 7, corr, gpid, 4096, 1, None, 0, 2, 0, 1, 0, 1, None, None, None)
+                )
                 corr += 1
                 calls.append((s + 1_600, s + 3_400, 0, tid, corr, strings[NAMES_API["sync"]], 0))
                 corr += 1
         t = it0 + 6_000
         nvtx.append((it0, t, 59, None, None, tids[0], strings["iteration"], 1))
         t += 500
-    con.executemany("INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,text,globalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?)", nvtx)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", calls)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", kernels)
+    con.executemany(
+        "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,text,globalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?)",
+        nvtx,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)",
+        calls,
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)",
+        kernels,
+    )
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", copies)
     con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in strings.items()])
-    con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
+    con.executemany(
+        "INSERT INTO EXPORT_META_DATA VALUES (?,?)",
+        [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")],
+    )
     con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (t + 1_000, t + 1_000))
     con.commit()
     con.close()
@@ -560,13 +832,49 @@ class CudaLoop:
         _, e, c = self.call("cudaLaunchKernel_v7000", cpu_ns)
         g0 = max(e + 1_000, self.gpu)
         self.gpu = g0 + gpu_ns
-        self.kernels.append((g0, self.gpu, 0, 1, 7, c, self.gpid, self.sid(name), self.sid(name), None, 0, 0, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 0))
+        self.kernels.append(
+            (
+                g0,
+                self.gpu,
+                0,
+                1,
+                7,
+                c,
+                self.gpid,
+                self.sid(name),
+                self.sid(name),
+                None,
+                0,
+                0,
+                32,
+                1,
+                1,
+                1,
+                128,
+                1,
+                1,
+                0,
+                0,
+                0,
+                0,
+                0,
+            )
+        )
 
     def drain(self, name: str, cpu_ns: int = 2_000) -> tuple[int, int, int]:
         """A call that returns when the GPU has finished everything queued (plus ``cpu_ns``)."""
         return self.call(name, max(self.gpu - self.t, 0) + cpu_ns)
 
-    def copy(self, nbytes: int, kind: int, pageable: bool, gpu_ns: int, *, api: str = "cudaMemcpyAsync_v3020", cpu_ns: int = 5_000) -> None:
+    def copy(
+        self,
+        nbytes: int,
+        kind: int,
+        pageable: bool,
+        gpu_ns: int,
+        *,
+        api: str = "cudaMemcpyAsync_v3020",
+        cpu_ns: int = 5_000,
+    ) -> None:
         """An H→D (kind 1) or D→H (2) copy; into/out of pageable memory (or a synchronous ``cudaMemcpy``) it blocks."""
         blocking = (pageable and kind == 2) or not api.startswith("cudaMemcpyAsync")
         s, c = self.t, self.corr
@@ -582,7 +890,9 @@ class CudaLoop:
 
     def sync(self, name: str = "cudaStreamSynchronize_v3020") -> None:
         s, e, c = self.drain(name)
-        sync_type = {"cudaStreamSynchronize": 3, "cudaDeviceSynchronize": 4, "cudaEventSynchronize": 1}.get(name.split("_v")[0])
+        sync_type = {"cudaStreamSynchronize": 3, "cudaDeviceSynchronize": 4, "cudaEventSynchronize": 1}.get(
+            name.split("_v")[0]
+        )
         if sync_type:
             self.syncs.append((s + 100, e - 100, 0, 1, 7, c, self.gpid, sync_type))
 
@@ -616,17 +926,36 @@ class CudaLoop:
         con = sqlite3.connect(path)
         ddl = DDL if self.cuda else DDL.split("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME")[0]
         con.executescript(ddl + EXTRA_DDL + (SYNC_DDL if self.cuda else ""))
-        nvtx = self.nvtx + [(0, None, 75, None, None, None, d, self.main, None, None, i) for d, i in self.domains.items()]
-        con.executemany("INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)", nvtx)
+        nvtx = self.nvtx + [
+            (0, None, 75, None, None, None, d, self.main, None, None, i) for d, i in self.domains.items()
+        ]
+        con.executemany(
+            "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            nvtx,
+        )
         if self.cuda:
-            con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)", self.runtime)
-            con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)", self.kernels)
-            con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind,deprecatedSrcId,srcKind,dstKind) "
-                            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", self.memcpys)
+            con.executemany(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)",
+                self.runtime,
+            )
+            con.executemany(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)",
+                self.kernels,
+            )
+            con.executemany(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,correlationId,globalPid,bytes,copyKind,deprecatedSrcId,srcKind,dstKind) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                self.memcpys,
+            )
             con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?)", self.syncs)
-        con.executemany("INSERT INTO ThreadNames VALUES (?,?,?)", [(self.sid(n), 10, t) for t, n in self.thread_names.items()])
+        con.executemany(
+            "INSERT INTO ThreadNames VALUES (?,?,?)", [(self.sid(n), 10, t) for t, n in self.thread_names.items()]
+        )
         con.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, s) for s, i in self.strings.items()])
-        con.executemany("INSERT INTO EXPORT_META_DATA VALUES (?,?)", [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")])
+        con.executemany(
+            "INSERT INTO EXPORT_META_DATA VALUES (?,?)",
+            [("EXPORT_PRODUCT_VERSION", "synthetic"), ("EXPORT_SCHEMA_VERSION", "3.0.0")],
+        )
         end = max(self.t, self.gpu) + 1_000
         con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (0, ?, 0, ?)", (end, end))
         con.commit()

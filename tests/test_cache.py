@@ -220,12 +220,20 @@ def _damage_unreadable_garbage(entry: Path) -> None:
 
 
 DAMAGE = [
-    _damage_truncate, _damage_flip_array_byte, _damage_rewrite_doc, _damage_other_export, _damage_empty,
-    _damage_symlink, _damage_fifo, _damage_directory, _damage_dev_zero, _damage_unreadable_garbage,
+    _damage_truncate,
+    _damage_flip_array_byte,
+    _damage_rewrite_doc,
+    _damage_other_export,
+    _damage_empty,
+    _damage_symlink,
+    _damage_fifo,
+    _damage_directory,
+    _damage_dev_zero,
+    _damage_unreadable_garbage,
 ]
 
 
-@pytest.mark.parametrize("damage", DAMAGE, ids=[d.__name__[len("_damage_"):] for d in DAMAGE])
+@pytest.mark.parametrize("damage", DAMAGE, ids=[d.__name__[len("_damage_") :] for d in DAMAGE])
 def test_damaged_entry_is_a_miss_and_rebuilt(export, damage):
     ref = _report(export, cache=False)
     load(export, cache=True)

@@ -13,8 +13,18 @@ from nvtxsim.emit.window import Window
 from nvtxsim.errors import NvtxsimError
 
 ALL_SWITCHES = frozenset(
-    {"trace", "sample", "cpuctxsw", "cuda-graph-trace", "capture-range", "capture-range-end", "nvtx-capture",
-     "export", "output", "force-overwrite"}
+    {
+        "trace",
+        "sample",
+        "cpuctxsw",
+        "cuda-graph-trace",
+        "capture-range",
+        "capture-range-end",
+        "nvtx-capture",
+        "export",
+        "output",
+        "force-overwrite",
+    }
 )
 
 
@@ -44,15 +54,23 @@ def req(**kw) -> capture.ProfileRequest:
 def test_default_command():
     argv = capture.build_profile_command(nsys(), req())
     assert argv == [
-        "/opt/nsys", "profile", "--trace=cuda,nvtx,osrt", "--sample=none", "--cpuctxsw=none",
-        "--cuda-graph-trace=node", "--export=sqlite", "--output=out/run", "python", "train.py",
+        "/opt/nsys",
+        "profile",
+        "--trace=cuda,nvtx,osrt",
+        "--sample=none",
+        "--cpuctxsw=none",
+        "--cuda-graph-trace=node",
+        "--export=sqlite",
+        "--output=out/run",
+        "python",
+        "train.py",
     ]
 
 
 def test_user_command_passes_through_untouched():
     cmd = ["python", "-c", "import sys; print(sys.argv)", "a b", "--", "$HOME", "*", "'q'", "-o", "x"]
     argv = capture.build_profile_command(nsys(), req(command=cmd))
-    assert argv[-len(cmd):] == cmd
+    assert argv[-len(cmd) :] == cmd
 
 
 def test_force_overwrite_only_when_asked():
@@ -86,7 +104,9 @@ def test_switches_this_nsys_lacks_are_left_out():
         nsys(ALL_SWITCHES - {"cuda-graph-trace", "capture-range-end"}), req(window=Window(0, 1))
     )
     assert not any(a.startswith(("--cuda-graph-trace", "--capture-range-end")) for a in argv)
-    assert not any(a.startswith("--cuda-graph-trace") for a in capture.build_profile_command(nsys(), req(trace=("nvtx", "osrt"))))
+    assert not any(
+        a.startswith("--cuda-graph-trace") for a in capture.build_profile_command(nsys(), req(trace=("nvtx", "osrt")))
+    )
 
 
 def test_nsys_arg_replaces_our_setting():
@@ -111,7 +131,11 @@ def test_empty_command_is_an_error():
 
 @pytest.mark.parametrize(
     "text,expected",
-    [("nvtx,osrt", ("nvtx", "osrt")), (" cuda , nvtx ", ("cuda", "nvtx")), ("cuda,nvtx,osrt,cublas", ("cuda", "nvtx", "osrt", "cublas"))],
+    [
+        ("nvtx,osrt", ("nvtx", "osrt")),
+        (" cuda , nvtx ", ("cuda", "nvtx")),
+        ("cuda,nvtx,osrt,cublas", ("cuda", "nvtx", "osrt", "cublas")),
+    ],
 )
 def test_parse_trace(text, expected):
     assert capture.parse_trace(text) == expected
@@ -126,7 +150,9 @@ def test_parse_trace_rejects(text):
 # --------------------------------------------------------------------------- output names
 
 
-@pytest.mark.parametrize("name,stem", [("run", "run"), ("a/run.nsys-rep", "a/run"), ("run.sqlite", "run"), ("run.v1", "run.v1")])
+@pytest.mark.parametrize(
+    "name,stem", [("run", "run"), ("a/run.nsys-rep", "a/run"), ("run.sqlite", "run"), ("run.v1", "run.v1")]
+)
 def test_output_stem(name, stem):
     assert capture.output_stem(name) == Path(stem)
 
@@ -208,10 +234,14 @@ def test_install_folders_newest_first(no_nsys, tmp_path, monkeypatch):
     for v in ("2024.6.1", "2025.3.1", "2024.10.2"):
         fake_nsys(tmp_path / "opt" / "nsight-systems" / v / "bin" / "nsys", v)
     ncu = fake_nsys(tmp_path / "opt" / "nsight-compute" / "2025.3.0" / "host" / "target-linux-x64" / "nsys", "2025.3.0")
-    monkeypatch.setattr(capture, "INSTALL_GLOBS", (
-        str(tmp_path / "opt" / "nsight-systems" / "*" / "bin" / "nsys"),
-        str(tmp_path / "opt" / "nsight-compute" / "*" / "host" / "target-linux-x64" / "nsys"),
-    ))
+    monkeypatch.setattr(
+        capture,
+        "INSTALL_GLOBS",
+        (
+            str(tmp_path / "opt" / "nsight-systems" / "*" / "bin" / "nsys"),
+            str(tmp_path / "opt" / "nsight-compute" / "*" / "host" / "target-linux-x64" / "nsys"),
+        ),
+    )
     env = {"PATH": str(no_nsys)}
     found = capture.find_nsys(env)
     assert found.version_text == "2025.3.1" and found.source == "install folder"

@@ -18,8 +18,14 @@ ENV = {k: v for k, v in os.environ.items() if k not in cli._THREAD_VARIABLES}
 
 @pytest.mark.parametrize(
     "argv, command",
-    [(["report", "x.sqlite"], "report"), (["run", "train.py", "--report"], "run"), (["--help"], None),
-     (["bogus"], None), ([], None), (["--version", "report"], None)],
+    [
+        (["report", "x.sqlite"], "report"),
+        (["run", "train.py", "--report"], "run"),
+        (["--help"], None),
+        (["bogus"], None),
+        ([], None),
+        (["--version", "report"], None),
+    ],
 )
 def test_command_is_found_before_parsing(argv, command):
     assert cli._command_in(argv) == command
@@ -51,7 +57,9 @@ def test_report_caps_blas_threads_and_imports_only_its_command():
 def test_run_leaves_the_users_blas_threads_alone(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import os\nprint(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('OMP_NUM_THREADS'))\n")
-    proc = subprocess.run([sys.executable, "-m", "nvtxsim", "run", str(script)], capture_output=True, text=True, env=ENV, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "run", str(script)], capture_output=True, text=True, env=ENV, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["None", "None"]
 

@@ -13,7 +13,9 @@ from synth import make_export
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nvtxsim", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nvtxsim", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def assert_clean_error(proc: subprocess.CompletedProcess, needle: str) -> None:
@@ -183,7 +185,11 @@ def test_unknown_command_one_line(argv, needle):
     p = run_cli(*argv)
     assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
     last = p.stderr.strip().splitlines()[-1]
-    assert p.stderr.startswith("usage: nvtxsim ") and last.startswith("nvtxsim: error: unknown command ") and needle in last, p.stderr
+    assert (
+        p.stderr.startswith("usage: nvtxsim ")
+        and last.startswith("nvtxsim: error: unknown command ")
+        and needle in last
+    ), p.stderr
 
 
 def test_export_without_ranges_says_so(tmp_path):
@@ -196,7 +202,10 @@ def test_export_without_ranges_says_so(tmp_path):
     con.close()
     p = run_cli("report", str(path))
     assert p.returncode == 0 and "no NVTX ranges in this export" in p.stdout, p.stdout + p.stderr
-    assert_clean_error(run_cli("report", str(path), "--domain", "nvtxsim"), "no ranges in domain 'nvtxsim': this export holds no NVTX range in any domain")
+    assert_clean_error(
+        run_cli("report", str(path), "--domain", "nvtxsim"),
+        "no ranges in domain 'nvtxsim': this export holds no NVTX range in any domain",
+    )
 
 
 def test_by_absent_lists_a_few_names_on_one_short_line():
@@ -211,7 +220,10 @@ def test_by_absent_lists_a_few_names_on_one_short_line():
     assert len(p.stderr) < 400 and " more" in p.stderr
 
 
-@pytest.mark.parametrize("name, start", [("r.html", "<!DOCTYPE html>"), ("r.json", "{"), ("r.csv", "domain,name,"), ("r.md", "**"), ("r.txt", "")])
+@pytest.mark.parametrize(
+    "name, start",
+    [("r.html", "<!DOCTYPE html>"), ("r.json", "{"), ("r.csv", "domain,name,"), ("r.md", "**"), ("r.txt", "")],
+)
 def test_output_name_picks_the_format(good_export, tmp_path, name, start):
     """-o report.html without --format writes the page, not a text table in a .html file."""
     out = tmp_path / name
@@ -238,8 +250,14 @@ def test_live_on_something_else_is_an_error(good_export, tmp_path):
 
 def test_profile_of_a_missing_program_runs_nothing(tmp_path):
     """nsys itself would start, say 'Program not found' among its lines and exit 1."""
-    assert_clean_error(run_cli("profile", "-o", str(tmp_path / "r"), "--", "no-such-program-xyz"), "no-such-program-xyz: command not found")
+    assert_clean_error(
+        run_cli("profile", "-o", str(tmp_path / "r"), "--", "no-such-program-xyz"),
+        "no-such-program-xyz: command not found",
+    )
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")
-    assert_clean_error(run_cli("profile", "-o", str(tmp_path / "r"), "--", str(script)), f"not executable (nothing was run); e.g. -- python {script}")
+    assert_clean_error(
+        run_cli("profile", "-o", str(tmp_path / "r"), "--", str(script)),
+        f"not executable (nothing was run); e.g. -- python {script}",
+    )
     assert not list(tmp_path.glob("r.*"))

@@ -21,8 +21,9 @@ NSYS = shutil.which("nsys")
 
 def run_doctor(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "nvtxsim", "doctor", *args], env=full,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "doctor", *args], env=full, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,9 @@ NOTE = "no ranges in domain 'nvtxsim', so every domain is shown"
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "nvtxsim", *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "nvtxsim", *args], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +72,10 @@ def test_compare_says_when_one_run_lacks_the_domain(no_nvtxsim: Path, tmp_path: 
     make_export(with_nvtxsim, 5)
     proc = cli("compare", str(with_nvtxsim), str(no_nvtxsim), "--no-findings")
     assert proc.returncode == 0, proc.stderr
-    assert f"{no_nvtxsim} has no range in domain 'nvtxsim': every phase shows as added or removed" in proc.stdout.replace("\n  ", " ")
+    assert (
+        f"{no_nvtxsim} has no range in domain 'nvtxsim': every phase shows as added or removed"
+        in proc.stdout.replace("\n  ", " ")
+    )
 
 
 @pytest.mark.parametrize("command", ["report", "compare"])

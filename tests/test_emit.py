@@ -16,8 +16,22 @@ from nvtxsim.export.reader import load
 
 
 def test_standard_phases_have_fixed_styles():
-    names = ["iteration", "sim_step", "render", "camera_readout", "policy", "action", "observation", "reward", "termination", "reset", "policy_update",
-             "step", "learning_iteration", "rollout"]
+    names = [
+        "iteration",
+        "sim_step",
+        "render",
+        "camera_readout",
+        "policy",
+        "action",
+        "observation",
+        "reward",
+        "termination",
+        "reset",
+        "policy_update",
+        "step",
+        "learning_iteration",
+        "rollout",
+    ]
     assert list(nvtxsim.phases.STANDARD) == names
     colors = {s.color for s in nvtxsim.phases.STANDARD.values()}
     assert len(colors) == len(names)
@@ -165,6 +179,7 @@ def test_instrument_instance_and_skips(profiler_attached):
 def test_disabled_is_noop_and_decorator_returns_function():
     nvtxsim.disable()
     try:
+
         def f():
             return 1
 
@@ -179,7 +194,9 @@ def test_disabled_is_noop_and_decorator_returns_function():
 
 def test_env_disable_in_subprocess():
     code = "import nvtxsim; print(nvtxsim.is_enabled(), nvtxsim.backend_info()['enabled'])"
-    out = subprocess.run([sys.executable, "-c", code], env={"NVTXSIM_DISABLE": "1", "PATH": ""}, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={"NVTXSIM_DISABLE": "1", "PATH": ""}, capture_output=True, text=True
+    )
     assert out.stdout.split() == ["False", "False"], out.stderr
 
 
@@ -245,7 +262,15 @@ def test_ranges_balanced_under_nsys(tmp_path):
     r = ex.ranges
     assert not r.unclosed.any()
     counts = {n: int((r.name == n).sum()) for n in set(r.name)}
-    assert counts == {"reward": 3, "reset": 3, "observation": 7, "policy": 5, "action": 10, "render": 80, "iteration": 1}
+    assert counts == {
+        "reward": 3,
+        "reset": 3,
+        "observation": 7,
+        "policy": 5,
+        "action": 10,
+        "render": 80,
+        "iteration": 1,
+    }
     # Per thread, push/pop ranges nest properly (no partial overlaps).
     for tid in np.unique(r.global_tid):
         sel = np.flatnonzero(r.global_tid == tid)

@@ -52,8 +52,13 @@ def test_problems_are_reported_once_at_the_innermost_phase(planted):
 def test_evidence(planted):
     by = {(f.phase, f.kind): f for f in planted}
     sync = by[("nvtxsim:reward", "sync")]
-    assert sync.evidence["calls"] == 30 and sync.evidence["apis"] == {"cudaStreamSynchronize": 30, "cudaMemcpyAsync D→H pageable": 30}
-    assert sync.evidence["calls_per_iteration"] == 1.0 and sync.cost_per_iteration_ns == 1_520_000  # the 1.5 ms sync and the 20 µs .item() copy
+    assert sync.evidence["calls"] == 30 and sync.evidence["apis"] == {
+        "cudaStreamSynchronize": 30,
+        "cudaMemcpyAsync D→H pageable": 30,
+    }
+    assert (
+        sync.evidence["calls_per_iteration"] == 1.0 and sync.cost_per_iteration_ns == 1_520_000
+    )  # the 1.5 ms sync and the 20 µs .item() copy
     copy = by[("nvtxsim:camera_readout", "pageable_copy")]
     assert copy.evidence["bytes"] == 30 * (8 << 20) and copy.evidence["directions"]["D→H"]["copies"] == 30
     out = by[("nvtxsim:observation", "outlier_iterations")]
@@ -73,7 +78,15 @@ def test_shape_of_findings(planted):
 
 def test_clean_run_has_no_sync_or_pageable_copy(clean):
     kinds = {f.kind for f in clean}
-    assert not kinds & {"sync", "pageable_copy", "launch_bound", "cpu_bound", "other_thread_gpu", "unattributed_gpu", "outlier_iterations"}
+    assert not kinds & {
+        "sync",
+        "pageable_copy",
+        "launch_bound",
+        "cpu_bound",
+        "other_thread_gpu",
+        "unattributed_gpu",
+        "outlier_iterations",
+    }
 
 
 def test_skip_first_and_no_iterations(tmp_path):
@@ -101,7 +114,9 @@ REAL = {  # (phase, kind) planted by scripts/gpu/findings_workload.py
     ("nvtxsim:policy_update", "other_thread_gpu"),
     (OUTSIDE, "unattributed_gpu"),
 }
-needs_real = pytest.mark.skipif(not (GPU_DATA / "findings_planted.sqlite.gz").exists(), reason="H200 captures not in this checkout")
+needs_real = pytest.mark.skipif(
+    not (GPU_DATA / "findings_planted.sqlite.gz").exists(), reason="H200 captures not in this checkout"
+)
 
 
 @pytest.fixture(scope="module")
@@ -120,13 +135,17 @@ def test_h200_planted_evidence(real):
     by = {(f.phase, f.kind): f for f in real["planted"]}
     assert set(by[("nvtxsim:observation", "outlier_iterations")].evidence["iterations"]) == {9, 27, 45}
     assert list(by[("nvtxsim:policy_update", "other_thread_gpu")].evidence["threads"])[0].startswith("pt_autograd")
-    assert by[("nvtxsim:reward", "sync")].evidence["apis"] == {"cudaStreamSynchronize": 116}  # .item() and nonzero(), 58 iterations
+    assert by[("nvtxsim:reward", "sync")].evidence["apis"] == {
+        "cudaStreamSynchronize": 116
+    }  # .item() and nonzero(), 58 iterations
     copy = by[("nvtxsim:camera_readout", "pageable_copy")]
     assert copy.severity == "high" and copy.evidence["directions"]["D→H"]["copies"] == 58
     # Iterations 20 and 40 follow a policy_update: the copy waits for its backward work. That is the copy's
     # finding (its cost holds the wait), not a second, overlapping outlier finding.
     assert copy.evidence["slow_iterations"] == [20, 40] and ("nvtxsim:camera_readout", "outlier_iterations") not in by
-    assert by[("nvtxsim:observation", "outlier_iterations")].advice == ADVICE["outlier_iterations"]  # time.sleep: no CUDA cause
+    assert (
+        by[("nvtxsim:observation", "outlier_iterations")].advice == ADVICE["outlier_iterations"]
+    )  # time.sleep: no CUDA cause
     assert by[("nvtxsim:sim_step", "launch_bound")].evidence["launches_per_range"] == 300
 
 
@@ -151,9 +170,15 @@ def test_cli_fail_on_json_html_and_compare(tmp_path):
         return subprocess.run([sys.executable, "-m", "nvtxsim", *args], capture_output=True, text=True)
 
     p = cli("report", planted, "--skip-first", "2", "--fail-on", "sync,pageable_copy", "-f", "json")
-    assert p.returncode == 1 and "--fail-on sync in nvtxsim:reward" in p.stderr and "pageable_copy in nvtxsim:camera_readout" in p.stderr
+    assert (
+        p.returncode == 1
+        and "--fail-on sync in nvtxsim:reward" in p.stderr
+        and "pageable_copy in nvtxsim:camera_readout" in p.stderr
+    )
     doc = json.loads(p.stdout)
-    assert {"phase", "kind", "severity", "cost_ns", "cost_per_iteration_ns", "evidence", "advice"} <= set(doc["findings"][0])
+    assert {"phase", "kind", "severity", "cost_ns", "cost_per_iteration_ns", "evidence", "advice"} <= set(
+        doc["findings"][0]
+    )
     assert cli("report", clean, "--skip-first", "2", "--fail-on", "sync,pageable_copy").returncode == 0
     assert cli("report", clean, "--fail-on", "nonsense").returncode == 2
     text = cli("report", planted, "--skip-first", "2").stdout.splitlines()
@@ -164,7 +189,7 @@ def test_cli_fail_on_json_html_and_compare(tmp_path):
     html = page.read_text()
     assert html.index('id="findings"') < html.index('id="plots"') and 'href="#phase-' in html
     # each finding also links to the timeline, naming its phase for the highlight (escaped, as data)
-    section = html[html.index('id="findings"'):html.index('id="plots"')]
+    section = html[html.index('id="findings"') : html.index('id="plots"')]
     assert section.count('class="tl-phase"') == section.count("<li ") > 0
     assert 'data-phase="nvtxsim:reward"' in section and "function lit(" in html
     c = cli("compare", clean, planted, "--by", "iteration", "--skip-first", "2", "--fail-on", "sync", "-f", "json")
@@ -191,11 +216,23 @@ def test_streamed_export_reads_only_the_calls_it_needs(tmp_path, monkeypatch):
 
     assert source_of(ex).watched is not None, "the projection's pass did not keep the sync/memcpy calls"
     thread_kinds = {"other_thread_gpu", "unattributed_gpu"}
+
     # policy_update's own test counts the autograd thread's work, which only the in-memory join sees.
-    strip = lambda fs: sorted((f.phase, f.kind) for f in fs if f.kind not in thread_kinds and f.phase != "nvtxsim:policy_update")  # noqa: E731
+    def strip(fs):
+        return sorted(
+            (f.phase, f.kind) for f in fs if f.kind not in thread_kinds and f.phase != "nvtxsim:policy_update"
+        )
+
     assert strip(got.items) == strip(ref.items)
+
     # The same costs, but the launch-/CPU-bound ones, which in memory are capped by the GPU's idle time (all GPU ops needed).
-    costs = lambda fs, bound: {(f.phase, f.kind): f.cost_ns for f in fs if f.kind.endswith("_bound") == bound and f.phase != "nvtxsim:policy_update" and f.kind not in thread_kinds}  # noqa: E731
+    def costs(fs, bound):
+        return {
+            (f.phase, f.kind): f.cost_ns
+            for f in fs
+            if f.kind.endswith("_bound") == bound and f.phase != "nvtxsim:policy_update" and f.kind not in thread_kinds
+        }
+
     assert costs(got.items, False) == costs(ref.items, False)
     assert all(got_cost >= costs(ref.items, True)[k] for k, got_cost in costs(got.items, True).items())
     assert not thread_kinds & {f.kind for f in got.items} and "other_thread_gpu" in got.notes[0]
@@ -207,7 +244,9 @@ def test_block_fits_80_columns_whatever_the_names(planted):
     from nvtxsim.reporting.renderers.terminal import cell_width
 
     hostile = "nvtxsim:" + "\x1b[31mred|*x*" + "名前" * 60
-    items = [Finding(hostile, f.kind, f.severity, f.cost_ns, f.cost_per_iteration_ns, f.evidence, f.advice) for f in planted]
+    items = [
+        Finding(hostile, f.kind, f.severity, f.cost_ns, f.cost_per_iteration_ns, f.evidence, f.advice) for f in planted
+    ]
     fs = Findings(items, 30, 1_000_000_000, ["a note " * 20])
     for width in (None, 80, 60):
         lines = block_lines(fs, width)
@@ -217,11 +256,15 @@ def test_block_fits_80_columns_whatever_the_names(planted):
     assert md.startswith("### Findings") and "\x1b" not in md and "|" not in md.replace("\\|", "")
 
 
-@pytest.mark.skipif(not (GPU_DATA / "scaling" / "scaling_1024.sqlite.gz").exists(), reason="H200 scaling captures not in this checkout")
+@pytest.mark.skipif(
+    not (GPU_DATA / "scaling" / "scaling_1024.sqlite.gz").exists(), reason="H200 scaling captures not in this checkout"
+)
 def test_cpu_bound_in_allocation_calls_gets_the_allocation_advice():
     """scripts/gpu/scaling.sh runs with PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor is a cudaMalloc/cudaFree."""
 
-    found = {(f.phase, f.kind): f for f in find(Detail(load(GPU_DATA / "scaling" / "scaling_1024.sqlite.gz")), skip_first=2)}
+    found = {
+        (f.phase, f.kind): f for f in find(Detail(load(GPU_DATA / "scaling" / "scaling_1024.sqlite.gz")), skip_first=2)
+    }
     f = found[("nvtxsim:pairwise", "cpu_bound")]
     assert f.advice == CUDA_CAUSES["alloc"][1] and next(iter(f.evidence["cuda_calls_top"])) == "cudaMalloc"
     assert f.evidence["cuda_calls_share"] >= 0.5
@@ -236,7 +279,13 @@ def test_export_without_cuda_trace_gets_no_gpu_diagnoses(tmp_path):
     p = tmp_path / "planted.sqlite"
     make_planted(p)
     con = sqlite3.connect(p)
-    for t in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"):
+    for t in (
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    ):
         con.execute(f"DROP TABLE {t}")
     con.commit()
     con.close()
@@ -277,19 +326,32 @@ def _env_step(b, i, *, some=None):
     b.phase("compute_terms", lambda: b.phase("reward_terms", reward_terms))  # nested: found at the inner one
     b.phase("termination", lambda: (b.kernel("g", 300_000), b.copy(16 << 20, 1, True, 1_500_000)))  # pageable H→D
     b.phase("bookkeeping", lambda: (b.cpu(3_000_000), b.kernel("tiny", 3_000)))  # Python
-    b.phase("done_mask", lambda: (b.kernel("mask", 500_000), b.copy(8, 2, False, 2_000), b.sync()))  # nonzero(): pinned + sync
+    b.phase(
+        "done_mask", lambda: (b.kernel("mask", 500_000), b.copy(8, 2, False, 2_000), b.sync())
+    )  # nonzero(): pinned + sync
 
 
 def test_another_program_same_classes_of_problem(tmp_path):
     got = _loop(tmp_path, _env_step)
     by = {(f.phase, f.kind): f for f in got.items}
-    assert {("nvtxsim:physx_substeps", "launch_bound"), ("nvtxsim:reward_terms", "sync"), ("nvtxsim:termination", "pageable_copy"),
-            ("nvtxsim:bookkeeping", "cpu_bound"), ("nvtxsim:done_mask", "sync")} <= set(by), sorted(by)
-    assert not [f for f in got.items if f.phase in ("nvtxsim:iteration", "nvtxsim:compute_terms")]  # once, at the innermost phase
-    assert "gpu_bound" not in [f.kind for f in got.items if f.phase == "nvtxsim:reward_terms"]  # it waits: a sync, not GPU-bound
+    assert {
+        ("nvtxsim:physx_substeps", "launch_bound"),
+        ("nvtxsim:reward_terms", "sync"),
+        ("nvtxsim:termination", "pageable_copy"),
+        ("nvtxsim:bookkeeping", "cpu_bound"),
+        ("nvtxsim:done_mask", "sync"),
+    } <= set(by), sorted(by)
+    assert not [
+        f for f in got.items if f.phase in ("nvtxsim:iteration", "nvtxsim:compute_terms")
+    ]  # once, at the innermost phase
+    assert "gpu_bound" not in [
+        f.kind for f in got.items if f.phase == "nvtxsim:reward_terms"
+    ]  # it waits: a sync, not GPU-bound
     sync = by[("nvtxsim:reward_terms", "sync")]
     assert sync.evidence["calls"] == 10 and sync.evidence["pageable_d2h_copies"] == 10
-    assert sync.cost_ns >= 10 * 1_100_000 and sync.cost_per_iteration_ns == round(sync.cost_ns / 10)  # most of 3 × 400 µs queued
+    assert sync.cost_ns >= 10 * 1_100_000 and sync.cost_per_iteration_ns == round(
+        sync.cost_ns / 10
+    )  # most of 3 × 400 µs queued
     assert by[("nvtxsim:termination", "pageable_copy")].evidence["directions"]["H→D"]["bytes"] == 10 * (16 << 20)
     assert by[("nvtxsim:physx_substeps", "launch_bound")].evidence["launches_per_range"] == 500
     for f in got.items:  # a cost is never more than the time it is a share of
@@ -299,7 +361,9 @@ def test_another_program_same_classes_of_problem(tmp_path):
 def test_problem_in_some_iterations_single_iteration_and_no_key_range(tmp_path):
     some = _loop(tmp_path, lambda b, i: _env_step(b, i, some={2, 5}), "some")
     (sync,) = [f for f in some.items if f.phase == "nvtxsim:reward_terms"]
-    assert sync.kind == "sync" and sync.evidence["calls"] == 2 and sync.cost_per_iteration_ns == round(sync.cost_ns / 10)  # amortised
+    assert (
+        sync.kind == "sync" and sync.evidence["calls"] == 2 and sync.cost_per_iteration_ns == round(sync.cost_ns / 10)
+    )  # amortised
     one = _loop(tmp_path, _env_step, "one", iterations=1)
     assert one.iterations == 1 and ("nvtxsim:reward_terms", "sync") in {(f.phase, f.kind) for f in one.items}
     assert all(f.cost_ns == f.cost_per_iteration_ns for f in one.items)
@@ -312,13 +376,17 @@ def test_problem_in_some_iterations_single_iteration_and_no_key_range(tmp_path):
 def test_backward_on_another_thread_and_a_stall(tmp_path):
     def step(b, i):
         b.phase("actor", lambda: [b.kernel("mlp", 30_000, 8_000) for _ in range(6)])
-        b.phase("apply_actions", lambda: (b.cpu(200_000 + (30_000_000 if i in (4, 9) else 0)), b.kernel("apply", 200_000)))
+        b.phase(
+            "apply_actions", lambda: (b.cpu(200_000 + (30_000_000 if i in (4, 9) else 0)), b.kernel("apply", 200_000))
+        )
         if i % 4 == 3:
+
             def learn():
                 for _ in range(5):
                     b.kernel("fwd", 50_000, 6_000)
                 b.on_thread(7, "pt_autograd_0", b.t, lambda: [b.kernel("bwd", 80_000, 5_000) for _ in range(40)])
                 b.cpu(40 * 6_000)
+
             b.phase("learn", learn)
 
     got = _loop(tmp_path, step, iterations=12)
@@ -333,7 +401,12 @@ def test_library_ranges_are_seen_through(tmp_path):
     from nvtxsim.analysis.findings import analyse
 
     def step(b, i):
-        b.phase("sort_contacts", lambda: b.phase("cub::DeviceRadixSort", lambda: [b.kernel("cub", 1_000, 5_000) for _ in range(60)], domain="CCCL"))
+        b.phase(
+            "sort_contacts",
+            lambda: b.phase(
+                "cub::DeviceRadixSort", lambda: [b.kernel("cub", 1_000, 5_000) for _ in range(60)], domain="CCCL"
+            ),
+        )
 
     got = _loop(tmp_path, step, "cccl", iterations=8)
     ex = load(tmp_path / "cccl.sqlite")
@@ -373,18 +446,24 @@ def test_cpu_bound_in_module_loading_says_so():
 def test_cpu_work_hidden_behind_gpu_work_and_side_threads(tmp_path):
     """CPU-bound costs the GPU's idle time: Python that runs while the GPU works off earlier launches costs
     nothing. A phase only on a side thread runs alongside the loop: low, whatever its size."""
+
     def step(b, i):
         b.phase("queue_big_gemm", lambda: b.kernel("gemm", 5_000_000, 10_000))  # the GPU is busy 5 ms ...
         b.phase("hidden_python", lambda: (b.cpu(4_900_000), b.kernel("tiny", 2_000)))  # ... while this runs
         b.phase("exposed_python", lambda: (b.cpu(3_000_000), b.kernel("tiny", 2_000)))  # the GPU idles now
-        b.on_thread(5, "logger", b.t, lambda: b.phase("side_python", lambda: (b.cpu(4_000_000), b.kernel("tiny", 2_000))))
+        b.on_thread(
+            5, "logger", b.t, lambda: b.phase("side_python", lambda: (b.cpu(4_000_000), b.kernel("tiny", 2_000)))
+        )
         b.cpu(1_000_000)
         b.sync()
 
     by = {(f.phase, f.kind): f for f in _loop(tmp_path, step).items}
     assert ("nvtxsim:hidden_python", "cpu_bound") not in by
     exposed = by[("nvtxsim:exposed_python", "cpu_bound")]
-    assert exposed.severity == "high" and 2_900_000 <= exposed.cost_per_iteration_ns <= exposed.evidence["gpu_idle_ns"] / 10
+    assert (
+        exposed.severity == "high"
+        and 2_900_000 <= exposed.cost_per_iteration_ns <= exposed.evidence["gpu_idle_ns"] / 10
+    )
     side = by[("nvtxsim:side_python", "cpu_bound")]
     assert side.severity == "low" and side.evidence["off_loop_thread"]
 
@@ -438,17 +517,24 @@ def test_block_without_findings_keeps_its_notes(tmp_path):
 def test_synchronous_pageable_copy_is_counted_once(tmp_path):
     """A synchronous cudaMemcpy of a large pageable buffer is a pageable_copy, not also a sync (one wait, one
     cost); a small synchronous upload is a sync."""
+
     def step(b, i):
-        b.phase("upload", lambda: (b.kernel("k", 200_000), b.copy(16 << 20, 1, True, 1_500_000, api="cudaMemcpy_v3020")))
+        b.phase(
+            "upload", lambda: (b.kernel("k", 200_000), b.copy(16 << 20, 1, True, 1_500_000, api="cudaMemcpy_v3020"))
+        )
         b.phase("small", lambda: (b.kernel("k", 200_000), b.copy(1024, 1, True, 1_000, api="cudaMemcpy_v3020")))
 
     got = _loop(tmp_path, step)
-    assert sorted((f.phase, f.kind) for f in got.items) == [("nvtxsim:small", "sync"), ("nvtxsim:upload", "pageable_copy")]
+    assert sorted((f.phase, f.kind) for f in got.items) == [
+        ("nvtxsim:small", "sync"),
+        ("nvtxsim:upload", "pageable_copy"),
+    ]
     assert sum(f.evidence["share_of_time"] for f in got.items) <= 1
 
 
 def test_a_few_mid_sized_pageable_readbacks_are_syncs(tmp_path):
     """Three 200 KiB .cpu() copies (under the 1 MiB of a copy finding, over the 64 KiB of a scalar) still block: a sync."""
+
     def step(b, i):
         b.phase("readback", lambda: (b.kernel("k", 500_000), b.copy(200 << 10, 2, True, 20_000)))
 

@@ -17,13 +17,28 @@ def test_fuzz_export_ci_budget(tmp_path):
     out = tmp_path / "failures"
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "fuzz_export.py"), "--seconds", str(BUDGET_S), "--seed", "1", "--batch", "10", "--out", str(out)],
+        [
+            sys.executable,
+            str(REPO / "scripts" / "fuzz_export.py"),
+            "--seconds",
+            str(BUDGET_S),
+            "--seed",
+            "1",
+            "--batch",
+            "10",
+            "--out",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         timeout=BUDGET_S + 150,
         env=env,
     )
-    detail = proc.stderr[-4000:] + "".join(f"\n--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(out.glob("*.txt"))) if out.exists() else proc.stderr[-4000:]
+    detail = (
+        proc.stderr[-4000:] + "".join(f"\n--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(out.glob("*.txt")))
+        if out.exists()
+        else proc.stderr[-4000:]
+    )
     assert proc.returncode == 0, detail
     m = re.search(r"fuzz_export: (\d+) cases", proc.stdout)
     assert m and int(m.group(1)) >= 30, proc.stdout

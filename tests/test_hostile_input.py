@@ -36,7 +36,9 @@ def run_inprocess(capsys, *argv: str) -> tuple[int, str, str]:
 
 def run_subprocess(*argv: str, prefix: tuple[str, ...] = (), timeout: float = 60) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([*prefix, sys.executable, "-m", "nvtxsim", *argv], capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "nvtxsim", *argv], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def assert_one_line_error(rc: int, out: str, err: str, needle: str = "") -> None:
@@ -58,17 +60,58 @@ def digest(path: Path) -> tuple[str, int, int]:
 
 
 CASE_KINDS = [
-    "real_seed", "random_bytes", "empty_file", "text_file", "truncated_half", "truncated_header", "truncated_to_30_bytes",
-    "header_then_garbage", "flipped_bits_0", "flipped_bits_1", "flipped_bits_2", "flipped_bits_3", "zeroed_pages_0",
-    "zeroed_pages_1", "zeroed_pages_2", "corrupt_schema_page", "bad_page_size_field", "header_claims_more_pages",
-    "sqlite_not_nsys", "wrong_columns", "wrong_value_types", "nulls", "negative_reversed_impossible_times",
-    "huge_empty_non_utf8_names", "control_and_markup_names", "hostile_names_everywhere", "rowid_column_and_repeated_event_id", "only_domain_rows", "dangling_and_duplicate_string_ids",
-    "endless_view", "without_rowid", "cuda_tables_impossible_values",
+    "real_seed",
+    "random_bytes",
+    "empty_file",
+    "text_file",
+    "truncated_half",
+    "truncated_header",
+    "truncated_to_30_bytes",
+    "header_then_garbage",
+    "flipped_bits_0",
+    "flipped_bits_1",
+    "flipped_bits_2",
+    "flipped_bits_3",
+    "zeroed_pages_0",
+    "zeroed_pages_1",
+    "zeroed_pages_2",
+    "corrupt_schema_page",
+    "bad_page_size_field",
+    "header_claims_more_pages",
+    "sqlite_not_nsys",
+    "wrong_columns",
+    "wrong_value_types",
+    "nulls",
+    "negative_reversed_impossible_times",
+    "huge_empty_non_utf8_names",
+    "control_and_markup_names",
+    "hostile_names_everywhere",
+    "rowid_column_and_repeated_event_id",
+    "only_domain_rows",
+    "dangling_and_duplicate_string_ids",
+    "endless_view",
+    "without_rowid",
+    "cuda_tables_impossible_values",
     "gpu_work_without_ranges",
-    "gzip_corrupt_stream", "gzip_random_bytes",
-    "gzip_truncated", "uri_characters_in_path", "directory", "missing_file", "dangling_symlink", "symlink_loop", "fifo",
-    "fifo_gz", "dev_null", "existing_output", "output_in_missing_dir", "output_is_directory", "output_is_input_hardlink",
-    "bad_input_with_output", "output_dev_full", "output_symlink_to_existing", "output_name_too_long",
+    "gzip_corrupt_stream",
+    "gzip_random_bytes",
+    "gzip_truncated",
+    "uri_characters_in_path",
+    "directory",
+    "missing_file",
+    "dangling_symlink",
+    "symlink_loop",
+    "fifo",
+    "fifo_gz",
+    "dev_null",
+    "existing_output",
+    "output_in_missing_dir",
+    "output_is_directory",
+    "output_is_input_hardlink",
+    "bad_input_with_output",
+    "output_dev_full",
+    "output_symlink_to_existing",
+    "output_name_too_long",
 ]
 
 
@@ -132,7 +175,9 @@ def test_unreadable_file(tmp_path):
         pytest.skip("running as root without setpriv: cannot make a file unreadable to root")
     try:
         if prefix:
-            probe = subprocess.run([*prefix, sys.executable, "-c", f"open({str(path)!r}, 'rb')"], capture_output=True, text=True)
+            probe = subprocess.run(
+                [*prefix, sys.executable, "-c", f"open({str(path)!r}, 'rb')"], capture_output=True, text=True
+            )
             if probe.returncode == 0 or "PermissionError" not in probe.stderr:
                 pytest.skip(f"dropping capabilities did not make the file unreadable here: {probe.stderr[-300:]}")
         proc = run_subprocess("report", str(path), prefix=tuple(prefix))

@@ -26,7 +26,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostile_names import HOSTILE, HOSTILE_FILE, formula_cell, hostile_names_export, markdown_autolink, unsafe_terminal  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-VIEWS = ["summary", "tree", "iterations", "slowest", "kernels", "copies", "syncs", "gpu", "gpus", "threads", "processes", "findings", "overlap"]
+VIEWS = [
+    "summary",
+    "tree",
+    "iterations",
+    "slowest",
+    "kernels",
+    "copies",
+    "syncs",
+    "gpu",
+    "gpus",
+    "threads",
+    "processes",
+    "findings",
+    "overlap",
+]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -72,7 +86,9 @@ def test_json_outputs_are_strict_json_with_every_name_intact(export, fmt):
     if fmt == "json":
         got = "\n".join(strings_in(doc))
         kept = [h for h in HOSTILE if h in got]
-        assert len(kept) >= len(HOSTILE) // 2 and all(s in got for s in ("\x00", "a\r\nb", "</script>", "\u202e", "\x1b[31m")), kept
+        assert len(kept) >= len(HOSTILE) // 2 and all(
+            s in got for s in ("\x00", "a\r\nb", "</script>", "\u202e", "\x1b[31m")
+        ), kept
     else:
         args = [e.get("args", {}) for e in doc["traceEvents"]]
         assert any(a.get("payload") is None and "payload" in a for a in args)  # ±inf payloads became null
@@ -148,7 +164,22 @@ def test_csv_table_round_trips_any_text(value):
 # --------------------------------------------------------------------------- markdown
 
 
-ALLOWED_MD_TAGS = {"p", "strong", "h2", "h3", "table", "thead", "tbody", "tr", "th", "td", "blockquote", "ul", "ol", "li"}
+ALLOWED_MD_TAGS = {
+    "p",
+    "strong",
+    "h2",
+    "h3",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+}
 
 
 class Tags(HTMLParser):
@@ -165,7 +196,9 @@ class Tags(HTMLParser):
 def md_tags(markdown: str) -> Tags:
     from markdown_it import MarkdownIt
 
-    html_text = MarkdownIt("commonmark", {"html": True, "linkify": False}).enable(["table", "strikethrough"]).render(markdown)
+    html_text = (
+        MarkdownIt("commonmark", {"html": True, "linkify": False}).enable(["table", "strikethrough"]).render(markdown)
+    )
     t = Tags()
     t.feed(html_text)
     return t
@@ -300,12 +333,25 @@ def chromium() -> str | None:
 @pytest.mark.parametrize("command", ["report", "compare"])
 def test_html_in_chromium_runs_no_injected_script(export, tmp_path, command):
     out = tmp_path / f"{command}.html"
-    args = ["report", str(export), "--domain", "all", "-f", "html"] if command == "report" else ["compare", str(export), str(export), "--domain", "all", "-f", "html"]
+    args = (
+        ["report", str(export), "--domain", "all", "-f", "html"]
+        if command == "report"
+        else ["compare", str(export), str(export), "--domain", "all", "-f", "html"]
+    )
     proc = cli(*args, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     dom = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + str(tmp_path / "profile"), "--dump-dom", out.as_uri()],
-        capture_output=True, timeout=120,
+        [
+            chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--user-data-dir=" + str(tmp_path / "profile"),
+            "--dump-dom",
+            out.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
     ).stdout.decode()
     assert "</html>" in dom
     assert "data-pwned" not in dom  # set only by a script that ran
@@ -333,7 +379,9 @@ def test_non_utf8_file_name_in_every_format(export, tmp_path, fmt):
     for path in (raw, gz):
         proc = subprocess.run(
             [sys.executable, "-m", "nvtxsim", "report", os.fsdecode(path), "--domain", "all", "-f", fmt],
-            capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO), "NVTXSIM_CACHE": "1"}, timeout=300,
+            capture_output=True,
+            env={**os.environ, "PYTHONPATH": str(REPO), "NVTXSIM_CACHE": "1"},
+            timeout=300,
         )
         assert proc.returncode == 0, proc.stderr
         proc.stdout.decode("utf-8")  # valid UTF-8 output

@@ -45,8 +45,21 @@ def test_phase_map_entries_are_well_formed():
             assert f"{t.module}.{t.owner}.{t.alternative}" in dotted, t
     # every standard step phase of the issue is mapped
     mapped = {t.phase for t in entries}
-    for ph in ("iteration", "action", "sim_step", "render", "camera_readout", "observation", "reward",
-               "termination", "reset", "policy", "policy_update", "scene.write_data_to_sim", "scene.update"):
+    for ph in (
+        "iteration",
+        "action",
+        "sim_step",
+        "render",
+        "camera_readout",
+        "observation",
+        "reward",
+        "termination",
+        "reset",
+        "policy",
+        "policy_update",
+        "scene.write_data_to_sim",
+        "scene.update",
+    ):
         assert ph in mapped, ph
     assert M.targets_for(2) and all(2 in t.versions for t in M.targets_for(2))
 
@@ -97,8 +110,12 @@ def test_patch_defining_class_guard_and_restore():
     assert not patch_defining(handle, _SubTask, "no_such_method", GuardedPhase("x"))
     patch_defining(handle, _SubTask, "physics_dt", GuardedPhase("sim_step"))
     # patched where defined: step on the base, hooks on the task, nothing copied onto the subclass
-    assert handle.patched == ["_Base.step", "_Task._get_rewards", "_Base._compute_observations",
-                              "_Task._get_observations"]
+    assert handle.patched == [
+        "_Base.step",
+        "_Task._get_rewards",
+        "_Base._compute_observations",
+        "_Task._get_observations",
+    ]
     assert "step" not in _SubTask.__dict__ and "_get_rewards" not in _SubTask.__dict__
     assert handle.missing == ["_Base.physics_dt (property)"]
     assert isinstance(_Base.__dict__["physics_dt"], property)
@@ -165,8 +182,13 @@ def test_events_sensor_and_policy_factory_names():
         policy = factory(Runner())
         assert policy(3) == 6
     assert [s.name for s in rec.spans] == [
-        "events.interval", "events.reset", "camera_readout", "sensor.TiledCamera(/World/envs/env_.*/Camera)",
-        "sensor_readout", "sensor.Contact", "policy",
+        "events.interval",
+        "events.reset",
+        "camera_readout",
+        "sensor.TiledCamera(/World/envs/env_.*/Camera)",
+        "sensor_readout",
+        "sensor.Contact",
+        "policy",
     ]
 
 
@@ -196,8 +218,10 @@ def test_instrument_rejects_non_env():
 
 
 def test_importing_nvtxsim_isaaclab_imports_nothing_heavy():
-    code = ("import sys, nvtxsim.isaaclab, nvtxsim.isaaclab.auto as a; a.install(quiet=True); "
-            "print(sorted(m for m in ('isaaclab','torch','gymnasium','rsl_rl','skrl','rl_games') if m in sys.modules))")
+    code = (
+        "import sys, nvtxsim.isaaclab, nvtxsim.isaaclab.auto as a; a.install(quiet=True); "
+        "print(sorted(m for m in ('isaaclab','torch','gymnasium','rsl_rl','skrl','rl_games') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
 
@@ -283,8 +307,14 @@ def test_check_without_isaaclab_is_one_line_error(capsys):
 
 def _run(*args, cwd=None):
     env = dict(os.environ, NVTXSIM_QUIET="1", PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "nvtxsim", "run", *map(str, args)], capture_output=True,
-                          text=True, env=env, cwd=cwd or REPO, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "run", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or REPO,
+        timeout=120,
+    )
 
 
 def test_run_script_has_main_semantics(tmp_path):
@@ -329,11 +359,21 @@ def test_run_module(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "train.py").write_text("import sys\nprint('ARGS', sys.argv[1:], __name__)\nsys.exit(4)\n")
     env = dict(os.environ, NVTXSIM_QUIET="1", PYTHONPATH=os.pathsep.join([str(REPO), str(tmp_path)]))
-    proc = subprocess.run([sys.executable, "-m", "nvtxsim", "run", "-m", "trainpkg.train", "--lr", "3"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "run", "-m", "trainpkg.train", "--lr", "3"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 4 and "ARGS ['--lr', '3'] __main__" in proc.stdout
-    proc = subprocess.run([sys.executable, "-m", "nvtxsim", "run", "-m", "no_such_mod_xyz"], capture_output=True,
-                          text=True, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "run", "-m", "no_such_mod_xyz"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2 and "no module" in proc.stderr
 
 
@@ -345,9 +385,29 @@ def test_run_under_nsys_keeps_user_ranges(tmp_path):
     out = tmp_path / "cap"
     env = dict(os.environ, NVTXSIM_QUIET="1", PYTHONPATH=str(REPO))
     proc = subprocess.run(
-        ["nsys", "profile", "-t", "nvtx,osrt", "--sample=none", "--cpuctxsw=none", "--export=sqlite",
-         "--force-overwrite=true", "-o", str(out), sys.executable, "-m", "nvtxsim", "run", str(script)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        [
+            "nsys",
+            "profile",
+            "-t",
+            "nvtx,osrt",
+            "--sample=none",
+            "--cpuctxsw=none",
+            "--export=sqlite",
+            "--force-overwrite=true",
+            "-o",
+            str(out),
+            sys.executable,
+            "-m",
+            "nvtxsim",
+            "run",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     from nesting import from_export
 
@@ -440,9 +500,13 @@ def test_import_hook_instruments_runner_created_by_unmodified_script(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "WRAPPED ['act', 'compute_returns', 'process_env_step', 'update']" in proc.stdout
     assert "POLICY True" in proc.stdout
-    plain = subprocess.run([sys.executable, "-m", "nvtxsim", "run", "--no-instrument", str(script)],
-                           capture_output=True, text=True, cwd=tmp_path,
-                           env=dict(os.environ, PYTHONPATH=str(REPO)))
+    plain = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "run", "--no-instrument", str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
     assert "WRAPPED []" in plain.stdout
 
 
@@ -451,6 +515,7 @@ def test_import_hook_instruments_runner_created_by_unmodified_script(tmp_path):
 
 def _fake_rsl_rl():
     """An rsl_rl-shaped runner (module names are what instrument_runner goes by) and its learn() loop."""
+
     class PPO:
         def act(self, obs):
             return obs
@@ -537,12 +602,22 @@ def test_loop_levels_from_sibling_calls():
 def test_map_says_which_calls_begin_and_end_the_loop_levels():
     by_name = {t.dotted: t for t in M.RUNNER_TARGETS}
     assert M.describe(by_name["rsl_rl.algorithms.ppo.PPO.act"]) == "policy; begins step"
-    assert M.describe(by_name["rsl_rl.algorithms.ppo.PPO.update"]) == "policy_update; ends rollout; ends learning_iteration"
+    assert (
+        M.describe(by_name["rsl_rl.algorithms.ppo.PPO.update"])
+        == "policy_update; ends rollout; ends learning_iteration"
+    )
     assert M.describe(by_name["skrl.agents.torch.base.Agent.post_interaction"]) == "ends step"  # a hook, no range
     assert M.describe(by_name["rl_games.common.a2c_common.A2CBase.play_steps"]) == "begins rollout; ends rollout"
     assert M.describe(by_name["rl_games.algos_torch.a2c_continuous.A2CAgent.train_actor_critic"]) == "policy_update"
     for lib, methods in M.LOOP_EVENTS.items():  # every loop hook is patched on runner instances too
         assert set(methods) - set(M.TRAINING_LOOPS[lib]) <= set(M.RUNNER_METHODS[lib]), lib
     # The training loops end every level on entry and on exit (an exception inside env.step).
-    assert M.describe(by_name["rsl_rl.runners.on_policy_runner.OnPolicyRunner.learn"]) == "ends every loop level on entry and exit"
-    assert all(M.LOOP_EVENTS[lib][m] == ((M.END, "learning_iteration"),) * 2 for lib, ms in M.TRAINING_LOOPS.items() for m in ms)
+    assert (
+        M.describe(by_name["rsl_rl.runners.on_policy_runner.OnPolicyRunner.learn"])
+        == "ends every loop level on entry and exit"
+    )
+    assert all(
+        M.LOOP_EVENTS[lib][m] == ((M.END, "learning_iteration"),) * 2
+        for lib, ms in M.TRAINING_LOOPS.items()
+        for m in ms
+    )

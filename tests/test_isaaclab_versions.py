@@ -28,8 +28,16 @@ CARTPOLE_TASK = {
     "2.3.2": "isaaclab_tasks.direct.cartpole.cartpole_camera_env:CartpoleCameraEnv",
     "3.0.0": "isaaclab_tasks.core.cartpole.cartpole_direct_camera_env:CartpoleCameraEnv",
 }
-NSYS = ["nsys", "profile", "-t", "nvtx,osrt", "--sample=none", "--cpuctxsw=none", "--export=sqlite",
-        "--force-overwrite=true"]
+NSYS = [
+    "nsys",
+    "profile",
+    "-t",
+    "nvtx,osrt",
+    "--sample=none",
+    "--cpuctxsw=none",
+    "--export=sqlite",
+    "--force-overwrite=true",
+]
 needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys not installed")
 
 
@@ -110,8 +118,9 @@ def _spans(result: dict) -> list[Span]:
     return [Span(*s) for s in result["spans"]]
 
 
-def assert_env_step_nesting(spans: list[Span], *, steps: int, decimation: int, version: str, kind: str,
-                            resets: bool, runner: bool = False) -> None:
+def assert_env_step_nesting(
+    spans: list[Span], *, steps: int, decimation: int, version: str, kind: str, resets: bool, runner: bool = False
+) -> None:
     """iteration ⊃ action, sim_step × decimation, render, reward, reset, observation ⊃ camera_readout."""
     par = parents(spans)
     count = names(spans)
@@ -124,8 +133,18 @@ def assert_env_step_nesting(spans: list[Span], *, steps: int, decimation: int, v
     for phase in ("reward", "termination", "observation"):
         assert children_count(spans, par, "iteration", phase) == [1] * steps, phase
     assert min(children_count(spans, par, "iteration", "render")) >= 1  # render_interval == decimation
-    for name in ("action", "sim_step", "reward", "termination", "scene.update", "scene.write_data_to_sim",
-                 "events.interval", "commands", "reset", "scene.reset"):
+    for name in (
+        "action",
+        "sim_step",
+        "reward",
+        "termination",
+        "scene.update",
+        "scene.write_data_to_sim",
+        "events.interval",
+        "commands",
+        "reset",
+        "scene.reset",
+    ):
         hits, total = inside(spans, par, name, "iteration")
         assert hits == total, (name, hits, total)
     # renders run in the step, or (3.x) lazily inside a camera readout, which may happen outside a step
@@ -164,12 +183,24 @@ def test_real_step_runs_under_instrumentation(recorded, version, kind):
     result = recorded[version][kind]
     assert result["missing"] == [] and result["warnings"] == []
     assert result["version"] == _major(version)
-    assert_env_step_nesting(_spans(result), steps=result["steps"], decimation=result["decimation"], version=version,
-                            kind=kind, resets=kind != "manager")
+    assert_env_step_nesting(
+        _spans(result),
+        steps=result["steps"],
+        decimation=result["decimation"],
+        version=version,
+        kind=kind,
+        resets=kind != "manager",
+    )
     patched = set(result["patched"])
     step = {"direct": "DirectRLEnv.step", "cartpole": "DirectRLEnv.step", "manager": "ManagerBasedRLEnv.step"}[kind]
-    assert {step, "SimulationContext.render", "InteractiveScene.update", "InteractiveScene.write_data_to_sim",
-            "SensorBase._update_outdated_buffers", "ObservationManager.compute"} <= patched
+    assert {
+        step,
+        "SimulationContext.render",
+        "InteractiveScene.update",
+        "InteractiveScene.write_data_to_sim",
+        "SensorBase._update_outdated_buffers",
+        "ObservationManager.compute",
+    } <= patched
     # everything is put back by the handle's context-manager exit
     assert all(result["restored"].values()), result["restored"]
 
@@ -178,12 +209,23 @@ def test_real_step_runs_under_instrumentation(recorded, version, kind):
 def test_task_hooks_patched_on_their_defining_class(recorded, version):
     patched = recorded[version]["cartpole"]["patched"]
     if _major(version) == 3:  # CartpoleCameraEnv(CartpoleEnv): rewards/dones/actions come from CartpoleEnv
-        expected = {"CartpoleEnv._get_rewards", "CartpoleEnv._get_dones", "CartpoleEnv._pre_physics_step",
-                    "CartpoleEnv._apply_action", "CartpoleCameraEnv._get_observations", "CartpoleCameraEnv._reset_idx",
-                    "DirectRLEnv._reset_envs_from_buffer", "DirectRLEnv._compute_observations"}
+        expected = {
+            "CartpoleEnv._get_rewards",
+            "CartpoleEnv._get_dones",
+            "CartpoleEnv._pre_physics_step",
+            "CartpoleEnv._apply_action",
+            "CartpoleCameraEnv._get_observations",
+            "CartpoleCameraEnv._reset_idx",
+            "DirectRLEnv._reset_envs_from_buffer",
+            "DirectRLEnv._compute_observations",
+        }
     else:
-        expected = {"CartpoleCameraEnv._get_rewards", "CartpoleCameraEnv._get_dones",
-                    "CartpoleCameraEnv._get_observations", "CartpoleCameraEnv._reset_idx"}
+        expected = {
+            "CartpoleCameraEnv._get_rewards",
+            "CartpoleCameraEnv._get_dones",
+            "CartpoleCameraEnv._get_observations",
+            "CartpoleCameraEnv._reset_idx",
+        }
     assert expected <= set(patched)
     assert not any(p.startswith("DirectRLEnv._get_") for p in patched)  # never the abstract base hooks
     assert recorded[version]["direct"]["restored_task"] is True
@@ -193,10 +235,16 @@ def test_task_hooks_patched_on_their_defining_class(recorded, version):
 def test_rsl_rl_runner_phases(recorded, version):
     result = recorded[version]["runner"]
     assert result["missing"] == []
-    assert {"PPO.act", "PPO.update", "PPO.process_env_step", "PPO.compute_returns",
-            "OnPolicyRunner.get_inference_policy"} <= set(result["patched"])
-    assert_env_step_nesting(_spans(result), steps=result["steps"], decimation=2, version=version, kind="direct",
-                            resets=True, runner=True)
+    assert {
+        "PPO.act",
+        "PPO.update",
+        "PPO.process_env_step",
+        "PPO.compute_returns",
+        "OnPolicyRunner.get_inference_policy",
+    } <= set(result["patched"])
+    assert_env_step_nesting(
+        _spans(result), steps=result["steps"], decimation=2, version=version, kind="direct", resets=True, runner=True
+    )
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -204,8 +252,12 @@ def test_missing_names_and_properties_one_warning(recorded, version):
     result = recorded[version]["warnings"]
     assert len(result["warnings"]) == 1
     msg = result["warnings"][0]
-    for name in ("DirectRLEnv._no_such_hook", "InteractiveScene.no_such_method", "InteractiveScene.num_envs (property)",
-                 "DirectRLEnv.physics_dt (property)"):
+    for name in (
+        "DirectRLEnv._no_such_hook",
+        "InteractiveScene.no_such_method",
+        "InteractiveScene.num_envs (property)",
+        "DirectRLEnv.physics_dt (property)",
+    ):
         assert name in msg
     assert result["num_envs_is_property"] and result["physics_dt_is_property"]  # never replaced
     assert not any("num_envs" in p or "physics_dt" in p for p in result["patched"])
@@ -217,8 +269,12 @@ def test_skrl_and_rl_games_agents(recorded):
     assert libs["skrl"]["missing"] == []
     assert {"PPO.act", "PPO.record_transition", "PPO.update", "Agent.act"} <= set(libs["skrl"]["patched"])
     runner = set(libs["rl_games_runner"]["patched"])
-    assert {"A2CBase.get_action_values", "A2CBase.discount_values", "A2CAgent.train_actor_critic",
-            "DiscreteA2CAgent.train_actor_critic"} <= runner
+    assert {
+        "A2CBase.get_action_values",
+        "A2CBase.discount_values",
+        "A2CAgent.train_actor_critic",
+        "DiscreteA2CAgent.train_actor_critic",
+    } <= runner
     agent = libs["rl_games_agent"]
     assert agent["missing"] == [] and agent["advantages_shape"] == [3, 2, 1]
     assert [s[0] for s in agent["spans"]] == ["compute_returns"]  # a real rl_games GAE call, ranged
@@ -230,8 +286,9 @@ def test_skrl_and_rl_games_agents(recorded):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_run_unmodified_training_script(version):
     script = SUPPORT / "train_light.py"
-    proc = deps.run(version, ["-m", "nvtxsim", "run", script, "--steps", "2", "--exit-code", "3"],
-                    extra_env={"NVTXSIM_QUIET": ""})
+    proc = deps.run(
+        version, ["-m", "nvtxsim", "run", script, "--steps", "2", "--exit-code", "3"], extra_env={"NVTXSIM_QUIET": ""}
+    )
     assert proc.returncode == 3, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("TRAIN_LIGHT "))
     info = json.loads(line.split(" ", 1)[1])
@@ -255,10 +312,23 @@ def test_nsys_export_shows_the_phase_tree(version, tmp_path):
     if _major(version) == 2:
         deps.scenario(version, "runner", tmp_path, "--task", "cartpole", "--steps", str(steps), prefix=prefix)
     else:
-        proc = deps.run(version, ["-m", "nvtxsim", "run", SUPPORT / "train_light.py", "--task",
-                                  "Nvtxsim-Cartpole-Camera-Direct-v0", "--steps", str(steps)], prefix=prefix)
+        proc = deps.run(
+            version,
+            [
+                "-m",
+                "nvtxsim",
+                "run",
+                SUPPORT / "train_light.py",
+                "--task",
+                "Nvtxsim-Cartpole-Camera-Direct-v0",
+                "--steps",
+                str(steps),
+            ],
+            prefix=prefix,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
     spans = from_export(str(out) + ".sqlite")
     assert spans, "no nvtxsim ranges in the export"
-    assert_env_step_nesting(spans, steps=steps, decimation=2, version=version, kind="cartpole", resets=True,
-                            runner=True)
+    assert_env_step_nesting(
+        spans, steps=steps, decimation=2, version=version, kind="cartpole", resets=True, runner=True
+    )

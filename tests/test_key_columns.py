@@ -29,7 +29,9 @@ def base(tmp_path_factory) -> Path:
     make_export(p, 31, processes=2, threads=2, calls_per_thread=40)
     con = sqlite3.connect(p)
     # Half the ranges named by plain text (the texts are joined to their rows by key), with payloads.
-    con.execute("UPDATE NVTX_EVENTS SET text = 'T' || (_rowid_ % 7), textId = NULL WHERE eventType = 59 AND _rowid_ % 2 = 0")
+    con.execute(
+        "UPDATE NVTX_EVENTS SET text = 'T' || (_rowid_ % 7), textId = NULL WHERE eventType = 59 AND _rowid_ % 2 = 0"
+    )
     con.execute("UPDATE NVTX_EVENTS SET doubleValue = _rowid_ WHERE eventType = 59")
     con.commit()
     con.close()
@@ -49,14 +51,25 @@ def variant(base: Path, tmp_path: Path, *sql: str) -> Path:
 
 CASES = {
     "rowid_column_constant": ("ALTER TABLE NVTX_EVENTS ADD COLUMN rowid INTEGER", "UPDATE NVTX_EVENTS SET rowid = 1"),
-    "rowid_column_reversed": ("ALTER TABLE NVTX_EVENTS ADD COLUMN rowid INTEGER", "UPDATE NVTX_EVENTS SET rowid = 100000 - _rowid_"),
+    "rowid_column_reversed": (
+        "ALTER TABLE NVTX_EVENTS ADD COLUMN rowid INTEGER",
+        "UPDATE NVTX_EVENTS SET rowid = 100000 - _rowid_",
+    ),
     "rowid_column_null": ("ALTER TABLE NVTX_EVENTS ADD COLUMN ROWID TEXT",),
-    "event_id_duplicated": ("ALTER TABLE NVTX_EVENTS ADD COLUMN eventId INTEGER", "UPDATE NVTX_EVENTS SET eventId = _rowid_ % 3"),
+    "event_id_duplicated": (
+        "ALTER TABLE NVTX_EVENTS ADD COLUMN eventId INTEGER",
+        "UPDATE NVTX_EVENTS SET eventId = _rowid_ % 3",
+    ),
     "event_id_null": ("ALTER TABLE NVTX_EVENTS ADD COLUMN eventId INTEGER",),
-    "event_id_shuffled_unique": ("ALTER TABLE NVTX_EVENTS ADD COLUMN eventId INTEGER", "UPDATE NVTX_EVENTS SET eventId = 1000000 - 7 * _rowid_"),
+    "event_id_shuffled_unique": (
+        "ALTER TABLE NVTX_EVENTS ADD COLUMN eventId INTEGER",
+        "UPDATE NVTX_EVENTS SET eventId = 1000000 - 7 * _rowid_",
+    ),
     "rowid_and_oid_columns_with_duplicate_event_id": (
-        "ALTER TABLE NVTX_EVENTS ADD COLUMN rowid INTEGER", "ALTER TABLE NVTX_EVENTS ADD COLUMN oid INTEGER",
-        "ALTER TABLE NVTX_EVENTS ADD COLUMN eventId INTEGER", "UPDATE NVTX_EVENTS SET rowid = 5, oid = 6, eventId = _rowid_ % 2",
+        "ALTER TABLE NVTX_EVENTS ADD COLUMN rowid INTEGER",
+        "ALTER TABLE NVTX_EVENTS ADD COLUMN oid INTEGER",
+        "ALTER TABLE NVTX_EVENTS ADD COLUMN eventId INTEGER",
+        "UPDATE NVTX_EVENTS SET rowid = 5, oid = 6, eventId = _rowid_ % 2",
     ),
 }
 
@@ -68,7 +81,8 @@ def test_names_stay_with_their_ranges(base, tmp_path, case):
 
 def test_no_way_to_tell_rows_apart_is_refused(base, tmp_path):
     p = variant(
-        base, tmp_path,
+        base,
+        tmp_path,
         *(f"ALTER TABLE NVTX_EVENTS ADD COLUMN {c} INTEGER" for c in ("rowid", "_rowid_", "oid", "eventId")),
         "UPDATE NVTX_EVENTS SET eventId = 1",
     )

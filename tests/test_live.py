@@ -104,7 +104,13 @@ def test_threads_are_measured(tmp_path):
 
 def test_sampling_measures_every_kth_iteration(tmp_path):
     out = tmp_path / "live.jsonl"
-    r = _run([str(_script(tmp_path)), "20"], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="10", NVTXSIM_LIVE_SAMPLE="4")
+    r = _run(
+        [str(_script(tmp_path)), "20"],
+        tmp_path,
+        NVTXSIM_LIVE=str(out),
+        NVTXSIM_LIVE_EVERY="10",
+        NVTXSIM_LIVE_SAMPLE="4",
+    )
     assert r.returncode == 0, r.stderr
     recs = _lines(out)
     assert [rec["iterations"] for rec in recs] == [[0, 9], [10, 19]]
@@ -132,8 +138,13 @@ def test_full_disk_one_line_then_off(tmp_path):
 
 def test_bad_settings_do_not_break(tmp_path):
     out = tmp_path / "live.jsonl"
-    r = _run([str(_script(tmp_path)), "3"], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="zero",
-             NVTXSIM_LIVE_TRIGGER="nonsense")
+    r = _run(
+        [str(_script(tmp_path)), "3"],
+        tmp_path,
+        NVTXSIM_LIVE=str(out),
+        NVTXSIM_LIVE_EVERY="zero",
+        NVTXSIM_LIVE_TRIGGER="nonsense",
+    )
     assert r.returncode == 0 and "done" in r.stdout
     assert "NVTXSIM_LIVE_EVERY" in r.stderr and "not started" in r.stderr
     assert not out.exists()
@@ -254,7 +265,15 @@ def test_trigger_rule_parsing():
     assert (t.name, t.factor, t.run, t.iterations) == ("sim_step", 1.5, 1, 7)
     assert live.Trigger("camera_readout > 2").factor == 2.0
     assert (live.Trigger("nvtxsim:sim_step>2x for 3").name, live.Trigger("sim_step>2x for 3").run) == ("sim_step", 3)
-    for bad in ("sim_step", ">2x", "sim_step>x", "sim_step>0x", "sim_step>2x for", "sim_step>2x for 0", "sim_step>2x for y"):
+    for bad in (
+        "sim_step",
+        ">2x",
+        "sim_step>x",
+        "sim_step>0x",
+        "sim_step>2x for",
+        "sim_step>2x for 0",
+        "sim_step>2x for y",
+    ):
         with pytest.raises(ValueError):
             live.Trigger(bad)
 
@@ -350,12 +369,46 @@ def test_disable_pauses_live_timing(tmp_path, clean_live):
 def _write_log(path: Path) -> Path:
     hostile = "<script>alert(1)</script>|*x*=cmd"
     windows = [
-        {"iterations": [0, 9], "measured": 10, "sample": 1, "pid": 7, "time": 1.0, "phases": {
-            "nvtxsim:sim_step": {"count": 20, "cpu_ns": 2_000_000, "cpu_mean_ns": 100_000, "cpu_p90_ns": 120_000, "gpu_ns": 1_600_000},
-            f"nvtxsim:{hostile}": {"count": 10, "cpu_ns": 50_000, "cpu_mean_ns": 5_000, "cpu_p90_ns": 6_000, "gpu_ns": None}}},
-        {"iterations": [10, 19], "measured": 10, "sample": 1, "pid": 7, "time": 2.0,
-         "trigger": {"rule": "sim_step>1.5x", "at": 15, "window": [16, 25]}, "phases": {
-            "nvtxsim:sim_step": {"count": 20, "cpu_ns": 4_000_000, "cpu_mean_ns": 200_000, "cpu_p90_ns": 250_000, "gpu_ns": 3_000_000}}},
+        {
+            "iterations": [0, 9],
+            "measured": 10,
+            "sample": 1,
+            "pid": 7,
+            "time": 1.0,
+            "phases": {
+                "nvtxsim:sim_step": {
+                    "count": 20,
+                    "cpu_ns": 2_000_000,
+                    "cpu_mean_ns": 100_000,
+                    "cpu_p90_ns": 120_000,
+                    "gpu_ns": 1_600_000,
+                },
+                f"nvtxsim:{hostile}": {
+                    "count": 10,
+                    "cpu_ns": 50_000,
+                    "cpu_mean_ns": 5_000,
+                    "cpu_p90_ns": 6_000,
+                    "gpu_ns": None,
+                },
+            },
+        },
+        {
+            "iterations": [10, 19],
+            "measured": 10,
+            "sample": 1,
+            "pid": 7,
+            "time": 2.0,
+            "trigger": {"rule": "sim_step>1.5x", "at": 15, "window": [16, 25]},
+            "phases": {
+                "nvtxsim:sim_step": {
+                    "count": 20,
+                    "cpu_ns": 4_000_000,
+                    "cpu_mean_ns": 200_000,
+                    "cpu_p90_ns": 250_000,
+                    "gpu_ns": 3_000_000,
+                }
+            },
+        },
     ]
     path.write_text("".join(json.dumps(w) + "\n" for w in windows) + '{"iterations": [20, 2')  # last line cut off
     return path
@@ -373,7 +426,13 @@ def test_live_command_table_and_machine_formats(tmp_path):
     assert "1 line(s)" in r.stdout and "trigger sim_step>1.5x" in r.stdout
     doc = json.loads(_nvtxsim("live", str(log), "--format", "json", cwd=tmp_path).stdout)
     ss = doc["phases"]["nvtxsim:sim_step"]
-    assert (ss["count"], ss["cpu_ns"], ss["gpu_ns"], ss["cpu_mean_ns"], ss["per_iteration_ns"]) == (40, 6_000_000, 4_600_000, 150_000, 300_000)
+    assert (ss["count"], ss["cpu_ns"], ss["gpu_ns"], ss["cpu_mean_ns"], ss["per_iteration_ns"]) == (
+        40,
+        6_000_000,
+        4_600_000,
+        150_000,
+        300_000,
+    )
     assert doc["skipped"] == 1 and doc["pids"] == [7]
     csv = _nvtxsim("live", str(log), "--format", "csv", cwd=tmp_path).stdout.splitlines()
     assert csv[0].startswith("phase,count,cpu_ns") and len(csv) == 3
@@ -422,11 +481,14 @@ SLOWDOWN = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--trigger", "sim_step"], "PHASE>FACTORx"),
-    (["--trigger", "sim_step>1.5x", "--iterations", "1:3"], "pick one"),
-    (["--trigger", "sim_step>1.5x", "--trigger-iterations", "0"], "--trigger-iterations"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--trigger", "sim_step"], "PHASE>FACTORx"),
+        (["--trigger", "sim_step>1.5x", "--iterations", "1:3"], "pick one"),
+        (["--trigger", "sim_step>1.5x", "--trigger-iterations", "0"], "--trigger-iterations"),
+    ],
+)
 def test_profile_trigger_bad_options_fail_before_running(tmp_path, argv, message):
     r = _nvtxsim("profile", *argv, "-o", str(tmp_path / "x"), "--", sys.executable, "-c", "print('ran')", cwd=tmp_path)
     assert r.returncode == 2 and message in r.stderr and "ran" not in r.stdout
@@ -438,11 +500,28 @@ def test_profile_trigger_records_the_slow_iterations(tmp_path):
     if NSYS is None:
         pytest.skip("nsys not installed")
     script = _script(tmp_path, SLOWDOWN)
-    r = _nvtxsim("profile", "--trigger", "sim_step>2x", "--trigger-iterations", "5", "--trace", "nvtx", "--format", "json",
-                 "--report", "-", "-o", str(tmp_path / "trig"), "--", sys.executable, str(script), cwd=tmp_path)
+    r = _nvtxsim(
+        "profile",
+        "--trigger",
+        "sim_step>2x",
+        "--trigger-iterations",
+        "5",
+        "--trace",
+        "nvtx",
+        "--format",
+        "json",
+        "--report",
+        "-",
+        "-o",
+        str(tmp_path / "trig"),
+        "--",
+        sys.executable,
+        str(script),
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert "live trigger sim_step>2x" in r.stderr
-    doc = json.loads(r.stdout[r.stdout.index("{"):])
+    doc = json.loads(r.stdout[r.stdout.index("{") :])
     counts = {p["name"]: p["instances"] for p in doc["phases"]}
     assert counts["iteration"] == 5 and counts["sim_step"] == 5
 
@@ -616,8 +695,20 @@ def test_nvtxsim_run_isaaclab_script_writes_live_lines(tmp_path):
     if deps.missing_reason():
         pytest.skip(deps.missing_reason())
     out = tmp_path / "live.jsonl"
-    proc = deps.run("3.0.0", ["-m", "nvtxsim", "run", ROOT / "tests" / "isaaclab_support" / "train_light.py", "--steps", "4",
-                              "--iterations", "2"], extra_env={"NVTXSIM_LIVE": str(out), "NVTXSIM_LIVE_EVERY": "3"})
+    proc = deps.run(
+        "3.0.0",
+        [
+            "-m",
+            "nvtxsim",
+            "run",
+            ROOT / "tests" / "isaaclab_support" / "train_light.py",
+            "--steps",
+            "4",
+            "--iterations",
+            "2",
+        ],
+        extra_env={"NVTXSIM_LIVE": str(out), "NVTXSIM_LIVE_EVERY": "3"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     recs = _lines(out)
     assert [rec["iterations"] for rec in recs] == [[0, 2], [3, 5], [6, 7]]  # 8 env steps
@@ -770,8 +861,25 @@ def test_live_html_stays_small_for_long_runs(tmp_path):
     with log.open("w") as fh:
         for i in range(5000):
             cpu = 9_000_000 if i == 4321 else 1_000_000
-            fh.write(json.dumps({"iterations": [i * 10, i * 10 + 9], "measured": 10, "pid": 1, "phases": {
-                "nvtxsim:sim_step": {"count": 10, "cpu_ns": cpu, "cpu_mean_ns": cpu // 10, "cpu_p90_ns": cpu // 10, "gpu_ns": None}}}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "iterations": [i * 10, i * 10 + 9],
+                        "measured": 10,
+                        "pid": 1,
+                        "phases": {
+                            "nvtxsim:sim_step": {
+                                "count": 10,
+                                "cpu_ns": cpu,
+                                "cpu_mean_ns": cpu // 10,
+                                "cpu_p90_ns": cpu // 10,
+                                "gpu_ns": None,
+                            }
+                        },
+                    }
+                )
+                + "\n"
+            )
     page = render_live(load(log), "html")
     assert page.count("<circle") <= PLOT_POINTS and "900.0 µs" in page  # the spike is kept
     assert "the slowest of 10 windows" in page
@@ -782,8 +890,13 @@ def test_live_heading_spans_all_processes(tmp_path):
     from nvtxsim.reporting.renderers.live import render_live
 
     log = tmp_path / "mp.jsonl"
-    rec = lambda pid, a, b: json.dumps({"iterations": [a, b], "measured": b - a + 1, "sample": 2, "pid": pid, "phases": {  # noqa: E731
-        "nvtxsim:x": {"count": 1, "cpu_ns": 10, "cpu_mean_ns": 10, "cpu_p90_ns": 10, "gpu_ns": None}}})
+
+    def rec(pid, a, b):
+        x = {"count": 1, "cpu_ns": 10, "cpu_mean_ns": 10, "cpu_p90_ns": 10, "gpu_ns": None}
+        return json.dumps(
+            {"iterations": [a, b], "measured": b - a + 1, "sample": 2, "pid": pid, "phases": {"nvtxsim:x": x}}
+        )
+
     log.write_text("\n".join([rec(1, 0, 99), rec(2, 0, 49), rec(1, 100, 199), rec(2, 50, 59)]) + "\n")
     head = render_live(load(log), "table", width=200).splitlines()[0]
     assert "iterations 0..199" in head and "(1 in 2)" in head  # was 0..59: the last line's process

@@ -21,7 +21,9 @@ FORMATS = ["table", "json", "csv", "markdown", "html"]
 
 def live(*args: str, stdin=None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "nvtxsim", "live", *args], capture_output=True, env=env, timeout=60, stdin=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "live", *args], capture_output=True, env=env, timeout=60, stdin=stdin
+    )
 
 
 def one_line_error(proc: subprocess.CompletedProcess, needle: str) -> None:
@@ -32,7 +34,12 @@ def one_line_error(proc: subprocess.CompletedProcess, needle: str) -> None:
 
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "dev_stdin", "directory"])
 def test_not_a_regular_file_is_one_line_without_reading(tmp_path, kind):
-    path = {"fifo": tmp_path / "w.jsonl", "dev_zero": Path("/dev/zero"), "dev_stdin": Path("/dev/stdin"), "directory": tmp_path}[kind]
+    path = {
+        "fifo": tmp_path / "w.jsonl",
+        "dev_zero": Path("/dev/zero"),
+        "dev_stdin": Path("/dev/stdin"),
+        "directory": tmp_path,
+    }[kind]
     if kind == "fifo":
         os.mkfifo(path)
     with open("/dev/zero", "rb") as zero:
@@ -44,8 +51,16 @@ def test_a_line_longer_than_any_window_is_skipped(tmp_path, monkeypatch):
     from nvtxsim.analysis import live as live_mod
 
     monkeypatch.setattr(live_mod, "MAX_LINE", 1000)
-    window = {"iterations": [0, 9], "measured": 10, "sample": 1, "pid": 1, "time": 1.0,
-              "phases": {"nvtxsim:step": {"count": 10, "cpu_ns": 1000, "cpu_mean_ns": 100, "cpu_p90_ns": 150, "gpu_ns": None}}}
+    window = {
+        "iterations": [0, 9],
+        "measured": 10,
+        "sample": 1,
+        "pid": 1,
+        "time": 1.0,
+        "phases": {
+            "nvtxsim:step": {"count": 10, "cpu_ns": 1000, "cpu_mean_ns": 100, "cpu_p90_ns": 150, "gpu_ns": None}
+        },
+    }
     path = tmp_path / "w.jsonl"
     path.write_text("x" * 5000 + "\n" + json.dumps(window) + "\n" + "y" * 2500)
     log = live_mod.load(path)
@@ -60,9 +75,18 @@ WEIRD = [float("nan"), float("inf"), -float("inf"), -5, "12", True, None, [1], {
 def test_weird_numbers_render_in_every_format(tmp_path, fmt):
     lines = []
     for i, v in enumerate(WEIRD):
-        rec = {"iterations": [v, v], "measured": v, "sample": v, "pid": v, "time": v, "dropped_windows": v,
-               "phases": {f"nvtxsim:p{i % 3}": {k: v for k in ("count", "cpu_ns", "cpu_mean_ns", "cpu_p90_ns", "gpu_ns")},
-                          "nvtxsim:ok": {"count": 2, "cpu_ns": 10, "cpu_mean_ns": 5, "cpu_p90_ns": 6, "gpu_ns": 4}}}
+        rec = {
+            "iterations": [v, v],
+            "measured": v,
+            "sample": v,
+            "pid": v,
+            "time": v,
+            "dropped_windows": v,
+            "phases": {
+                f"nvtxsim:p{i % 3}": {k: v for k in ("count", "cpu_ns", "cpu_mean_ns", "cpu_p90_ns", "gpu_ns")},
+                "nvtxsim:ok": {"count": 2, "cpu_ns": 10, "cpu_mean_ns": 5, "cpu_p90_ns": 6, "gpu_ns": 4},
+            },
+        }
         lines.append(json.dumps(rec))  # NaN/Infinity as Python writes them
     path = tmp_path / "w.jsonl"
     path.write_text("\n".join(lines) + "\n")

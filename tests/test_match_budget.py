@@ -30,7 +30,10 @@ def test_catastrophic_match_pattern_ends_with_one_line(tmp_path, pattern, comman
     argv = ["report", str(path)] if command == "report" else ["compare", str(path), str(path)]
     proc = subprocess.run(
         [sys.executable, "-m", "nvtxsim", *argv, "--domain", "all", "--match", pattern],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "NVTXSIM_MATCH_SECONDS": "0.3"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NVTXSIM_MATCH_SECONDS": "0.3"},
     )
     assert_clean_error(proc, "NVTXSIM_MATCH_SECONDS")
 
@@ -59,6 +62,9 @@ def test_a_budget_that_ends_at_once_is_still_one_line(tmp_path, budget):
     for _ in range(5):
         proc = subprocess.run(
             [sys.executable, "-m", "nvtxsim", "report", str(path), "--domain", "all", "--match", "x"],
-            capture_output=True, text=True, timeout=120, env={**os.environ, "NVTXSIM_MATCH_SECONDS": budget},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "NVTXSIM_MATCH_SECONDS": budget},
         )
         assert proc.returncode in (0, 2) and "internal error" not in proc.stderr, proc.stderr

@@ -15,7 +15,11 @@ from nvtxsim.cli.main import main
 from nvtxsim.export.reader import load
 
 MiB = 1 << 20
-PHASES = [LoopPhase("pairwise", 50_000, 30_000, 4 * MiB), LoopPhase("step", 20_000, 10_000, MiB, per_iteration=2), LoopPhase("log", 5_000)]
+PHASES = [
+    LoopPhase("pairwise", 50_000, 30_000, 4 * MiB),
+    LoopPhase("step", 20_000, 10_000, MiB, per_iteration=2),
+    LoopPhase("log", 5_000),
+]
 
 
 @pytest.fixture()
@@ -85,7 +89,9 @@ def test_profile_memory_flag_adds_the_nsys_switch():
     req = capture.ProfileRequest(command=["python", "t.py"], output=Path("o"), memory=True)
     assert "--cuda-memory-usage=true" in capture.build_profile_command(n, req)
     with pytest.raises(NvtxsimError):
-        capture.build_profile_command(n, capture.ProfileRequest(command=["x"], output=Path("o"), trace=("nvtx",), memory=True))
+        capture.build_profile_command(
+            n, capture.ProfileRequest(command=["x"], output=Path("o"), trace=("nvtx",), memory=True)
+        )
 
 
 def test_events_with_bare_pids_still_match_their_process(tmp_path):

@@ -13,7 +13,11 @@ from nvtxsim.analysis.projection import select_ranges
 from nvtxsim.export.reader import load
 
 GPU = Path(__file__).parent / "data" / "gpu"
-REAL = [p for p in ("demo_h200", "demo_h200_threads_graph", "rsl_rl_4096", "torch_nvtx_h200", "findings_planted") if (GPU / f"{p}.sqlite.gz").exists()]
+REAL = [
+    p
+    for p in ("demo_h200", "demo_h200_threads_graph", "rsl_rl_4096", "torch_nvtx_h200", "findings_planted")
+    if (GPU / f"{p}.sqlite.gz").exists()
+]
 
 
 def _both(monkeypatch, ex, sel):
@@ -24,7 +28,9 @@ def _both(monkeypatch, ex, sel):
 
 
 def _same(a, b):
-    return np.array_equal(a.ranges, b.ranges) and np.array_equal(a.parent, b.parent) and np.array_equal(a.depth, b.depth)
+    return (
+        np.array_equal(a.ranges, b.ranges) and np.array_equal(a.parent, b.parent) and np.array_equal(a.depth, b.depth)
+    )
 
 
 @pytest.mark.parametrize("name", REAL)
@@ -35,7 +41,9 @@ def test_fast_nesting_equals_the_stack_sweep_on_real_exports(monkeypatch, name):
         r = ex.ranges
         loop, fast = _both(monkeypatch, ex, sel)
         assert _same(loop, fast)
-        assert tree.nest_fast(r.global_tid[loop.ranges], r.start[loop.ranges], r.end[loop.ranges]) is not None  # push/pop: the fast path ran
+        assert (
+            tree.nest_fast(r.global_tid[loop.ranges], r.start[loop.ranges], r.end[loop.ranges]) is not None
+        )  # push/pop: the fast path ran
 
 
 @pytest.mark.parametrize("seed", range(8))

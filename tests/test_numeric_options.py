@@ -11,7 +11,16 @@ from nvtxsim.cli.main import build_parser, main
 BAD = {
     ("report", "--top"): ["0", "-1", "x", "1.5", "nan", "99999999999999999999999"],
     ("report", "--skip-first"): ["-3", "x", "inf", "99999999999999999999999"],
-    ("report", "--envs"): ["0", "-1", "nan", "inf", "-inf", "x", "1e308", "1e101"],  # finite but overflows in env-steps/s
+    ("report", "--envs"): [
+        "0",
+        "-1",
+        "nan",
+        "inf",
+        "-inf",
+        "x",
+        "1e308",
+        "1e101",
+    ],  # finite but overflows in env-steps/s
     ("report", "--jobs"): ["0", "-2", "x", "100000"],
     ("compare", "--seed"): ["-1", "x", "1e3", str(2**64)],
     ("compare", "--fail-above"): ["nan", "-1", "inf", "-inf", "x", "1e300"],
@@ -22,7 +31,12 @@ BAD = {
     ("scaling", "--skip-first"): ["-1", "nan"],
     ("profile", "--trigger-iterations"): ["0", "-1", "x"],
 }
-POSITIONAL = {"report": ["x.sqlite"], "compare": ["a.sqlite", "b.sqlite"], "scaling": ["a.sqlite=1", "b.sqlite=2", "--param", "n"], "profile": []}
+POSITIONAL = {
+    "report": ["x.sqlite"],
+    "compare": ["a.sqlite", "b.sqlite"],
+    "scaling": ["a.sqlite=1", "b.sqlite=2", "--param", "n"],
+    "profile": [],
+}
 TAIL = {"profile": ["--", "true"]}
 
 
@@ -49,7 +63,9 @@ def test_every_numeric_option_is_validated():
 
 def test_good_numbers_still_parse():
     parser = build_parser(only="compare")
-    args = parser.parse_args(["compare", "a", "b", "--seed", "7", "--fail-above", "2.5", "--confidence", "0.9", "--resamples", "10"])
+    args = parser.parse_args(
+        ["compare", "a", "b", "--seed", "7", "--fail-above", "2.5", "--confidence", "0.9", "--resamples", "10"]
+    )
     assert (args.seed, args.fail_above, args.confidence, args.resamples) == (7, 2.5, 0.9, 10)
 
 
@@ -60,7 +76,9 @@ STRING_NUMBERS = {
 }
 
 
-@pytest.mark.parametrize(("command", "option", "value"), [(c, o, v) for (c, o), vs in STRING_NUMBERS.items() for v in vs])
+@pytest.mark.parametrize(
+    ("command", "option", "value"), [(c, o, v) for (c, o), vs in STRING_NUMBERS.items() for v in vs]
+)
 def test_numbers_given_as_text_are_validated_too(capsys, command, option, value, tmp_path):
     if command == "scaling":
         from hostile_corpus import real_export
@@ -83,5 +101,23 @@ def test_largest_and_smallest_accepted_numbers_stay_finite(envs, tmp_path, capsy
 
     path = tmp_path / "e.sqlite"
     make_export(path, 2)
-    assert main(["report", str(path), "--domain", "all", "--by", "iteration", "--envs", envs, "--view", "iterations", "-f", "json"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(path),
+                "--domain",
+                "all",
+                "--by",
+                "iteration",
+                "--envs",
+                envs,
+                "--view",
+                "iterations",
+                "-f",
+                "json",
+            ]
+        )
+        == 0
+    )
     json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))

@@ -26,7 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run(*args: str, stdout=subprocess.PIPE, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([*prefix, sys.executable, "-m", "nvtxsim", *args], stdout=stdout, stderr=subprocess.PIPE, env=env, timeout=120)
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "nvtxsim", *args], stdout=stdout, stderr=subprocess.PIPE, env=env, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +132,11 @@ def test_full_disk_leaves_nothing(export, tmp_path):
     """A real small tmpfs when it can be mounted (root), always a simulated ENOSPC in-process."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(mnt)], capture_output=True).returncode == 0
+    mounted = (
+        os.geteuid() == 0
+        and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(mnt)], capture_output=True).returncode
+        == 0
+    )
     try:
         if mounted:
             proc = run("report", str(export), "-f", "json", "--view", "all", "-o", str(mnt / "r.json"))
@@ -213,7 +219,13 @@ def test_special_files_are_never_replaced(export, tmp_path):
 def test_read_only_directory(export, tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
-    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=8k", "tmpfs", str(ro)], capture_output=True).returncode == 0
+    mounted = (
+        os.geteuid() == 0
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "ro,size=8k", "tmpfs", str(ro)], capture_output=True
+        ).returncode
+        == 0
+    )
     try:
         if mounted:
             one_line_error(run("report", str(export), "-o", str(ro / "r.txt")), "not writable")
@@ -246,7 +258,9 @@ def _commands(export: Path, tmp_path: Path) -> dict[str, list[str]]:
     other, third = tmp_path / "other.sqlite", tmp_path / "third.sqlite"
     for copy in (other, third):
         copy.write_bytes(Path(export).read_bytes())
-    live.write_text('{"iterations":null,"measured":0,"sample":1,"pid":1,"time":1.0,"phases":{"nvtxsim:x":{"count":1,"cpu_ns":5,"cpu_mean_ns":5,"cpu_p90_ns":5,"gpu_ns":null}}}\n')
+    live.write_text(
+        '{"iterations":null,"measured":0,"sample":1,"pid":1,"time":1.0,"phases":{"nvtxsim:x":{"count":1,"cpu_ns":5,"cpu_mean_ns":5,"cpu_p90_ns":5,"gpu_ns":null}}}\n'
+    )
     return {
         "report": ["report", str(export)],
         "compare": ["compare", str(export), str(export)],

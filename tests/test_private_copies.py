@@ -24,7 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def cli(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
     e = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "nvtxsim", *args], capture_output=True, text=True, env=e, timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "nvtxsim", *args], capture_output=True, text=True, env=e, timeout=120, **kw
+    )
 
 
 def instances(report: dict, name: str) -> int:
@@ -42,8 +44,10 @@ def wal_export(d: Path, extra: int = 5) -> Path:
         "WHERE eventType = 59 AND end IS NOT NULL ORDER BY start LIMIT 1"
     ).fetchone()
     for k in range(extra):
-        con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId, domainId, text) VALUES (?,?,?,?,?,?,?)",
-                    (row[0] + k, row[1] + k, *row[2:]))
+        con.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId, domainId, text) VALUES (?,?,?,?,?,?,?)",
+            (row[0] + k, row[1] + k, *row[2:]),
+        )
     con.commit()
     dst = d / "run.sqlite"
     shutil.copyfile(src, dst)  # taken while the rows are only in the WAL
@@ -76,7 +80,9 @@ def test_wal_rows_with_the_cache(tmp_path, monkeypatch):
         assert json.loads(proc.stdout)["phases"] == ref["phases"]
     Path(str(path) + "-wal").unlink()  # the rows are gone: the cached entry must not be used
     proc = cli("report", str(path), "-f", "json", env={"NVTXSIM_CACHE": "1"})
-    assert sum(p["instances"] for p in json.loads(proc.stdout)["phases"]) == sum(p["instances"] for p in ref["phases"]) - 5
+    assert (
+        sum(p["instances"] for p in json.loads(proc.stdout)["phases"]) == sum(p["instances"] for p in ref["phases"]) - 5
+    )
 
 
 def test_unreadable_wal_is_refused(tmp_path):
@@ -91,7 +97,13 @@ def test_unreadable_wal_is_refused(tmp_path):
     path = wal_export(d)
     Path(str(path) + "-wal").chmod(0)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([*prefix, sys.executable, "-m", "nvtxsim", "report", str(path)], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [*prefix, sys.executable, "-m", "nvtxsim", "report", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     if proc.returncode == 0 and os.geteuid() == 0:
         pytest.skip("capabilities could not be dropped here")
     assert proc.returncode == 2 and "WAL" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
@@ -118,7 +130,10 @@ def test_gzip_bomb_is_refused_by_free_space(tmp_path):
     """Inflating past 90 % of the temporary folder's free space is refused (a small tmpfs when root can mount one)."""
     tmp = tmp_path / "small"
     tmp.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(tmp)], capture_output=True).returncode:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(tmp)], capture_output=True).returncode
+    ):
         pytest.skip("cannot mount a small tmpfs here")
     try:
         bomb = tmp_path / "bomb.sqlite.gz"
@@ -148,7 +163,9 @@ def test_inflated_copy_is_removed_on_signals(tmp_path, sig):
         f"sys.exit(main(['report', {str(gz)!r}]))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "inflated"
         assert any(tmp.rglob("run.sqlite"))

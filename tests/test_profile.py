@@ -19,7 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = [
     pytest.mark.nsys,
-    pytest.mark.skipif(shutil.which("nsys") is None, reason="Nsight Systems (nsys) is not installed; run .ci/install-nsys.sh"),
+    pytest.mark.skipif(
+        shutil.which("nsys") is None, reason="Nsight Systems (nsys) is not installed; run .ci/install-nsys.sh"
+    ),
 ]
 
 # A small nvtxsim loop: step() at the top of each iteration, the iteration number as payload,
@@ -49,8 +51,9 @@ def nvtxsim_cli(tmp: Path, *args: str, timeout: float = 300) -> subprocess.Compl
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("NVTXSIM_ITERATIONS", None)
     for _ in range(2):
-        proc = subprocess.run([sys.executable, "-m", "nvtxsim", *args], cwd=tmp, env=env,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-m", "nvtxsim", *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout
+        )
         if not any(m in proc.stdout + proc.stderr for m in NSYS_SESSION_FAILURES):
             break
     return proc
@@ -88,8 +91,9 @@ def test_profile_exports_reports_and_keeps_exit_code_and_argv(tmp_path):
 
 
 def test_window_records_only_iterations_a_to_b(tmp_path):
-    proc = nvtxsim_cli(tmp_path, "profile", "--iterations", "5:10", "--no-report", "-o", "win", "--",
-                       *loop_cmd(tmp_path, 15))
+    proc = nvtxsim_cli(
+        tmp_path, "profile", "--iterations", "5:10", "--no-report", "-o", "win", "--", *loop_cmd(tmp_path, 15)
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert iteration_payloads(tmp_path / "win.sqlite") == [5, 6, 7, 8, 9]
     assert "--capture-range=nvtx" in proc.stderr and "--nvtx-capture=capture_window@nvtxsim_window" in proc.stderr
@@ -144,5 +148,16 @@ def test_machine_formats_go_to_a_file_not_into_the_programs_stdout(tmp_path):
     assert json.loads(report.read_text())["phases"] and "{" not in proc.stdout
     assert f"wrote the json report to {Path('fmt.report.json')}" in proc.stderr
     # --report FILE names it; an existing one is refused before the program runs
-    again = nvtxsim_cli(tmp_path, "profile", "--format", "html", "--report", "fmt.report.json", "-o", "fmt2", "--", *loop_cmd(tmp_path, 4))
+    again = nvtxsim_cli(
+        tmp_path,
+        "profile",
+        "--format",
+        "html",
+        "--report",
+        "fmt.report.json",
+        "-o",
+        "fmt2",
+        "--",
+        *loop_cmd(tmp_path, 4),
+    )
     assert again.returncode == 2 and "already exists" in again.stderr and not (tmp_path / "fmt2.sqlite").exists()

@@ -37,7 +37,9 @@ thread = st.sampled_from([0, 0, 0, 2, 2, 1, 3, 4])  # mostly two threads of two 
 
 # (thread, start, duration, name, domain 0/1, style 59/60, registered, fate)
 fates = st.sampled_from(["closed"] * 6 + ["null_end", "capture_end", "reversed", "cross_thread"])
-range_st = st.tuples(thread, t, dur, st.sampled_from(NAMES), st.integers(0, 1), st.sampled_from([59, 60]), st.booleans(), fates)
+range_st = st.tuples(
+    thread, t, dur, st.sampled_from(NAMES), st.integers(0, 1), st.sampled_from([59, 60]), st.booleans(), fates
+)
 # (thread, start, duration, reversed?)
 call_st = st.tuples(thread, t, st.integers(0, 8), st.integers(0, 20).map(lambda x: x == 0))
 # (call index (modulo the number of calls) or -1 for an orphan, kind, start offset, duration, stream, bytes, copy kind, reversed?)
@@ -51,7 +53,11 @@ op_st = st.tuples(
     st.sampled_from([1, 2, 8, 10, 3]),
     st.integers(0, 25).map(lambda x: x == 0),
 )
-stream_st = st.tuples(st.lists(range_st, min_size=1, max_size=25), st.lists(call_st, min_size=1, max_size=25), st.lists(op_st, min_size=1, max_size=40))
+stream_st = st.tuples(
+    st.lists(range_st, min_size=1, max_size=25),
+    st.lists(call_st, min_size=1, max_size=25),
+    st.lists(op_st, min_size=1, max_size=40),
+)
 
 
 @dataclass
@@ -74,7 +80,10 @@ def write_export(path: Path, stream) -> tuple[list[Row], list[dict], list[dict],
     con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, n) for n, i in strings.items()])
     tids = [global_tid(p, q) for p, q in THREADS]
     for pid in sorted({p for p, _ in THREADS}):
-        con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) VALUES (0, NULL, 75, ?, 'nvtxsim', 1)", (global_tid(pid, pid),))
+        con.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) VALUES (0, NULL, 75, ?, 'nvtxsim', 1)",
+            (global_tid(pid, pid),),
+        )
 
     # Calls: correlation ids count per process from 1, so they collide across processes.
     next_corr: dict[int, int] = {}
@@ -203,7 +212,9 @@ def reference(written: list[Row], calls: list[dict], ops: list[dict], capture_en
         }
     per_name: dict[tuple[str, str], dict] = {}
     for r, end, unclosed, cross in kept:
-        p = per_name.setdefault((r.domain, r.name), {"d": [], "g": [], "unclosed": 0, "cross": 0, "tids": set(), "rows": []})
+        p = per_name.setdefault(
+            (r.domain, r.name), {"d": [], "g": [], "unclosed": 0, "cross": 0, "tids": set(), "rows": []}
+        )
         p["d"].append(end - r.start)
         p["unclosed"] += unclosed
         p["cross"] += cross
@@ -279,14 +290,19 @@ durations = st.lists(st.integers(0, 10**12), min_size=1, max_size=300)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(NAMES), durations.map(tuple)), min_size=1, max_size=4, unique_by=lambda x: x[0]))
+@given(
+    st.lists(st.tuples(st.sampled_from(NAMES), durations.map(tuple)), min_size=1, max_size=4, unique_by=lambda x: x[0])
+)
 def test_statistics_match_reference_on_wide_values(groups):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s.sqlite"
         con = sqlite3.connect(path)
         con.executescript(DDL)
         tid = global_tid(1000, 1000)
-        con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) VALUES (0, NULL, 75, ?, 'nvtxsim', 1)", (tid,))
+        con.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) VALUES (0, NULL, 75, ?, 'nvtxsim', 1)",
+            (tid,),
+        )
         con.executemany(
             "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text, domainId) VALUES (0, ?, 59, ?, ?, 1)",
             [(d, tid, name) for name, ds in groups for d in ds],

@@ -17,7 +17,12 @@ GRAPHS = GPU / "demo_h200_graphlevel.sqlite.gz"
 
 
 def _cli_json(*args: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "nvtxsim", "report", *args, "--format", "json"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", *args, "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 

@@ -38,7 +38,9 @@ def _single_process(paths, domain):
     """Reference: all ranks' ranges in one export (threads of different ranks kept apart), summarized once."""
     labels: list[tuple[str, str]] = []
     where: dict[tuple[str, str], int] = {}
-    parts: dict[str, list] = {k: [] for k in ("start", "end", "tid", "cross", "unclosed", "label", "ps", "pe", "ops", "kernels", "busy")}
+    parts: dict[str, list] = {
+        k: [] for k in ("start", "end", "tid", "cross", "unclosed", "label", "ps", "pe", "ops", "kernels", "busy")
+    }
     copies: dict[str, list] = {d: [] for d in DIRECTIONS}
     for rank, path in enumerate(paths):
         ex = load(path)
@@ -56,7 +58,13 @@ def _single_process(paths, domain):
         parts["cross"].append(r.cross_thread[idx])
         parts["unclosed"].append(r.unclosed[idx])
         parts["label"].append(remap[r.label[idx]] if len(remap) else np.zeros(0, dtype=np.int32))
-        for k, v in (("ps", g.proj_start), ("pe", g.proj_end), ("ops", g.ops), ("kernels", g.kernels), ("busy", g.busy)):
+        for k, v in (
+            ("ps", g.proj_start),
+            ("pe", g.proj_end),
+            ("ops", g.ops),
+            ("kernels", g.kernels),
+            ("busy", g.busy),
+        ):
             parts[k].append(v[idx])
         for d in DIRECTIONS:
             copies[d].append(g.copy_bytes[d][idx])
@@ -64,11 +72,29 @@ def _single_process(paths, domain):
     cat = {k: np.concatenate(v) for k, v in parts.items()}
     n = len(cat["start"])
     combined = Export(
-        path=Path("all"), meta={}, tables=frozenset(), labels=labels, api=None, gpu=None, capture_end=None, warnings=[],
-        ranges=Ranges(row=np.arange(n), start=cat["start"], end=cat["end"], global_tid=cat["tid"], cross_thread=cat["cross"],
-                      unclosed=cat["unclosed"], style=np.zeros(n, dtype=np.int8), label=cat["label"], payload=np.full(n, np.nan)),
+        path=Path("all"),
+        meta={},
+        tables=frozenset(),
+        labels=labels,
+        api=None,
+        gpu=None,
+        capture_end=None,
+        warnings=[],
+        ranges=Ranges(
+            row=np.arange(n),
+            start=cat["start"],
+            end=cat["end"],
+            global_tid=cat["tid"],
+            cross_thread=cat["cross"],
+            unclosed=cat["unclosed"],
+            style=np.zeros(n, dtype=np.int8),
+            label=cat["label"],
+            payload=np.full(n, np.nan),
+        ),
     )
-    gpu = RangeGpu(cat["ps"], cat["pe"], cat["ops"], cat["kernels"], cat["busy"], {d: np.concatenate(v) for d, v in copies.items()})
+    gpu = RangeGpu(
+        cat["ps"], cat["pe"], cat["ops"], cat["kernels"], cat["busy"], {d: np.concatenate(v) for d, v in copies.items()}
+    )
     return summarize(combined, gpu, domain=None)
 
 

@@ -280,7 +280,11 @@ def test_multiprocessing_children(tmp_path, trace_fork):
     untraced = "recording=[False] off_reason=[True] exit=0"
     # spawn children are exec'd: always traced. fork/forkserver children are traced only with
     # --trace-fork-before-exec=true; otherwise nvtxsim turns itself off there (no NVTX call can hang).
-    assert lines == [f"spawn {traced}", f"fork {traced if trace_fork else untraced}", f"forkserver {traced if trace_fork else untraced}"], log[-3000:]
+    assert lines == [
+        f"spawn {traced}",
+        f"fork {traced if trace_fork else untraced}",
+        f"forkserver {traced if trace_fork else untraced}",
+    ], log[-3000:]
     ex = load(path)
     r = ex.ranges
     parent_pid = next(iter(pids_of(ex, "parent_spawn")))

@@ -56,7 +56,9 @@ def run_scenario(body: str, *, python_flags: tuple[str, ...] = ()) -> tuple[dict
     code = PRELUDE + textwrap.dedent(body)
     env = {**os.environ, "NVTX_INJECTION64_PATH": "/nonexistent/libnvtx-tool.so", "PYTHONPATH": str(REPO)}
     env.pop("NVTXSIM_DISABLE", None)
-    proc = subprocess.run([sys.executable, *python_flags, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, *python_flags, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     return result, proc.stderr

@@ -202,7 +202,9 @@ def test_wal_mode_and_hot_journal_are_left_alone(tmp_path):
     if (wal / "run.sqlite-wal").exists():
         shutil.copyfile(wal / "run.sqlite-wal", wal / "copy.sqlite-wal")
     con.close()
-    (wal / "copy.sqlite-journal").write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + b"\x00" * 504)  # looks like a hot journal
+    (wal / "copy.sqlite-journal").write_bytes(
+        b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + b"\x00" * 504
+    )  # looks like a hot journal
     before = fingerprint(wal)
     report_all_ways(wal / "copy.sqlite")
     assert fingerprint(wal) == before

@@ -31,7 +31,7 @@ def _ours_by_label(path: Path, domain=None):
 def _check_nvtx_sum(ours: dict, rows: list[dict[str, str]], range_col: str = "Range") -> None:
     inst = sum_by_name(rows, range_col, "Instances")
     total = sum_by_name(rows, range_col, [c for c in rows[0] if c.startswith("Total Time")][0])
-    assert set(inst) == set(ours), (set(inst) ^ set(ours))
+    assert set(inst) == set(ours), set(inst) ^ set(ours)
     for name in inst:
         assert ours[name].instances == inst[name], name
         assert ours[name].cpu_total_ns == total[name], name
@@ -89,7 +89,14 @@ def test_projection_matches_brute_force(tmp_path, seed):
     ex = load(tmp_path / "s.sqlite")
     g = project(ex)
     ours = {
-        int(ex.ranges.row[i]): (int(g.proj_start[i]), int(g.proj_end[i]), int(g.ops[i]), int(g.busy[i]), int(g.kernels[i]), int(g.copy_bytes["dtoh"][i]))
+        int(ex.ranges.row[i]): (
+            int(g.proj_start[i]),
+            int(g.proj_end[i]),
+            int(g.ops[i]),
+            int(g.busy[i]),
+            int(g.kernels[i]),
+            int(g.copy_bytes["dtoh"][i]),
+        )
         for i in range(len(ex.ranges))
         if g.ops[i] > 0
     }
@@ -107,8 +114,15 @@ def test_synthetic_exports_agree_with_nsys_stats(tmp_path, seed):
     g = project(ex)
     rows = nsys_stats(path, "nvtxgpuproj")
     assert rows, "nsys produced no projection rows"
-    theirs = {int(r["RangeId"]): (int(r["Projected Start (ns)"]), int(r["Projected Duration (ns)"]), int(r["NumGPUOps"])) for r in rows}
-    ours = {int(ex.ranges.row[i]): (int(g.proj_start[i]), int(g.proj_duration[i]), int(g.ops[i])) for i in range(len(ex.ranges)) if g.ops[i] > 0}
+    theirs = {
+        int(r["RangeId"]): (int(r["Projected Start (ns)"]), int(r["Projected Duration (ns)"]), int(r["NumGPUOps"]))
+        for r in rows
+    }
+    ours = {
+        int(ex.ranges.row[i]): (int(g.proj_start[i]), int(g.proj_duration[i]), int(g.ops[i]))
+        for i in range(len(ex.ranges))
+        if g.ops[i] > 0
+    }
     assert ours == theirs
     _check_nvtx_sum(_ours_by_label(path), nsys_stats(path, "nvtxsum"))
     # Per name, projected totals and op counts equal nsys's rows summed per name.
@@ -240,11 +254,25 @@ def test_cli_json_schema_on_shipped_export(tmp_path):
         pytest.skip("no GPU export committed yet")
     gz = exports[0]
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(gz), "--format", "json", "-o", str(out)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", str(gz), "--format", "json", "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert set(doc) >= {"source", "phases"}
-    required = {"domain", "name", "instances", "cpu_total_ns", "cpu_median_ns", "cpu_p99_ns", "gpu_proj_total_ns", "gpu_busy_total_ns", "gpu_ops"}
+    required = {
+        "domain",
+        "name",
+        "instances",
+        "cpu_total_ns",
+        "cpu_median_ns",
+        "cpu_p99_ns",
+        "gpu_proj_total_ns",
+        "gpu_busy_total_ns",
+        "gpu_ops",
+    }
     assert doc["phases"] and all(required <= set(p) for p in doc["phases"])
     assert all(isinstance(p[k], int) for p in doc["phases"] for k in required - {"domain", "name"})
     assert {p["name"] for p in doc["phases"]} >= {"iteration", "sim_step", "render", "camera_readout", "policy"}

@@ -23,7 +23,9 @@ from nvtxsim.export.reader import load
 def cli(*args: str, subprocess_run: bool = False) -> subprocess.CompletedProcess:
     """``nvtxsim compare ARGS``: in-process by default (fast), or as a real subprocess."""
     if subprocess_run:
-        return subprocess.run([sys.executable, "-m", "nvtxsim", "compare", *args], capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "nvtxsim", "compare", *args], capture_output=True, text=True, timeout=120
+        )
     import contextlib
     import io
 
@@ -70,7 +72,9 @@ def test_slowdown_detected_and_gated(pair):
         assert abs(p.median_delta_pct - 50.0) < 1.0
         assert 0 < p.median_ci_low_pct <= p.median_delta_pct <= p.median_ci_high_pct
         assert p.verdict == "slower" and p.regression
-    assert rows["reward"].median_delta_pct == 0 and not rows["reward"].regression and rows["reward"].verdict == "no change"
+    assert (
+        rows["reward"].median_delta_pct == 0 and not rows["reward"].regression and rows["reward"].verdict == "no change"
+    )
     assert {p.phase for p in res.regressions} == {"sim_step", "nvtxsim:sim_step"}
 
 
@@ -93,7 +97,9 @@ def test_cli_exit_codes_and_formats(pair, tmp_path):
     header = (tmp_path / "c.csv").read_text().splitlines()[0].split(",")
     assert {"phase", "median_delta_pct", "median_ci_low_pct", "p99_delta_pct", "regression"} <= set(header)
     missing = cli(str(tmp_path / "nope.sqlite"), str(new))
-    assert missing.returncode == 2 and missing.stderr.startswith("nvtxsim: error:") and "Traceback" not in missing.stderr
+    assert (
+        missing.returncode == 2 and missing.stderr.startswith("nvtxsim: error:") and "Traceback" not in missing.stderr
+    )
 
 
 def test_same_file_and_determinism(pair):
@@ -103,7 +109,9 @@ def test_same_file_and_determinism(pair):
     assert a.returncode == 0 and a.stdout == b.stdout
     doc = json.loads(a.stdout)
     compared = [p for p in doc["phases"] if p["status"] == "compared"]
-    assert compared and all(p["median_delta_pct"] == 0 and p["median_ci_low_pct"] <= 0 <= p["median_ci_high_pct"] for p in compared)
+    assert compared and all(
+        p["median_delta_pct"] == 0 and p["median_ci_low_pct"] <= 0 <= p["median_ci_high_pct"] for p in compared
+    )
     assert all(not p["regression"] for p in doc["phases"])
 
 
@@ -112,10 +120,16 @@ def test_added_removed_and_few_samples(tmp_path):
     make_export(base, 5)
     shutil.copy(base, new)
     con = sqlite3.connect(new)
-    con.execute("DELETE FROM NVTX_EVENTS WHERE textId IN (SELECT id FROM StringIds WHERE value = 'reward') OR text = 'reward'")
+    con.execute(
+        "DELETE FROM NVTX_EVENTS WHERE textId IN (SELECT id FROM StringIds WHERE value = 'reward') OR text = 'reward'"
+    )
     con.commit()
     con.close()
-    res = compare(Detail(load(base), domain=None), Detail(load(new), domain=None), CompareSettings(fail_above=0, min_samples=10_000))
+    res = compare(
+        Detail(load(base), domain=None),
+        Detail(load(new), domain=None),
+        CompareSettings(fail_above=0, min_samples=10_000),
+    )
     rows = {p.phase: p for p in res.phases}
     assert rows["reward"].status == "removed" and rows["nvtxsim:reward"].status == "removed"
     assert all(p.status in ("removed", "too few samples") for p in res.phases) and not res.regressions
@@ -165,7 +179,9 @@ def test_real_runs_per_iteration(tmp_path):
 
 def test_by_iteration_names_the_phases_outside_every_iteration():
     data = Path(__file__).parent / "data" / "gpu"
-    base, new = (Detail(load(data / n), domain="nvtxsim") for n in ("demo_h200.sqlite.gz", "demo_h200_graphlevel.sqlite.gz"))
+    base, new = (
+        Detail(load(data / n), domain="nvtxsim") for n in ("demo_h200.sqlite.gz", "demo_h200_graphlevel.sqlite.gz")
+    )
     c = compare(base, new, CompareSettings(by="iteration", resamples=100))
     assert "ranges outside every 'iteration' range, not compared: nvtxsim:policy_update (base ×4, new ×7)" in c.notes
     assert "nvtxsim:policy_update" not in {p.phase for p in c.phases}

@@ -37,7 +37,12 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_cli_subprocess(synth_path):
-    proc = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(synth_path), "--view", "tree"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", str(synth_path), "--view", "tree"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "Nesting per thread" in proc.stdout and proc.stderr == ""
 
 
@@ -63,7 +68,17 @@ def test_default_output_and_json_schema_unchanged(synth_path):
     doc = json.loads(cli("report", str(synth_path), "-f", "json").stdout)
     assert set(doc) == {"source", "phases", "warnings", "findings"}
     assert cli("report", str(synth_path)).stdout.splitlines()[2].startswith("Findings")
-    assert {"domain", "name", "instances", "cpu_total_ns", "cpu_median_ns", "cpu_p99_ns", "gpu_proj_total_ns", "gpu_busy_total_ns", "gpu_ops"} <= set(doc["phases"][0])
+    assert {
+        "domain",
+        "name",
+        "instances",
+        "cpu_total_ns",
+        "cpu_median_ns",
+        "cpu_p99_ns",
+        "gpu_proj_total_ns",
+        "gpu_busy_total_ns",
+        "gpu_ops",
+    } <= set(doc["phases"][0])
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "json"])
@@ -76,7 +91,14 @@ def test_every_view_renders(synth_path, fmt):
         assert all(isinstance(v["rows"], list) for v in doc["views"].values())
         assert doc["views"]["kernels"]["rows"] and doc["views"]["syncs"]["rows"] and doc["views"]["tree"]["rows"]
     else:
-        for title in ("Nesting per thread", "Top kernels per phase", "Memory copies", "synchronizing CUDA calls", "Per phase and GPU", "Phases per thread"):
+        for title in (
+            "Nesting per thread",
+            "Top kernels per phase",
+            "Memory copies",
+            "synchronizing CUDA calls",
+            "Per phase and GPU",
+            "Phases per thread",
+        ):
             assert title in proc.stdout
 
 
@@ -90,7 +112,18 @@ def test_csv_takes_one_view(synth_path):
 
 
 def test_match_filter_and_bad_options(synth_path):
-    proc = cli("report", str(synth_path), "--domain", "all", "--match", "^nvtxsim:(sim_step|render)$", "-f", "json", "--view", "summary,kernels")
+    proc = cli(
+        "report",
+        str(synth_path),
+        "--domain",
+        "all",
+        "--match",
+        "^nvtxsim:(sim_step|render)$",
+        "-f",
+        "json",
+        "--view",
+        "summary,kernels",
+    )
     doc = json.loads(proc.stdout)
     assert {p["name"] for p in doc["phases"]} == {"sim_step", "render"}
     assert {r["phase"] for r in doc["views"]["kernels"]["rows"]} <= {"nvtxsim:sim_step", "nvtxsim:render"}
@@ -204,10 +237,24 @@ def test_html_runs_in_headless_chromium_without_js_errors(synth_path, tmp_path):
     profile = tempfile.mkdtemp(prefix="nvtxsim-chromium-")
     try:
         proc = subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-             "--no-first-run", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--window-size=1400,1000",
-             "--dump-dom", page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=120,
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                f"--user-data-dir={profile}",
+                "--enable-logging=stderr",
+                "--v=0",
+                "--window-size=1400,1000",
+                "--dump-dom",
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     finally:
         shutil.rmtree(profile, ignore_errors=True)
@@ -242,7 +289,12 @@ def test_views_work_without_cuda(tmp_path):
     path = tmp_path / "cpu.sqlite"
     make_export(path, 2)
     con = sqlite3.connect(path)
-    for t in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+    for t in (
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+    ):
         con.execute(f"DROP TABLE {t}")
     con.commit()
     con.close()

@@ -26,7 +26,9 @@ def test_frames_match_the_export_and_the_report(frames_and_export):
     f, ex, _ = frames_and_export
     assert dict(f).keys() == {"ranges", "gpu_ops", "api_calls", "phases", "iterations"}
     assert len(f.ranges) == len(ex.ranges) and set(f.ranges.index) == set(ex.ranges.row.tolist())
-    assert len(f.gpu_ops) == len(ex.gpu) + len(ex.extras.graph_execs) and (f.gpu_ops.kind == "graph").sum() == len(ex.extras.graph_execs)
+    assert len(f.gpu_ops) == len(ex.gpu) + len(ex.extras.graph_execs) and (f.gpu_ops.kind == "graph").sum() == len(
+        ex.extras.graph_execs
+    )
     assert len(f.api_calls) == len(ex.api)
     # Per phase totals equal the report's.
     total = f.ranges.groupby("phase").duration_ns.sum()
@@ -72,4 +74,8 @@ def test_clear_error_without_pandas(frames_and_export):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "pip install 'nvtxsim[pandas]'" in proc.stdout
-    assert "pandas" not in subprocess.run([sys.executable, "-c", "import nvtxsim, sys; print(sorted(m for m in sys.modules if m.startswith('pandas')))"], capture_output=True, text=True).stdout.replace("[]", "")
+    assert "pandas" not in subprocess.run(
+        [sys.executable, "-c", "import nvtxsim, sys; print(sorted(m for m in sys.modules if m.startswith('pandas')))"],
+        capture_output=True,
+        text=True,
+    ).stdout.replace("[]", "")

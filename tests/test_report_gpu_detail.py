@@ -98,7 +98,12 @@ def test_kernels_copies_syncs_match_brute_force(rich_export):
     assert ours_c == {k: [len(v), sum(x[4] for x in v), sum(x[1] - x[0] for x in v)] for k, v in c_ref.items()}
     ours_s = {(s.phase, s.api): [s.calls, s.total_ns] for s in syncs(d)}
     assert ours_s == dict(s_ref)
-    assert {a for _, a in ours_s} >= {"cudaStreamSynchronize", "cuStreamSynchronize", "cudaMemcpy", "cudaDeviceSynchronize"}
+    assert {a for _, a in ours_s} >= {
+        "cudaStreamSynchronize",
+        "cuStreamSynchronize",
+        "cudaMemcpy",
+        "cudaDeviceSynchronize",
+    }
     if mode == "graph":
         assert any(k.startswith("[CUDA graph") for _, k in ours_k)
     else:
@@ -123,21 +128,37 @@ def test_overview_matches_brute_force(rich_export):
         x["launches"] += len({c["corr"] for c in calls if _ops_of(synth, [c]) or _ops_of(synth, [c], graph=True)})
         x["busy"] += _union([(o["start"], o["end"]) for o in ops])
         if ops:
-            x["gaps"] += max(o["end"] for o in ops) - min(o["start"] for o in ops) - _union([(o["start"], o["end"]) for o in ops])
-        clipped = [(max(s, r["start"]), min(e, end)) for s, e in per_pid_ops[r["tid"] & ~0xFFFFFF] if e > r["start"] and s < end]
+            x["gaps"] += (
+                max(o["end"] for o in ops)
+                - min(o["start"] for o in ops)
+                - _union([(o["start"], o["end"]) for o in ops])
+            )
+        clipped = [
+            (max(s, r["start"]), min(e, end))
+            for s, e in per_pid_ops[r["tid"] & ~0xFFFFFF]
+            if e > r["start"] and s < end
+        ]
         x["idle"] += (end - r["start"]) - _union(clipped)
         x["sync"] += _union([(c["start"], c["end"]) for c in calls if is_sync_api(c["name"])])
         graph_calls = [c for c in calls if api_name(c["name"]) == "cudaGraphLaunch"]
         x["graphs"] += len(graph_calls)
-        x["graph_gpu"] += _union([(o["start"], o["end"]) for o in _ops_of(synth, graph_calls) + _ops_of(synth, graph_calls, graph=True)])
+        x["graph_gpu"] += _union(
+            [(o["start"], o["end"]) for o in _ops_of(synth, graph_calls) + _ops_of(synth, graph_calls, graph=True)]
+        )
         by_corr = {c["corr"]: c for c in calls}
         for o in ops:
             queue[lab].append(max(o["start"] - by_corr[o["corr"]]["end"], 0))
     for lab, row in rows.items():
         x = ref[lab]
-        assert (row.launches, row.gpu_busy_ns, row.span_gaps_ns, row.gpu_idle_ns, row.sync_wait_ns, row.graph_launches, row.graph_gpu_ns) == (
-            x["launches"], x["busy"], x["gaps"], x["idle"], x["sync"], x["graphs"], x["graph_gpu"]
-        ), lab
+        assert (
+            row.launches,
+            row.gpu_busy_ns,
+            row.span_gaps_ns,
+            row.gpu_idle_ns,
+            row.sync_wait_ns,
+            row.graph_launches,
+            row.graph_gpu_ns,
+        ) == (x["launches"], x["busy"], x["gaps"], x["idle"], x["sync"], x["graphs"], x["graph_gpu"]), lab
         q = queue[lab]
         assert row.queue_max_ns == (max(q) if q else 0)
         assert row.queue_p50_ns == (int(round(float(np.quantile(q, 0.5)))) if q else 0)
@@ -190,9 +211,17 @@ def test_graph_level_rows_stay_out_of_the_nsys_compatible_summary(tmp_path):
 
 
 def test_short_kernel_names():
-    assert short_kernel_name("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1> >(int, at::native::FillFunctor<float>, std::array<char*, 1>)") == "vectorized_elementwise_kernel"
+    assert (
+        short_kernel_name(
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1> >(int, at::native::FillFunctor<float>, std::array<char*, 1>)"
+        )
+        == "vectorized_elementwise_kernel"
+    )
     assert short_kernel_name("ampere_sgemm_128x64_tn") == "ampere_sgemm_128x64_tn"
-    assert short_kernel_name("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(T1::Params)") == "Kernel2"
+    assert (
+        short_kernel_name("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(T1::Params)")
+        == "Kernel2"
+    )
 
 
 def test_queue_delay_definition():
@@ -224,14 +253,23 @@ def test_queue_delay_agrees_with_nsys_kernexectrace(tmp_path):
     path = tmp_path / "q.sqlite"
     make_export(path, 3, graphs="node")
     rows = nsys_stats(path, "kernexectrace")
-    theirs = sorted((int(r["API Start (ns)"]), int(r["Kernel Start (ns)"]), int(r["Queue Dur (ns)"]) if r["Queue Dur (ns)"] not in ("", "None") else 0) for r in rows)
+    theirs = sorted(
+        (
+            int(r["API Start (ns)"]),
+            int(r["Kernel Start (ns)"]),
+            int(r["Queue Dur (ns)"]) if r["Queue Dur (ns)"] not in ("", "None") else 0,
+        )
+        for r in rows
+    )
     ex = load(path)
     d = Detail(ex, domain=None)
     link = d.link
     ours = []
     for c in np.flatnonzero(link.hi > link.lo):
-        for j in link.op_order[link.lo[c]:link.hi[c]]:
+        for j in link.op_order[link.lo[c] : link.hi[c]]:
             if d.ops.kind[j] == 0:
-                ours.append((int(ex.api.start[c]), int(d.ops.start[j]), max(int(d.ops.start[j]) - int(ex.api.end[c]), 0)))
+                ours.append(
+                    (int(ex.api.start[c]), int(d.ops.start[j]), max(int(d.ops.start[j]) - int(ex.api.end[c]), 0))
+                )
     assert sorted(ours) == theirs
     assert any(q for _, _, q in theirs)

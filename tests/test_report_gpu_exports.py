@@ -52,7 +52,11 @@ def test_kernel_table_agrees_with_nsys_nvtx_kern_sum(loaded, name):
 def test_camera_readout_copies_and_syncs(loaded):
     d = loaded("demo_h200", "nvtxsim")
     cam = [c for c in copies(d) if c.phase == "nvtxsim:camera_readout"]
-    assert [c.direction for c in cam] == ["dtoh"] and cam[0].bytes > 0 and cam[0].count == d.report.phase("camera_readout").instances
+    assert (
+        [c.direction for c in cam] == ["dtoh"]
+        and cam[0].bytes > 0
+        and cam[0].count == d.report.phase("camera_readout").instances
+    )
     assert any(s.phase == "nvtxsim:camera_readout" and s.api == "cudaStreamSynchronize" for s in syncs(d))
     rows = {r.phase: r for r in overview(d)}
     it = rows["nvtxsim:iteration"]
@@ -74,12 +78,26 @@ def test_every_view_and_format_runs(tmp_path):
     path = _export("demo_h200_graphlevel")
     proc = subprocess.run(
         [sys.executable, "-m", "nvtxsim", "report", str(path), "--view", "all", "--skip-first", "5", "-f", "json"],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert set(doc["views"]) == {
-        "summary", "tree", "iterations", "slowest", "kernels", "copies", "syncs", "gpu", "gpus", "threads", "processes", "memory", "findings", "overlap",
+        "summary",
+        "tree",
+        "iterations",
+        "slowest",
+        "kernels",
+        "copies",
+        "syncs",
+        "gpu",
+        "gpus",
+        "threads",
+        "processes",
+        "memory",
+        "findings",
+        "overlap",
     }
     assert doc["findings"] and doc["views"]["findings"]["rows"] and doc["views"]["overlap"]["rows"]
     assert any(r["kernel"].startswith("[CUDA graph") for r in doc["views"]["kernels"]["rows"])
@@ -87,7 +105,11 @@ def test_every_view_and_format_runs(tmp_path):
     assert threads == {"main", "side_launcher"}
     for fmt in ("html", "perfetto"):
         out = tmp_path / f"r.{fmt}"
-        p = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(path), "-f", fmt, "-o", str(out)], capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, "-m", "nvtxsim", "report", str(path), "-f", fmt, "-o", str(out)],
+            capture_output=True,
+            text=True,
+        )
         assert p.returncode == 0, p.stderr
         assert out.stat().st_size > 10_000
     trace = json.loads((tmp_path / "r.perfetto").read_text())

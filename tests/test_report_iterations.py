@@ -108,8 +108,23 @@ def test_slowest_iterations_found_with_their_culprit(loop_capture):
 @pytest.mark.nsys
 def test_iteration_views_from_the_cli(loop_capture):
     proc = subprocess.run(
-        [sys.executable, "-m", "nvtxsim", "report", str(loop_capture), "--view", "iterations,slowest", "--skip-first", "2", "--top", "3", "-f", "json"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "nvtxsim",
+            "report",
+            str(loop_capture),
+            "--view",
+            "iterations,slowest",
+            "--skip-first",
+            "2",
+            "--top",
+            "3",
+            "-f",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
@@ -118,7 +133,15 @@ def test_iteration_views_from_the_cli(loop_capture):
     assert {r["phase"] for r in rows} == {"nvtxsim:iteration", "nvtxsim:sim_step", "nvtxsim:render", "nvtxsim:policy"}
     assert [r["iteration"] for r in doc["views"]["slowest"]["rows"]][:2] in ([6, 10], [10, 6])
     assert len(doc["views"]["slowest"]["rows"]) == 3
-    table = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(loop_capture), "--by", "iteration"], capture_output=True, text=True)
+    table = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", str(loop_capture), "--by", "iteration"],
+        capture_output=True,
+        text=True,
+    )
     assert table.returncode == 0 and "Per-phase time per iteration" in table.stdout and "p99" in table.stdout
-    bad = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(loop_capture), "--by", "nope"], capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.startswith("nvtxsim: error: --by 'nope'") and "Traceback" not in bad.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", str(loop_capture), "--by", "nope"], capture_output=True, text=True
+    )
+    assert (
+        bad.returncode == 2 and bad.stderr.startswith("nvtxsim: error: --by 'nope'") and "Traceback" not in bad.stderr
+    )

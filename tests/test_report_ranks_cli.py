@@ -12,7 +12,9 @@ from synth import make_export
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "nvtxsim", "report", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_many_exports_json_and_csv(tmp_path):
@@ -25,7 +27,13 @@ def test_many_exports_json_and_csv(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert len(doc["ranks"]) == 3 and doc["source"]["ranks"] == 3
-    singles = [{p["name"] + "@" + p["domain"]: p for p in json.loads(_cli(x, "--domain", "all", "-f", "json").stdout)["phases"]} for x in paths]
+    singles = [
+        {
+            p["name"] + "@" + p["domain"]: p
+            for p in json.loads(_cli(x, "--domain", "all", "-f", "json").stdout)["phases"]
+        }
+        for x in paths
+    ]
     for p in doc["phases"]:
         key = p["name"] + "@" + p["domain"]
         assert p["instances"] == sum(s[key]["instances"] for s in singles if key in s)

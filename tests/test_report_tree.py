@@ -144,12 +144,19 @@ def test_tree_of_a_real_capture(tmp_path):
     assert by_path[("nvtxsim:iteration", "nvtxsim:policy")].count == 6
     # Self = inclusive minus children; the 1 ms sleeps really sit in the children.
     assert step.cpu_self_ns == step.cpu_incl_ns - phys.cpu_incl_ns
-    assert it.cpu_self_ns == it.cpu_incl_ns - step.cpu_incl_ns - by_path[("nvtxsim:iteration", "nvtxsim:policy")].cpu_incl_ns
+    assert (
+        it.cpu_self_ns
+        == it.cpu_incl_ns - step.cpu_incl_ns - by_path[("nvtxsim:iteration", "nvtxsim:policy")].cpu_incl_ns
+    )
     assert phys.cpu_incl_ns >= 12 * 1_000_000
     # The cross-thread range is kept, on the thread that started it, next to that thread's render range.
     cam = by_path[("nvtxsim:camera_readout",)]
     assert cam.cross_thread == 1 and cam.global_tid == by_path[("nvtxsim:render",)].global_tid != it.global_tid
-    out = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(path), "--view", "tree", "-f", "json"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", str(path), "--view", "tree", "-f", "json"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     rows = doc["views"]["tree"]["rows"]
@@ -169,8 +176,13 @@ def test_very_deep_nesting(tmp_path):
     tid = global_tid(7, 7)
     n = 5000
     con.execute("INSERT INTO StringIds VALUES (1, 'level')")
-    con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId) VALUES (?, ?, 59, ?, 1)", (0, None, tid))
-    con.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId) VALUES (?, ?, 59, ?, 1)", [(i, 10 * n - i, tid) for i in range(1, n)])
+    con.execute(
+        "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId) VALUES (?, ?, 59, ?, 1)", (0, None, tid)
+    )
+    con.executemany(
+        "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId) VALUES (?, ?, 59, ?, 1)",
+        [(i, 10 * n - i, tid) for i in range(1, n)],
+    )
     con.commit()
     con.close()
     d = Detail(load(path), domain=None)
@@ -178,5 +190,9 @@ def test_very_deep_nesting(tmp_path):
     nodes = aggregate(d.export, d.tree)
     assert [nd.depth for nd in nodes] == list(range(33)) and all(nd.count == 1 for nd in nodes)
     assert nodes[0].cpu_self_ns == 1  # unclosed: ends at the last timestamp (10n - 1), its child covers all but [0, 1)
-    out = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(path), "--domain", "all", "--view", "tree"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", str(path), "--domain", "all", "--view", "tree"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0 and "nesting deeper than 32 levels is not listed" in out.stdout

@@ -15,7 +15,9 @@ def corpus(tmp_path_factory):
     return [c for c in hostile.build_corpus(tmp_path_factory.mktemp("hostile")) if c.output is None and not c.args]
 
 
-@pytest.mark.parametrize("extra", [("--view", "all", "-f", "json"), ("-f", "html"), ("-f", "perfetto")], ids=["views", "html", "perfetto"])
+@pytest.mark.parametrize(
+    "extra", [("--view", "all", "-f", "json"), ("-f", "html"), ("-f", "perfetto")], ids=["views", "html", "perfetto"]
+)
 def test_detail_views_never_crash(corpus, tmp_path, extra):
     from nvtxsim.cli.main import main
 

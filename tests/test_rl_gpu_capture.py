@@ -63,7 +63,9 @@ def test_step_view_is_the_default_and_sees_the_gpu(export):
     view = iterations(d, ViewOptions()).as_dict()
     rows = {row["phase"]: row for row in view["rows"]}
     assert view["rows"][0]["phase"] == "nvtxsim:step" and view["rows"][0]["iterations"] == STEPS * ITERATIONS
-    assert rows["nvtxsim:policy"]["per_iteration_count"] == 1.0 and rows["nvtxsim:sim_step"]["per_iteration_count"] == 4.0
+    assert (
+        rows["nvtxsim:policy"]["per_iteration_count"] == 1.0 and rows["nvtxsim:sim_step"]["per_iteration_count"] == 4.0
+    )
     assert rows["nvtxsim:policy"]["gpu_p50_ns"] > 0 and rows["nvtxsim:iteration"]["gpu_p50_ns"] > 0  # CUDA traced
     assert any(f"{ENVS} envs per iteration (recorded by nvtxsim)" in note for note in view["notes"])
 
@@ -79,7 +81,10 @@ def test_learning_iteration_view(export):
     view = iterations(d, o).as_dict()
     assert view["rows"][0]["iterations"] == ITERATIONS - 1
     notes = " | ".join(view["notes"])
-    assert f"{ENVS} envs × {STEPS} steps per iteration (recorded by nvtxsim)" in notes and "per iteration: rollout " in notes
+    assert (
+        f"{ENVS} envs × {STEPS} steps per iteration (recorded by nvtxsim)" in notes
+        and "per iteration: rollout " in notes
+    )
     rows = slowest(d, o).as_dict()["rows"]
     assert len(rows) == ITERATIONS - 1
     assert all(row["rollout_ns"] > 0 and row["update_ns"] > 0 and row["env_steps_per_s"] > 0 for row in rows)

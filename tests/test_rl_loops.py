@@ -33,8 +33,16 @@ LIBS = ["rsl_rl", "skrl", "rl_games"]
 STEPS, ITERATIONS, ENVS = 4, 3, 8
 #: The library's processing of a transition, inside each step (rl_games does it inline: no call to range).
 PROCESSING = {"rsl_rl": "process_env_step", "skrl": "record_transition", "rl_games": None}
-NSYS = ["nsys", "profile", "-t", "nvtx,osrt", "--sample=none", "--cpuctxsw=none", "--export=sqlite",
-        "--force-overwrite=true"]
+NSYS = [
+    "nsys",
+    "profile",
+    "-t",
+    "nvtx,osrt",
+    "--sample=none",
+    "--cpuctxsw=none",
+    "--export=sqlite",
+    "--force-overwrite=true",
+]
 needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys not installed")
 
 
@@ -104,9 +112,16 @@ def test_loop_levels_recorded(recorded, lib):
 
 
 def test_hooks_patched_per_library(recorded):
-    assert {"PPO.act", "PPO.post_interaction", "Agent.post_interaction", "PPO.update"} <= set(recorded["skrl"]["patched"])
-    assert {"A2CBase.get_action_values", "A2CBase.get_values", "ContinuousA2CBase.train_epoch", "A2CBase.play_steps",
-            "A2CAgent.train_actor_critic"} <= set(recorded["rl_games"]["patched"])
+    assert {"PPO.act", "PPO.post_interaction", "Agent.post_interaction", "PPO.update"} <= set(
+        recorded["skrl"]["patched"]
+    )
+    assert {
+        "A2CBase.get_action_values",
+        "A2CBase.get_values",
+        "ContinuousA2CBase.train_epoch",
+        "A2CBase.play_steps",
+        "A2CAgent.train_actor_critic",
+    } <= set(recorded["rl_games"]["patched"])
     assert {"PPO.act", "PPO.process_env_step", "PPO.update"} <= set(recorded["rsl_rl"]["patched"])
 
 
@@ -128,9 +143,24 @@ def captures(tmp_path_factory):
 
 
 def _report(path: Path, *args: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(path), "--view", "iterations,slowest",
-                           "--format", "json", *args], capture_output=True, text=True, cwd=str(REPO),
-                          env={**deps.env_for("3.0.0"), "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nvtxsim",
+            "report",
+            str(path),
+            "--view",
+            "iterations,slowest",
+            "--format",
+            "json",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        env={**deps.env_for("3.0.0"), "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)["views"]
 

@@ -18,7 +18,7 @@ import pytest
 from nsys_util import REPO, needs_nsys
 from reliability_util import capture, load, program_lines
 
-PROGRAM = r'''
+PROGRAM = r"""
 import asyncio, copy, functools, os, pickle, sys
 import nvtxsim
 from nvtxsim import phase
@@ -200,7 +200,7 @@ out("after bad end_range", (nvtxsim.backend_info()["error"], nvtxsim.is_enabled(
 with phase("still_recorded"):
     pass
 out("recording at end", nvtxsim.is_recording())
-'''
+"""
 
 STATES = {
     "plain": {},
@@ -209,7 +209,7 @@ STATES = {
 
 
 def _output(text: str) -> list[str]:
-    return [line[len("OUT "):] for line in text.splitlines() if line.startswith("OUT ")]
+    return [line[len("OUT ") :] for line in text.splitlines() if line.startswith("OUT ")]
 
 
 def run_state(tmp_path, state: str, program: str = PROGRAM) -> list[str]:
@@ -219,7 +219,9 @@ def run_state(tmp_path, state: str, program: str = PROGRAM) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), **STATES[state]}
     for var in ("NVTXSIM_DISABLE", *(() if STATES[state] else ("NVTX_INJECTION64_PATH",))):
         env.pop(var, None)
-    proc = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(prog)], capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return _output(proc.stdout)
 
@@ -275,14 +277,27 @@ def test_under_nsys_same_output_and_ranges_recorded(tmp_path, plain_output):
     assert lines[0] == "recording: True" and lines[-1] == "recording at end: True", log[-2000:]
     assert lines[1:-1] == plain_output[1:-1]
     counts = collections.Counter(load(path).ranges.name.tolist())
-    for name in ("static", "klass", "cached", "prop", "cprop", "partial", "builtin", "module_cached", "forward", "window", "still_recorded"):
+    for name in (
+        "static",
+        "klass",
+        "cached",
+        "prop",
+        "cprop",
+        "partial",
+        "builtin",
+        "module_cached",
+        "forward",
+        "window",
+        "still_recorded",
+    ):
         assert counts[name] > 0, (name, counts)
     assert counts["window"] == 1 and counts["still_recorded"] == 1
 
 
 @pytest.mark.parametrize(
     "value, disabled",
-    [(v, True) for v in ("1", "true", "TRUE", "yes", "Yes", "on", " ON ")] + [(v, False) for v in ("0", "false", "False", "no", "NO", "off", "", " ")],
+    [(v, True) for v in ("1", "true", "TRUE", "yes", "Yes", "on", " ON ")]
+    + [(v, False) for v in ("0", "false", "False", "no", "NO", "off", "", " ")],
 )
 def test_disable_spellings(value, disabled):
     from nvtxsim import envflags
@@ -312,8 +327,17 @@ def test_run_gives_the_script_the_argv0_of_python(tmp_path):
     script = tmp_path / "show.py"
     script.write_text("import sys\nprint(repr(sys.argv), repr(__file__), __name__)\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    direct = subprocess.run([sys.executable, "show.py", "a", "-b"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    via = subprocess.run([sys.executable, "-m", "nvtxsim", "run", "show.py", "a", "-b"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    direct = subprocess.run(
+        [sys.executable, "show.py", "a", "-b"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    via = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "run", "show.py", "a", "-b"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert direct.returncode == via.returncode == 0, via.stderr
     assert via.stdout == direct.stdout
 

@@ -181,7 +181,16 @@ def test_run_gives_the_script_what_python_gives_it(tmp_path, target):
     with zipfile.ZipFile(tmp_path / "app.zip", "w") as z:
         z.writestr("__main__.py", SHOW)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    direct = subprocess.run([sys.executable, target, "a", "-b"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    via = subprocess.run([sys.executable, "-m", "nvtxsim", "run", target, "a", "-b"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    direct = subprocess.run(
+        [sys.executable, target, "a", "-b"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    via = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "run", target, "a", "-b"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert direct.returncode == via.returncode == 0, via.stderr
     assert via.stdout == direct.stdout

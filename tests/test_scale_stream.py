@@ -34,7 +34,9 @@ def sort_by_start(path: Path) -> None:
     """Rewrite the CUDA tables in start order, as nsys writes them."""
     con = sqlite3.connect(path)
     for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'CUPTI%'").fetchall():
-        con.executescript(f'CREATE TABLE _t AS SELECT * FROM "{t}" ORDER BY start; DELETE FROM "{t}"; INSERT INTO "{t}" SELECT * FROM _t; DROP TABLE _t;')
+        con.executescript(
+            f'CREATE TABLE _t AS SELECT * FROM "{t}" ORDER BY start; DELETE FROM "{t}"; INSERT INTO "{t}" SELECT * FROM _t; DROP TABLE _t;'
+        )
     con.commit()
     con.close()
 
@@ -91,7 +93,9 @@ def test_streamed_projection_equals_in_memory(tmp_path, monkeypatch, tiny_window
     assert summarize(ex, domain=None).as_dict() == summarize(ex2, domain=None).as_dict()
 
 
-@pytest.mark.parametrize("gz", sorted(GPU_DATA.glob("*.sqlite.gz")) if GPU_DATA.is_dir() else [], ids=lambda p: p.name.split(".")[0])
+@pytest.mark.parametrize(
+    "gz", sorted(GPU_DATA.glob("*.sqlite.gz")) if GPU_DATA.is_dir() else [], ids=lambda p: p.name.split(".")[0]
+)
 def test_streamed_projection_on_h200_exports(tmp_path, monkeypatch, tiny_windows, gz):
     import gzip
 
@@ -141,10 +145,14 @@ def test_two_calls_with_one_launch_key_fall_back(tmp_path, monkeypatch):
     path = tmp_path / "dup.sqlite"
     make_export(path, 9)
     con = sqlite3.connect(path)
-    row = con.execute("SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IN "
-                      "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL) LIMIT 1").fetchone()
-    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,0,?,?,?,0)",
-                (row[0] + 5, row[1] - 5, row[2], row[3], row[4]))
+    row = con.execute(
+        "SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IN "
+        "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL) LIMIT 1"
+    ).fetchone()
+    con.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,0,?,?,?,0)",
+        (row[0] + 5, row[1] - 5, row[2], row[3], row[4]),
+    )
     con.commit()
     con.close()
     sort_by_start(path)
@@ -169,11 +177,19 @@ def test_scale_export_replays_rows_with_fresh_ids(tmp_path):
     counts = scale.scale(src, dst, 3)
     assert _digest(src) == before, "the source export must not change"
     con_s, con_d = sqlite3.connect(src), sqlite3.connect(dst)
-    for t in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+    for t in (
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+    ):
         n = con_s.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
         assert con_d.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 3 * n == counts[t]
-        keys = f"SELECT count(DISTINCT globalPid || ':' || correlationId) FROM {t}" if t != "CUPTI_ACTIVITY_KIND_RUNTIME" else \
-            f"SELECT count(DISTINCT globalTid || ':' || correlationId) FROM {t}"
+        keys = (
+            f"SELECT count(DISTINCT globalPid || ':' || correlationId) FROM {t}"
+            if t != "CUPTI_ACTIVITY_KIND_RUNTIME"
+            else f"SELECT count(DISTINCT globalTid || ':' || correlationId) FROM {t}"
+        )
         assert con_d.execute(keys).fetchone()[0] == 3 * con_s.execute(keys).fetchone()[0]
     ranges = "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60)"
     assert con_d.execute(ranges).fetchone()[0] == 3 * con_s.execute(ranges).fetchone()[0]

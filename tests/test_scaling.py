@@ -160,7 +160,11 @@ def test_memory_budget_without_memory_events(tmp_path, capsys):
 
 def test_parse_size_units():
     assert parse_size("80GiB") == 80 << 30 and parse_size("80G") == 80 << 30 and parse_size("80GB") == 80 * 10**9
-    assert parse_size("512MiB") == 512 << 20 and parse_size("1.5TiB") == int(1.5 * (1 << 40)) and parse_size("1000") == 1000
+    assert (
+        parse_size("512MiB") == 512 << 20
+        and parse_size("1.5TiB") == int(1.5 * (1 << 40))
+        and parse_size("1000") == 1000
+    )
     for bad in ("", "GiB", "80 XB", "-1GiB", "80iB"):
         with pytest.raises(NvtxsimError):
             parse_size(bad)
@@ -189,7 +193,9 @@ def test_report_envs_adds_env_steps_per_second(sweep, capsys):
     it = rows["nvtxsim:iteration"]
     assert it["env_steps_per_s"] == pytest.approx(1024e9 / it["mean_ns"], rel=1e-6)
     pw = rows["nvtxsim:pairwise"]
-    assert pw["env_steps_per_s_cost"] == pytest.approx(1024e9 / (it["mean_ns"] - pw["mean_ns"]) - 1024e9 / it["mean_ns"], rel=1e-3)
+    assert pw["env_steps_per_s_cost"] == pytest.approx(
+        1024e9 / (it["mean_ns"] - pw["mean_ns"]) - 1024e9 / it["mean_ns"], rel=1e-3
+    )
     assert any("env-steps/s" in n for n in view["notes"])
     assert main(["report", path, "--envs", "1024"]) == 0
     assert "env-steps/s" in capsys.readouterr().out
@@ -219,12 +225,30 @@ def test_profile_sweep_records_each_value_and_prints_the_table(tmp_path, monkeyp
     script.write_text(SLEEPER)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
-    rc = main(["profile", "--sweep", "n=100,400,1600", "-o", "sw", "--format", "json", "--", sys.executable, str(script), "{n}"])
+    rc = main(
+        [
+            "profile",
+            "--sweep",
+            "n=100,400,1600",
+            "-o",
+            "sw",
+            "--format",
+            "json",
+            "--",
+            sys.executable,
+            str(script),
+            "{n}",
+        ]
+    )
     assert rc == 0
     assert all((tmp_path / f"sw_{v}.sqlite").exists() for v in (100, 400, 1600))
     doc = json.loads((tmp_path / "sw.report.json").read_text())
     by = {p["phase"]: p for p in doc["phases"]}
-    assert doc["param"] == "n" and doc["values"] == [100, 400, 1600] and set(by) == {"nvtxsim:iteration", "nvtxsim:grows", "nvtxsim:fixed"}
+    assert (
+        doc["param"] == "n"
+        and doc["values"] == [100, 400, 1600]
+        and set(by) == {"nvtxsim:iteration", "nvtxsim:grows", "nvtxsim:fixed"}
+    )
     # Classes of real timings are not asserted (a loaded machine): only that they were computed.
     assert all(p["cpu_class"] in ("constant", "sublinear", "linear", "superlinear") for p in doc["phases"])
     assert all(4 <= r["iterations"] <= 6 for r in by["nvtxsim:grows"]["per_run"])
@@ -266,7 +290,12 @@ def by_run(doc: dict, phase: str) -> list[dict]:
 def test_h200_gpu_and_memory_classes(h200):
     """Known costs: pairwise N² (time and memory), physics and reward linear, policy fixed-size."""
     by = {p["phase"]: p for p in h200["phases"]}
-    expected = {"nvtxsim:pairwise": ("superlinear", 2.0), "nvtxsim:physics": ("linear", 1.0), "nvtxsim:reward": ("linear", 1.0), "nvtxsim:policy": ("constant", 0.0)}
+    expected = {
+        "nvtxsim:pairwise": ("superlinear", 2.0),
+        "nvtxsim:physics": ("linear", 1.0),
+        "nvtxsim:reward": ("linear", 1.0),
+        "nvtxsim:policy": ("constant", 0.0),
+    }
     for phase, (cls, k) in expected.items():
         p = by[phase]
         assert (p["gpu_class"], p["memory_class"]) == (cls, cls), phase
@@ -309,7 +338,15 @@ def test_runs_at_zero_are_fitted_without_nan(tmp_path, capsys, recwarn):
     for n in (1024, 2048, 4096, 8192):
         big = n > 2048
         p = tmp_path / f"z{n}.sqlite"
-        make_loop_export(p, [LoopPhase("late", 10_000, 3_000 if big else 0, (1 << 20) if big else 0), LoopPhase("fixed", 20_000, 5_000, 1 << 20)], iterations=5, seed=n)
+        make_loop_export(
+            p,
+            [
+                LoopPhase("late", 10_000, 3_000 if big else 0, (1 << 20) if big else 0),
+                LoopPhase("fixed", 20_000, 5_000, 1 << 20),
+            ],
+            iterations=5,
+            seed=n,
+        )
         runs.append(f"{p}={n}")
     rc, doc = run_json([*runs, "--param", "n", "--predict", "16384", "--memory-budget", "1GiB"], capsys)
     assert rc == 0
@@ -372,14 +409,19 @@ def test_classes_do_not_depend_on_the_parameters_unit(sweep, capsys):
     assert rc == rc2 == 0
     classes = lambda d: [(p["cpu_class"], p["gpu_class"], p["memory_class"], p["gpu_exponent"]) for p in d["phases"]]  # noqa: E731
     assert classes(tiny) == classes(doc)
-    assert tiny["memory_budget"]["largest_value"] == pytest.approx(doc["memory_budget"]["largest_value"] * 1e-90, rel=1e-3)
+    assert tiny["memory_budget"]["largest_value"] == pytest.approx(
+        doc["memory_budget"]["largest_value"] * 1e-90, rel=1e-3
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--predict", "1e300"], "out of range"),
-    (["--predict", "1e9"], "1000× beyond"),
-    (["--predict", "1"], "1000× beyond"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--predict", "1e300"], "out of range"),
+        (["--predict", "1e9"], "1000× beyond"),
+        (["--predict", "1"], "1000× beyond"),
+    ],
+)
 def test_predict_far_outside_the_sweep_is_refused(sweep, args, message, capsys):
     assert main(["scaling", *sweep, "--param", "n", *args]) == 2
     err = capsys.readouterr().err
@@ -391,7 +433,13 @@ def test_default_key_is_the_reports_step_where_steps_were_recorded(tmp_path, cap
     runs = []
     for n in (1, 2, 4):
         p = tmp_path / f"rl{n}.sqlite"
-        make_loop_export(p, [LoopPhase("policy", 1000 * n, 500 * n), LoopPhase("iteration", 3000 * n)], iterations=4, seed=n, key="step")
+        make_loop_export(
+            p,
+            [LoopPhase("policy", 1000 * n, 500 * n), LoopPhase("iteration", 3000 * n)],
+            iterations=4,
+            seed=n,
+            key="step",
+        )
         runs.append(f"{p}={n}")
     rc, doc = run_json([*runs, "--param", "n"], capsys)
     assert rc == 0 and doc["key"] == "nvtxsim:step"

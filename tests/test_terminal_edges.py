@@ -129,7 +129,9 @@ def test_plain_terminals_get_no_escapes(extra: dict[str, str]) -> None:
 
 def test_pipe_ignores_inherited_columns() -> None:
     """GNU readline exports COLUMNS to the children of a REPL or pytest: a pipe still gets the whole table."""
-    r = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(DEMO)], capture_output=True, text=True, env=_env(COLUMNS="60"))
+    r = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", str(DEMO)], capture_output=True, text=True, env=_env(COLUMNS="60")
+    )
     assert r.returncode == 0 and "left out" not in r.stdout and "D→H" in r.stdout
     assert max(terminal.cell_width(ln) for ln in r.stdout.splitlines()) > 60
 
@@ -160,13 +162,28 @@ def test_sentences_yield_to_numbers() -> None:
     (they were shortened to 'GPU bu…dData)' while the cost was left out); a sentence is cut at its end."""
     from nvtxsim.reporting.viewtable import Column
 
-    cols = [Column("kind", "Kind"), Column("phase", "Phase"), Column("cost_ns", "cost", "ns"), Column("share", "of time", "pct"),
-            Column("evidence_text", "Evidence"), Column("advice", "Advice")]
-    row = ["cpu_bound", "forward", "242.98 ms", "45.8 %", "GPU busy 0.4 % of its CPU time, CUDA calls 51 % (cuLibraryLoadData)", "make fewer of them"]
+    cols = [
+        Column("kind", "Kind"),
+        Column("phase", "Phase"),
+        Column("cost_ns", "cost", "ns"),
+        Column("share", "of time", "pct"),
+        Column("evidence_text", "Evidence"),
+        Column("advice", "Advice"),
+    ]
+    row = [
+        "cpu_bound",
+        "forward",
+        "242.98 ms",
+        "45.8 %",
+        "GPU busy 0.4 % of its CPU time, CUDA calls 51 % (cuLibraryLoadData)",
+        "make fewer of them",
+    ]
     narrow = terminal.table_lines(cols, [row], width=40)
     assert "242.98 ms" in narrow[1] and "45.8 %" in narrow[1] and narrow[-1].startswith("left out: Evidence, Advice")
     wide = terminal.table_lines(cols, [row], width=80)
-    assert "242.98 ms" in wide[1] and "GPU busy 0.4 % of" in wide[1] and not re.search(r"\d" + terminal.ELLIPSIS, wide[1])
+    assert (
+        "242.98 ms" in wide[1] and "GPU busy 0.4 % of" in wide[1] and not re.search(r"\d" + terminal.ELLIPSIS, wide[1])
+    )
     assert all(terminal.cell_width(ln) <= w for w, lines in ((40, narrow), (80, wide)) for ln in lines)
 
 

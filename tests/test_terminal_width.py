@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "tests" / "data" / "gpu" / "demo_h200.sqlite.gz"
 WIDTHS = (80, 100, 120)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-needs_script = pytest.mark.skipif(shutil.which("script") is None or sys.platform != "linux", reason="needs util-linux script for a pty")
+needs_script = pytest.mark.skipif(
+    shutil.which("script") is None or sys.platform != "linux", reason="needs util-linux script for a pty"
+)
 
 
 def tty(args: list[str], width: int, tmp_path: Path) -> str:
@@ -75,7 +77,7 @@ def assert_table_whole(lines: list[str], start: int, t: ViewTable, rows: list[li
     if left_out:
         said = lines[after] + "".join(" " + ln.strip() for ln in lines[after + 1 : after + 3] if ln.startswith("  "))
         assert said.startswith("left out: ") and "--wide" in said, said
-        assert said[len("left out: "):].startswith(", ".join(left_out)), (said, left_out)
+        assert said[len("left out: ") :].startswith(", ".join(left_out)), (said, left_out)
     for line, row in zip(lines[k + 1 : after], rows):
         pos = 0
         for i in shown_idx:
@@ -88,7 +90,11 @@ def assert_table_whole(lines: list[str], start: int, t: ViewTable, rows: list[li
                     assert terminal.ELLIPSIS in got and want.startswith(head) and want.endswith(tail), (got, want, line)
             elif want:
                 at = line.find(want, pos)
-                assert at >= 0 and (at == 0 or line[at - 1] == " ") and line[at + len(want) : at + len(want) + 1] in ("", " "), (want, line)
+                assert (
+                    at >= 0
+                    and (at == 0 or line[at - 1] == " ")
+                    and line[at + len(want) : at + len(want) + 1] in ("", " ")
+                ), (want, line)
                 pos = at + len(want)
     return after
 
@@ -142,11 +148,16 @@ def test_compare_fits(width: int, tmp_path: Path) -> None:
     other = ROOT / "tests" / "data" / "gpu" / "demo_h200_threads_graph.sqlite.gz"
     text = tty(["compare", str(DEMO), str(other)], width, tmp_path)
     assert_fits(text, width)
-    t = comparison_table(compare(Detail(load(DEMO), domain="nvtxsim"), Detail(load(other), domain="nvtxsim"), CompareSettings()))
+    t = comparison_table(
+        compare(Detail(load(DEMO), domain="nvtxsim"), Detail(load(other), domain="nvtxsim"), CompareSettings())
+    )
     assert_table_whole(text.splitlines(), 0, t, _plain_rows(t))
 
 
-EMIT_NVTX_NAME = "{'op': 'aten::addmm',\n 'sizes': [[4096, 512], [512, 1024]],\n\t'input_op_ids': [(12, 0), (13, 0), (14, 0)], 'seq': 1234567}" * 3
+EMIT_NVTX_NAME = (
+    "{'op': 'aten::addmm',\n 'sizes': [[4096, 512], [512, 1024]],\n\t'input_op_ids': [(12, 0), (13, 0), (14, 0)], 'seq': 1234567}"
+    * 3
+)
 
 
 @pytest.fixture()
@@ -195,7 +206,12 @@ def test_fit_helpers() -> None:
     assert_fits(out, 30)
     assert "1,234" in out and "…" in out
     for width in range(20, 60):
-        out = terminal.render(cols, [["y" * 80, "123,456,789", "1.234 s"]], heading=terminal.fit_parts(["p" * 100, "q"], width), width=width)
+        out = terminal.render(
+            cols,
+            [["y" * 80, "123,456,789", "1.234 s"]],
+            heading=terminal.fit_parts(["p" * 100, "q"], width),
+            width=width,
+        )
         assert_fits(out, width)
 
 

@@ -45,6 +45,8 @@ def breakdown(detail: Detail, by: str = "thread") -> list[GroupedPhase]:
         if by == "thread":
             where = f"{detail.process_name(int(key))} / {where}"
         for p in rep.phases:
-            out.append(GroupedPhase(by, int(key), pid_of(int(key)), tid_of(int(key)) if by == "thread" else 0, where, p))
+            out.append(
+                GroupedPhase(by, int(key), pid_of(int(key)), tid_of(int(key)) if by == "thread" else 0, where, p)
+            )
     out.sort(key=lambda g: (g.pid, g.tid, -g.stats.cpu_total_ns, g.stats.label))
     return out

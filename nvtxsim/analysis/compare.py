@@ -99,7 +99,9 @@ def _samples(detail: Detail, settings: CompareSettings) -> tuple[dict[str, np.nd
         except NvtxsimError as exc:  # two exports: say which one lacks the range
             raise NvtxsimError(f"{detail.export.path.name}: {exc}") from None
         mat = it.cpu if settings.metric == "cpu" else it.gpu
-        return {ph: mat[:, j].astype(np.float64) for j, ph in enumerate(it.phases) if (it.count[:, j] > 0).any()}, dict(it.unassigned)
+        return {ph: mat[:, j].astype(np.float64) for j, ph in enumerate(it.phases) if (it.count[:, j] > 0).any()}, dict(
+            it.unassigned
+        )
     sel = detail.selected
     if settings.metric == "cpu":
         values = (r.end - r.start)[sel]
@@ -140,7 +142,9 @@ def _boot_quantile(x: np.ndarray, q: float, reps: int, rng: np.random.Generator)
     return out
 
 
-def _delta(base: np.ndarray, new: np.ndarray, q: float, s: CompareSettings, rng: np.random.Generator) -> tuple[float, float, float]:
+def _delta(
+    base: np.ndarray, new: np.ndarray, q: float, s: CompareSettings, rng: np.random.Generator
+) -> tuple[float, float, float]:
     qb, qn = float(np.quantile(base, q)), float(np.quantile(new, q))
     point = (qn / qb - 1) * 100 if qb > 0 else (0.0 if qn == 0 else float("inf"))
     bb = _boot_quantile(base, q, s.resamples, rng)
@@ -170,7 +174,9 @@ def compare(base: Detail, new: Detail, settings: CompareSettings | None = None) 
         bn, nn = (len(b) if b is not None else 0), (len(n) if n is not None else 0)
         med = lambda x: int(round(float(np.median(x)))) if x is not None and len(x) else 0  # noqa: E731
         p99 = lambda x: int(round(float(np.quantile(x, 0.99)))) if x is not None and len(x) else 0  # noqa: E731
-        row = PhaseDelta(ph, "compared", bn, nn, med(b), med(n), None, None, None, p99(b), p99(n), None, None, None, "—", False)
+        row = PhaseDelta(
+            ph, "compared", bn, nn, med(b), med(n), None, None, None, p99(b), p99(n), None, None, None, "—", False
+        )
         if b is None or n is None or not bn or not nn:
             row.status = "added" if b is None or not bn else "removed"
         elif bn < s.min_samples or nn < s.min_samples:
@@ -181,12 +187,18 @@ def compare(base: Detail, new: Detail, settings: CompareSettings | None = None) 
             rng = np.random.default_rng(seed)
             row.median_delta_pct, row.median_ci_low_pct, row.median_ci_high_pct = _delta(b, n, 0.5, s, rng)
             row.p99_delta_pct, row.p99_ci_low_pct, row.p99_ci_high_pct = _delta(b, n, 0.99, s, rng)
-            gated = [("median", row.median_delta_pct, row.median_ci_low_pct, row.median_ci_high_pct)] if s.gate in ("median", "both") else []
+            gated = (
+                [("median", row.median_delta_pct, row.median_ci_low_pct, row.median_ci_high_pct)]
+                if s.gate in ("median", "both")
+                else []
+            )
             if s.gate in ("p99", "both"):
                 gated.append(("p99", row.p99_delta_pct, row.p99_ci_low_pct, row.p99_ci_high_pct))
             lows = [g[2] for g in gated]
             highs = [g[3] for g in gated]
-            row.verdict = "slower" if any(lo > 0 for lo in lows) else "faster" if all(hi < 0 for hi in highs) else "no change"
+            row.verdict = (
+                "slower" if any(lo > 0 for lo in lows) else "faster" if all(hi < 0 for hi in highs) else "no change"
+            )
             if s.fail_above is not None:
                 row.regression = any(d > s.fail_above and lo > 0 for _, d, lo, _ in gated)
         rows.append(row)

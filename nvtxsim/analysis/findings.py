@@ -39,7 +39,14 @@ from nvtxsim.export.schema import PID_MASK, RUNTIME_TABLE
 from nvtxsim.export.tables import connect
 
 KINDS = (
-    "sync", "pageable_copy", "launch_bound", "cpu_bound", "other_thread_gpu", "gpu_bound", "outlier_iterations", "unattributed_gpu",
+    "sync",
+    "pageable_copy",
+    "launch_bound",
+    "cpu_bound",
+    "other_thread_gpu",
+    "gpu_bound",
+    "outlier_iterations",
+    "unattributed_gpu",
 )
 SEVERITIES = ("high", "medium", "low")
 INFORMATIONAL = ("gpu_bound",)  # says where the time goes, not what is wrong: listed after the others
@@ -92,7 +99,23 @@ class Finding:
 #: ranges are no phase of the program: under ``--domain all`` a finding there could not be acted on
 #: (the user does not write CUB's radix sort), so the findings see through them, to the program's
 #: phase that called the library.
-LIBRARY_DOMAINS = frozenset(d.lower() for d in ("CCCL", "NCCL", "cuBLAS", "cuBLASLt", "cuDNN", "cuFFT", "cuSOLVER", "cuSPARSE", "NVSHMEM", "TensorRT", "nvJPEG", "NPP"))
+LIBRARY_DOMAINS = frozenset(
+    d.lower()
+    for d in (
+        "CCCL",
+        "NCCL",
+        "cuBLAS",
+        "cuBLASLt",
+        "cuDNN",
+        "cuFFT",
+        "cuSOLVER",
+        "cuSPARSE",
+        "NVSHMEM",
+        "TensorRT",
+        "nvJPEG",
+        "NPP",
+    )
+)
 
 
 def user_ranges(export, ranges: np.ndarray) -> np.ndarray:
@@ -117,7 +140,9 @@ class _Context:
         self.ex = detail.export
         self.r = detail.export.ranges
         try:
-            self.it: Iterations | None = per_iteration(detail, by, skip_first=skip_first) if len(detail.selected) else None
+            self.it: Iterations | None = (
+                per_iteration(detail, by, skip_first=skip_first) if len(detail.selected) else None
+            )
         except NvtxsimError:
             self.it = None
         if self.it is not None and len(self.it) == 0:
@@ -165,7 +190,9 @@ class _Context:
         if len(self.ranges) == 0:
             return 0
         r = self.r
-        return int(_union_length(np.zeros(len(self.ranges), dtype=np.int64), r.start[self.ranges], r.end[self.ranges], 1)[0])
+        return int(
+            _union_length(np.zeros(len(self.ranges), dtype=np.int64), r.start[self.ranges], r.end[self.ranges], 1)[0]
+        )
 
     @property
     def iterations(self) -> int | None:
@@ -202,7 +229,16 @@ class _Context:
         on, all_ = (set(np.unique(r.label[self.ranges[m]]).tolist()) for m in (loop, np.ones(len(loop), dtype=bool)))
         return {str(self.d.label_names[k]) for k in all_ - on}
 
-    def finding(self, phase: str, kind: str, cost: float, evidence: dict, *, min_share: float = MIN_SHARE, sev: str | None = None) -> Finding | None:
+    def finding(
+        self,
+        phase: str,
+        kind: str,
+        cost: float,
+        evidence: dict,
+        *,
+        min_share: float = MIN_SHARE,
+        sev: str | None = None,
+    ) -> Finding | None:
         share = self.share(cost)
         if share < min_share:
             return None
@@ -210,7 +246,9 @@ class _Context:
         if phase in self.off_loop:
             evidence["off_loop_thread"] = True
             sev = "low"
-        return Finding(phase, kind, sev or severity(share), int(round(cost)), self.per_iter(cost), evidence, ADVICE[kind])
+        return Finding(
+            phase, kind, sev or severity(share), int(round(cost)), self.per_iter(cost), evidence, ADVICE[kind]
+        )
 
 
 def _is_copy_api(name: str) -> bool:
@@ -260,7 +298,12 @@ SYNC_TABLE = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
 #: Names of the calls a streamed export's pass keeps (tags < 0, see :func:`prefetch`): CUPTI records one
 #: synchronization row per explicit synchronize call (syncType 1 event, 3 stream, 4 context; 2 is a stream
 #: waiting on an event, no host wait), and the host copies give their launching calls.
-WATCH_NAMES = {-1: "cudaEventSynchronize", -3: "cudaStreamSynchronize", -4: "cudaDeviceSynchronize", -10: "cudaMemcpyAsync"}
+WATCH_NAMES = {
+    -1: "cudaEventSynchronize",
+    -3: "cudaStreamSynchronize",
+    -4: "cudaDeviceSynchronize",
+    -10: "cudaMemcpyAsync",
+}
 
 
 def api_label(export, name_id: int) -> str:
@@ -285,8 +328,10 @@ def prefetch(detail: Detail) -> None:
         try:
             cols = {row[1] for row in conn.execute(f"PRAGMA table_info({SYNC_TABLE})")}
             if {"globalPid", "correlationId", "syncType"} <= cols:
-                rows = conn.execute(f"SELECT globalPid, -syncType, correlationId FROM {SYNC_TABLE} WHERE syncType IN (1, 3, 4) "
-                                    "AND globalPid IS NOT NULL AND correlationId IS NOT NULL").fetchall()
+                rows = conn.execute(
+                    f"SELECT globalPid, -syncType, correlationId FROM {SYNC_TABLE} WHERE syncType IN (1, 3, 4) "
+                    "AND globalPid IS NOT NULL AND correlationId IS NOT NULL"
+                ).fetchall()
                 parts.append(np.array(rows, dtype=np.int64).reshape(-1, 3)[:, [0, 2, 1]])
         finally:
             conn.close()
@@ -365,8 +410,12 @@ def sync_findings(ctx: _Context, claimed: np.ndarray | None = None) -> tuple[lis
             names[key] = names.get(key, 0) + 1
             waits[key] = waits.get(key, 0) + int(api.end[c[i]] - api.start[c[i]])
         explicit = int((~via_copy).sum())  # the synchronize calls, as --view syncs counts them
-        ev = {"calls": explicit, "pageable_d2h_copies": int(via_copy.sum()), "blocked_ns": wait,
-              "apis": dict(sorted(names.items(), key=lambda kv: -kv[1]))}
+        ev = {
+            "calls": explicit,
+            "pageable_d2h_copies": int(via_copy.sum()),
+            "blocked_ns": wait,
+            "apis": dict(sorted(names.items(), key=lambda kv: -kv[1])),
+        }
         if ctx.iterations:
             ev["calls_per_iteration"] = round((explicit or int(via_copy.sum())) / ctx.iterations, 2)
         f = ctx.finding(phase, "sync", wait, ev, min_share=SYNC_MIN_SHARE)
@@ -377,7 +426,10 @@ def sync_findings(ctx: _Context, claimed: np.ndarray | None = None) -> tuple[lis
 
 
 SYNC_ADVICE = (  # (what the API name starts with, advice): the sync that waited longest decides
-    (("cudaDeviceSynchronize", "cuCtxSynchronize", "cudaThreadSynchronize"), "drop torch.cuda.synchronize() from the step; time with CUDA events"),
+    (
+        ("cudaDeviceSynchronize", "cuCtxSynchronize", "cudaThreadSynchronize"),
+        "drop torch.cuda.synchronize() from the step; time with CUDA events",
+    ),
     (("cudaEventSynchronize", "cuEventSynchronize"), "read CUDA events after the loop, not in every step"),
     (("cudaMemcpy", "cuMemcpy"), "keep the values on the GPU, or copy non_blocking into pinned memory"),
 )
@@ -437,13 +489,23 @@ def pageable_findings(ctx: _Context) -> tuple[list[Finding], dict[str, int], np.
         blocked[phase] = cost
         claimed.append(cs)
         gpu_ns = int((hc.end - hc.start)[ops].sum())
-        ev: dict = {"copies": int(len(ops)), "bytes": nbytes, "gpu_ns": gpu_ns, "cpu_in_calls_ns": cost,
-                    "gbps": round(nbytes / gpu_ns, 2) if gpu_ns else None, "directions": {}}
+        ev: dict = {
+            "copies": int(len(ops)),
+            "bytes": nbytes,
+            "gpu_ns": gpu_ns,
+            "cpu_in_calls_ns": cost,
+            "gbps": round(nbytes / gpu_ns, 2) if gpu_ns else None,
+            "directions": {},
+        }
         for d, name in ((1, "H→D"), (2, "D→H")):
             m = hc.copy_kind[ops] == d
             if m.any():
                 rate = _pinned_rate(hc, d)
-                ev["directions"][name] = {"copies": int(m.sum()), "bytes": int(hc.bytes[ops][m].sum()), "pinned_gbps": round(rate, 2) if rate else None}
+                ev["directions"][name] = {
+                    "copies": int(m.sum()),
+                    "bytes": int(hc.bytes[ops][m].sum()),
+                    "pinned_gbps": round(rate, 2) if rate else None,
+                }
         ev["apis"] = sorted({api_label(ctx.ex, int(n)) for n in np.unique(api.name_id[cs])})
         f = ctx.finding(phase, "pageable_copy", cost, ev, min_share=SYNC_MIN_SHARE)
         if f is not None:
@@ -499,7 +561,10 @@ def phase_self(ctx: _Context) -> list[PhaseSelf]:
     own_busy = per_label(np.maximum(busy - child_busy, 0))
     own_idle = per_label(np.maximum(idle - child_idle, 0))
     names = ctx.d.label_names
-    return [PhaseSelf(str(names[k]), int(cnt[k]), int(cpu[k]), int(launches[k]), int(own_busy[k]), int(own_idle[k])) for k in np.flatnonzero(cnt)]
+    return [
+        PhaseSelf(str(names[k]), int(cnt[k]), int(cpu[k]), int(launches[k]), int(own_busy[k]), int(own_idle[k]))
+        for k in np.flatnonzero(cnt)
+    ]
 
 
 def _gpu_saturation(ctx: _Context) -> float | None:
@@ -510,7 +575,9 @@ def _gpu_saturation(ctx: _Context) -> float | None:
     return float(it.gpu_busy.sum()) / float(it.duration.sum())
 
 
-def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], others: dict[str, OtherThreadGpu]) -> list[Finding]:
+def bound_findings(
+    ctx: _Context, blocked: dict[str, int], explained: set[str], others: dict[str, OtherThreadGpu]
+) -> list[Finding]:
     """launch_bound, cpu_bound and gpu_bound from each phase's own CPU time, launches and GPU busy time.
 
     ``blocked``: CPU time per phase already explained (waits in syncs and pageable copies, excess of
@@ -524,23 +591,44 @@ def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], 
         if p.phase == key:
             continue  # the iteration's own time is the gaps between its phases
         work = max(p.cpu_self_ns - blocked.get(p.phase, 0), 0)  # CPU time not spent waiting on the GPU
-        ev: dict[str, object] = {"instances": p.instances, "cpu_self_ns": p.cpu_self_ns, "cpu_work_ns": work, "launches": p.launches,
-                                 "gpu_busy_ns": p.gpu_busy_ns, "gpu_idle_ns": p.gpu_idle_ns}
+        ev: dict[str, object] = {
+            "instances": p.instances,
+            "cpu_self_ns": p.cpu_self_ns,
+            "cpu_work_ns": work,
+            "launches": p.launches,
+            "gpu_busy_ns": p.gpu_busy_ns,
+            "gpu_idle_ns": p.gpu_idle_ns,
+        }
         # What launch- or CPU-bound work costs is the time the GPU sits idle meanwhile: CPU time during
         # which the GPU runs work queued earlier (or another thread's) is hidden behind it.
         lost = min(work - p.gpu_busy_ns, p.gpu_idle_ns)
         o = others.get(p.phase)
         if o is not None:
             ev.update({"other_thread_launches": o.launches, "other_thread_gpu_ns": o.gpu_busy_ns})
-            p = PhaseSelf(p.phase, p.instances, p.cpu_self_ns, p.launches + o.launches, p.gpu_busy_ns + o.gpu_busy_ns, p.gpu_idle_ns)
+            p = PhaseSelf(
+                p.phase,
+                p.instances,
+                p.cpu_self_ns,
+                p.launches + o.launches,
+                p.gpu_busy_ns + o.gpu_busy_ns,
+                p.gpu_idle_ns,
+            )
         gpu_share = p.gpu_busy_ns / work if work else 0.0
         per_launch = work / p.launches if p.launches else None
         mean_op = p.gpu_busy_ns / p.launches if p.launches else None
-        ev.update({"gpu_busy_share": round(gpu_share, 3), "cpu_per_launch_ns": _r(per_launch), "gpu_per_launch_ns": _r(mean_op)})
+        ev.update(
+            {
+                "gpu_busy_share": round(gpu_share, 3),
+                "cpu_per_launch_ns": _r(per_launch),
+                "gpu_per_launch_ns": _r(mean_op),
+            }
+        )
         if (
             p.launches >= LAUNCH_MIN_PER_RANGE * p.instances
-            and per_launch is not None and per_launch < LAUNCH_MAX_CPU_PER_LAUNCH_NS
-            and mean_op is not None and mean_op < LAUNCH_MAX_OP_NS
+            and per_launch is not None
+            and per_launch < LAUNCH_MAX_CPU_PER_LAUNCH_NS
+            and mean_op is not None
+            and mean_op < LAUNCH_MAX_OP_NS
             and gpu_share < LAUNCH_MAX_GPU_SHARE
         ):
             ev["launches_per_range"] = round(p.launches / p.instances, 1)
@@ -562,14 +650,40 @@ def bound_findings(ctx: _Context, blocked: dict[str, int], explained: set[str], 
     return out
 
 
-ALLOC_APIS = ("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree", "cudaHostAlloc", "cudaFreeHost", "cuMemHostAlloc", "cuMemFreeHost")
+ALLOC_APIS = (
+    "cudaMalloc",
+    "cudaFree",
+    "cuMemAlloc",
+    "cuMemFree",
+    "cudaHostAlloc",
+    "cudaFreeHost",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+)
 CUDA_CALLS_SHARE = 0.5  # a CPU-bound phase spending half its CPU time in CUDA calls is not Python-bound
 CUDA_CAUSES = {  # CUDA calls that explain CPU time, by what their names start with → advice
-    "launch_queue": (("cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"), "launches wait on a full CUDA queue: the GPU is the limit there"),
-    "module_load": (("cuLibraryLoad", "cuModuleLoad", "cuLibraryGet", "cuModuleGet"), "CUDA modules load lazily on first use: warm up, then --skip-first"),
+    "launch_queue": (
+        ("cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"),
+        "launches wait on a full CUDA queue: the GPU is the limit there",
+    ),
+    "module_load": (
+        ("cuLibraryLoad", "cuModuleLoad", "cuLibraryGet", "cuModuleGet"),
+        "CUDA modules load lazily on first use: warm up, then --skip-first",
+    ),
     "alloc": (ALLOC_APIS, "allocate once, outside the step; keep PyTorch's caching allocator on"),
-    "gpu_wait": (("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
-                  "cuEventSynchronize", "cudaMemcpy", "cuMemcpy"), "it waits there for GPU work queued before it (a sync or a copy)"),
+    "gpu_wait": (
+        (
+            "cudaStreamSynchronize",
+            "cudaDeviceSynchronize",
+            "cudaEventSynchronize",
+            "cuStreamSynchronize",
+            "cuCtxSynchronize",
+            "cuEventSynchronize",
+            "cudaMemcpy",
+            "cuMemcpy",
+        ),
+        "it waits there for GPU work queued before it (a sync or a copy)",
+    ),
 }
 
 
@@ -664,7 +778,9 @@ def _open_elsewhere(ctx: _Context, start: np.ndarray, tid: np.ndarray) -> np.nda
         if not other.any():
             continue
         pos = np.full(len(start), -1, dtype=np.int64)
-        pos[other] = innermost(ctx.ex, nesting, start[other], start[other], np.full(int(other.sum()), t, dtype=np.int64))
+        pos[other] = innermost(
+            ctx.ex, nesting, start[other], start[other], np.full(int(other.sum()), t, dtype=np.int64)
+        )
         deeper = (pos >= 0) & ((best < 0) | (nesting.depth[np.maximum(pos, 0)] > nesting.depth[np.maximum(best, 0)]))
         best[deeper] = pos[deeper]
     return best
@@ -701,7 +817,11 @@ def other_thread_gpu(detail: Detail, ctx: _Context | None = None) -> list[OtherT
         for t, n in zip(*np.unique(api.global_tid[calls[m]], return_counts=True)):
             threads[detail.thread_name(int(t))] = int(n)
         phase = str(detail.label_names[lab]) if lab >= 0 else OUTSIDE if lab == -1 else OUTSIDE_LOOP
-        out.append(OtherThreadGpu(phase, int(m.sum()), int(om.sum()), busy, dict(sorted(threads.items(), key=lambda kv: -kv[1]))))
+        out.append(
+            OtherThreadGpu(
+                phase, int(m.sum()), int(om.sum()), busy, dict(sorted(threads.items(), key=lambda kv: -kv[1]))
+            )
+        )
     return out
 
 
@@ -713,7 +833,9 @@ def thread_findings(ctx: _Context, rows: list[OtherThreadGpu]) -> list[Finding]:
             continue  # setup before the loop, teardown after it: no cost to the iterations (--view overlap lists it)
         kind = "unattributed_gpu" if row.phase == OUTSIDE else "other_thread_gpu"
         ev = {"launches": row.launches, "ops": row.ops, "gpu_busy_ns": row.gpu_busy_ns, "threads": row.threads}
-        f = ctx.finding(row.phase, kind, row.gpu_busy_ns, ev, min_share=MIN_SHARE if kind == "unattributed_gpu" else SYNC_MIN_SHARE)
+        f = ctx.finding(
+            row.phase, kind, row.gpu_busy_ns, ev, min_share=MIN_SHARE if kind == "unattributed_gpu" else SYNC_MIN_SHARE
+        )
         if f is not None:
             out.append(f)
     return out
@@ -738,8 +860,11 @@ def outlier_findings(ctx: _Context) -> list[Finding]:
         cost = float((it.duration[k] - med).sum())
         phase = it.phases[int(j)] if excess[culprit == j].max() > 0 else it.key
         ev = {
-            "iterations": it.index[k].tolist()[:20], "count": int(len(k)), "median_ns": int(med),
-            "max_ns": int(it.duration[k].max()), "phase_excess_ns": int(np.maximum(excess[culprit == j], 0).sum()),
+            "iterations": it.index[k].tolist()[:20],
+            "count": int(len(k)),
+            "median_ns": int(med),
+            "max_ns": int(it.duration[k].max()),
+            "phase_excess_ns": int(np.maximum(excess[culprit == j], 0).sum()),
         }
         f = ctx.finding(phase, "outlier_iterations", cost, ev)
         if f is not None:
@@ -823,7 +948,9 @@ def analyse(detail: Detail, *, by: str | None = None, skip_first: int = 0, threa
 
         threads = source_of(detail.export) is None
         if not threads and detail.has_cuda:
-            notes.append("other_thread_gpu and unattributed_gpu were not looked for (export too large to join every CUDA call in memory): --view overlap computes them")
+            notes.append(
+                "other_thread_gpu and unattributed_gpu were not looked for (export too large to join every CUDA call in memory): --view overlap computes them"
+            )
     rows = other_thread_gpu(detail, ctx) if threads and detail.has_cuda else []
     others = {r.phase: r for r in rows if r.phase not in (OUTSIDE, OUTSIDE_LOOP)}
     bounds = bound_findings(ctx, blocked, {f.phase for f in syncs + copies}, others) if detail.has_cuda else []
@@ -854,15 +981,28 @@ class FindingsDiff:
         return {
             "appeared": [f.as_dict() for f in self.appeared],
             "gone": [f.as_dict() for f in self.gone],
-            "kept": [{"phase": b.phase, "kind": b.kind, "base_cost_ns": b.cost_ns, "new_cost_ns": n.cost_ns,
-                      "base_cost_per_iteration_ns": b.cost_per_iteration_ns, "new_cost_per_iteration_ns": n.cost_per_iteration_ns} for b, n in self.kept],
+            "kept": [
+                {
+                    "phase": b.phase,
+                    "kind": b.kind,
+                    "base_cost_ns": b.cost_ns,
+                    "new_cost_ns": n.cost_ns,
+                    "base_cost_per_iteration_ns": b.cost_per_iteration_ns,
+                    "new_cost_per_iteration_ns": n.cost_per_iteration_ns,
+                }
+                for b, n in self.kept
+            ],
         }
 
 
 def diff(base: Findings, new: Findings) -> FindingsDiff:
     b = {(f.phase, f.kind): f for f in base.items}
     n = {(f.phase, f.kind): f for f in new.items}
-    return FindingsDiff([f for k, f in n.items() if k not in b], [f for k, f in b.items() if k not in n], [(b[k], n[k]) for k in n if k in b])
+    return FindingsDiff(
+        [f for k, f in n.items() if k not in b],
+        [f for k, f in b.items() if k not in n],
+        [(b[k], n[k]) for k in n if k in b],
+    )
 
 
 def find(detail: Detail, *, by: str | None = None, skip_first: int = 0, threads: bool | None = None) -> list[Finding]:

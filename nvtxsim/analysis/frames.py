@@ -26,7 +26,9 @@ def _pandas() -> Any:
     try:
         import pandas as pd
     except ImportError:
-        raise MissingDependency("nvtxsim.load_frames needs pandas: pip install 'nvtxsim[pandas]' (or pip install pandas)") from None
+        raise MissingDependency(
+            "nvtxsim.load_frames needs pandas: pip install 'nvtxsim[pandas]' (or pip install pandas)"
+        ) from None
     return pd
 
 
@@ -178,7 +180,9 @@ def _gpu_ops_frame(d: Any, pd: Any, api_names: dict[int, str]) -> Any:
             "pid": (ops.global_pid >> 24) & 0xFFFFFF,
             "correlation_id": ops.correlation_id,
             "launch_tid": _nullable(pd, launch_tid, has_call),
-            "launch_api": [api_names.get(int(api.name_id[c]), "") if c >= 0 else "" for c in call_of] if api is not None else [""] * n_ops,
+            "launch_api": [api_names.get(int(api.name_id[c]), "") if c >= 0 else "" for c in call_of]
+            if api is not None
+            else [""] * n_ops,
             "queue_ns": _nullable(pd, queue, has_call),
             "phase": [str(names[r.label[i]]) if i >= 0 else "" for i in owner_range],
             "range_id": _nullable(pd, r.row[np.maximum(owner_range, 0)] if len(r) else owner_range, owner_range >= 0),
@@ -203,7 +207,9 @@ def _api_calls_frame(d: Any, pd: Any, api_names: dict[int, str]) -> Any:
             }
         )
     else:
-        return pd.DataFrame({c: [] for c in ("name", "start_ns", "end_ns", "duration_ns", "pid", "tid", "correlation_id", "gpu_ops")})
+        return pd.DataFrame(
+            {c: [] for c in ("name", "start_ns", "end_ns", "duration_ns", "pid", "tid", "correlation_id", "gpu_ops")}
+        )
 
 
 def _iterations_frame(d: Any, pd: Any, by: str) -> Any:
@@ -225,4 +231,6 @@ def _iterations_frame(d: Any, pd: Any, by: str) -> Any:
         }
         return pd.DataFrame(recs)
     except NvtxsimError:
-        return pd.DataFrame({c: [] for c in ("iteration", "range_id", "tid", "phase", "cpu_ns", "gpu_busy_ns", "instances")})
+        return pd.DataFrame(
+            {c: [] for c in ("iteration", "range_id", "tid", "phase", "cpu_ns", "gpu_busy_ns", "instances")}
+        )

@@ -35,8 +35,15 @@ SYNC_API = re.compile(
     r"|cuMemcpy(HtoD|DtoH|DtoD|HtoA|AtoH|AtoD|DtoA|AtoA|2D|2DUnaligned|3D|Peer|3DPeer)?)$"
 )
 DIRECTION_LABELS = {
-    "htod": "H→D", "dtoh": "D→H", "dtod": "D→D", "ptop": "P→P", "memset": "memset",
-    "unified_htod": "UM H→D", "unified_dtoh": "UM D→H", "unified_dtod": "UM D→D", "other": "other",
+    "htod": "H→D",
+    "dtoh": "D→H",
+    "dtod": "D→D",
+    "ptop": "P→P",
+    "memset": "memset",
+    "unified_htod": "UM H→D",
+    "unified_dtoh": "UM D→H",
+    "unified_dtod": "UM D→D",
+    "other": "other",
 }
 
 
@@ -244,7 +251,9 @@ def _range_calls(detail: Detail, calls: np.ndarray) -> tuple[np.ndarray, np.ndar
     if api is None or len(calls) == 0 or len(ranges) == 0:
         z = np.zeros(0, dtype=np.int64)
         return z, z
-    ri, ci = contained(r.start[ranges], r.end[ranges], r.global_tid[ranges], api.start[calls], api.end[calls], api.global_tid[calls])
+    ri, ci = contained(
+        r.start[ranges], r.end[ranges], r.global_tid[ranges], api.start[calls], api.end[calls], api.global_tid[calls]
+    )
     return ranges[ri], calls[ci]
 
 
@@ -418,7 +427,11 @@ def _work_columns(detail: Detail, per_label, nl: int) -> dict[str, np.ndarray]:
     r = detail.export.ranges
     n = len(r)
     # Busy time per range with graph-level executions included (RangeGpu.busy leaves them out, as nsys does).
-    busy_r = _union_length(pairs.range, ops.start[pairs.op], ops.end[pairs.op], n) if len(pairs) else np.zeros(n, dtype=np.int64)
+    busy_r = (
+        _union_length(pairs.range, ops.start[pairs.op], ops.end[pairs.op], n)
+        if len(pairs)
+        else np.zeros(n, dtype=np.int64)
+    )
     has = np.zeros(n, dtype=bool)
     has[pairs.range] = True
     # Launches: distinct (range, call) pairs.

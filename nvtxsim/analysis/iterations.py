@@ -45,13 +45,18 @@ class IterationCells:
     col_start: np.ndarray  # cells of phase j: [col_start[j], col_start[j + 1])
 
     @classmethod
-    def build(cls, n_it: int, nph: int, row: np.ndarray, col: np.ndarray, cpu: np.ndarray, gpu: np.ndarray) -> IterationCells:
+    def build(
+        cls, n_it: int, nph: int, row: np.ndarray, col: np.ndarray, cpu: np.ndarray, gpu: np.ndarray
+    ) -> IterationCells:
         """Sum the per-range values ``cpu``/``gpu`` of ranges at (``row``, ``col``) into cells."""
         code = col.astype(np.int64) * max(n_it, 1) + row
         order = np.argsort(code, kind="stable")
         code = code[order]
         first = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else np.zeros(0, dtype=np.int64)
-        sums = [np.add.reduceat(v[order], first) if len(first) else v[:0] for v in (cpu.astype(np.int64), gpu.astype(np.int64))]
+        sums = [
+            np.add.reduceat(v[order], first) if len(first) else v[:0]
+            for v in (cpu.astype(np.int64), gpu.astype(np.int64))
+        ]
         count = np.diff(np.r_[first, len(code)]).astype(np.int64)
         cell_col, cell_row = np.divmod(code[first], max(n_it, 1))
         return cls(cell_row, cell_col, sums[0], sums[1], count, np.searchsorted(cell_col, np.arange(nph + 1)))
@@ -128,7 +133,7 @@ class Iterations:
     def row_cells(self, k: int, what: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
         """The phases that ran in iteration row ``k`` (columns in order, the key first) and their values."""
         order, starts = self._by_row
-        idx = order[starts[k]:starts[k + 1]]  # cells are sorted by column, and the sort by row is stable
+        idx = order[starts[k] : starts[k + 1]]  # cells are sorted by column, and the sort by row is stable
         return self.cells.col[idx], self.cells.values(what)[idx]
 
     def present(self) -> np.ndarray:
@@ -168,7 +173,7 @@ def _candidates(detail: Detail, by: str, shown: int = 8, cells: int = 40) -> str
     close = difflib.get_close_matches(by, list(names), n=3, cutoff=0.6)
     ranked = close + sorted((n for n in names if n not in close), key=lambda n: (-names[n], len(n), n))
     flat = [re.sub(r"\s+", " ", n).strip() for n in ranked[:shown]]
-    short = [n if len(n) <= cells else n[: cells // 2 - 1] + "…" + n[-(cells - cells // 2):] for n in flat]
+    short = [n if len(n) <= cells else n[: cells // 2 - 1] + "…" + n[-(cells - cells // 2) :] for n in flat]
     more = f" and {len(ranked) - shown} more" if len(ranked) > shown else ""
     return " | ".join(short) + more if short else "none"  # names hold commas
 
@@ -247,7 +252,8 @@ def per_iteration(detail: Detail, by: str | None = None, *, skip_first: int = 0)
     it_of = _member_rows(r, all_keys, slot, members)
     hit = np.flatnonzero(it_of >= 0)
     cells = IterationCells.build(
-        n_it, nph,
+        n_it,
+        nph,
         row=np.r_[np.arange(n_it), it_of[hit]].astype(np.int64),
         col=np.r_[np.zeros(n_it, dtype=np.int64), col[r.label[members[hit]]]],
         cpu=np.r_[dur[keys], dur[members[hit]]],
@@ -299,7 +305,9 @@ class LoopRates:
 
 def recorded_envs(detail: Detail) -> float | None:
     """Environments per step as nvtxsim recorded them: the payload of its RL loop ranges (median)."""
-    labels = [i for name in (phases.STEP, phases.LEARNING_ITERATION, phases.ROLLOUT) for i in _loop_labels(detail, name)]
+    labels = [
+        i for name in (phases.STEP, phases.LEARNING_ITERATION, phases.ROLLOUT) for i in _loop_labels(detail, name)
+    ]
     r = detail.export.ranges
     sel = detail.selected[np.isin(r.label[detail.selected], labels)] if labels else detail.selected[:0]
     values = r.payload[sel]
@@ -329,7 +337,10 @@ def loop_rates(detail: Detail, it: Iterations, envs: float | None = None) -> Loo
     update = _loop_column(detail, it, phases.POLICY_UPDATE)
     zeros = np.zeros(len(it), dtype=np.int64)
     return LoopRates(
-        steps=steps, envs=envs or None, envs_source=source, env_steps_per_s=rate,
+        steps=steps,
+        envs=envs or None,
+        envs_source=source,
+        env_steps_per_s=rate,
         rollout_ns=it.column(rollout) if rollout is not None else None,
         update_ns=(it.column(update) if update is not None else zeros) if rollout is not None else None,
     )

@@ -106,11 +106,37 @@ def gpu_activity(export: Export) -> Ops:
     parts = []
     g = export.gpu
     if g is not None and len(g):
-        parts.append((g.start, g.end, g.global_pid, g.correlation_id, g.kind.astype(np.int8), g.device_id, g.stream_id, g.bytes, g.copy_kind.astype(np.int64), g.name_id))
+        parts.append(
+            (
+                g.start,
+                g.end,
+                g.global_pid,
+                g.correlation_id,
+                g.kind.astype(np.int8),
+                g.device_id,
+                g.stream_id,
+                g.bytes,
+                g.copy_kind.astype(np.int64),
+                g.name_id,
+            )
+        )
     gx = getattr(export.extras, "graph_execs", None)
     if gx is not None and len(gx):
         n = len(gx)
-        parts.append((gx.start, gx.end, gx.global_pid, gx.correlation_id, np.full(n, GRAPH, dtype=np.int8), gx.device_id, gx.stream_id, np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64), gx.graph_id))
+        parts.append(
+            (
+                gx.start,
+                gx.end,
+                gx.global_pid,
+                gx.correlation_id,
+                np.full(n, GRAPH, dtype=np.int8),
+                gx.device_id,
+                gx.stream_id,
+                np.zeros(n, dtype=np.int64),
+                np.full(n, -1, dtype=np.int64),
+                gx.graph_id,
+            )
+        )
     if not parts:
         return Ops(z, z, z, z, np.zeros(0, dtype=np.int8), z, z, z, z, z)
     cols = [np.concatenate(c) for c in zip(*parts)]
@@ -128,11 +154,20 @@ def contained(
     parts = list(contained_chunks(r_start, r_end, r_tid, c_start, c_end, c_tid))
     if not parts:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return parts[0] if len(parts) == 1 else (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    return (
+        parts[0] if len(parts) == 1 else (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    )
 
 
 def contained_chunks(
-    r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_start: np.ndarray, c_end: np.ndarray, c_tid: np.ndarray, *, budget: int | None = None
+    r_start: np.ndarray,
+    r_end: np.ndarray,
+    r_tid: np.ndarray,
+    c_start: np.ndarray,
+    c_end: np.ndarray,
+    c_tid: np.ndarray,
+    *,
+    budget: int | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """:func:`contained`'s pairs in chunks of consecutive ranges holding about ``budget`` candidate
     calls each (None: one chunk), so that memory stays bounded on large exports."""
@@ -237,7 +272,9 @@ def launches(export: Export, ops) -> Launches:
     n_calls = len(api) if api is not None else 0
     if n_calls == 0 or len(ops) == 0:
         z = np.zeros(n_calls, dtype=np.int64)
-        return Launches(np.zeros(0, dtype=np.int64), z, z.copy(), np.full(n_calls, -1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+        return Launches(
+            np.zeros(0, dtype=np.int64), z, z.copy(), np.full(n_calls, -1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        )
     assert api is not None
     call_pid = api.global_tid & PID_MASK
     pids = distinct(np.concatenate([ops.global_pid, call_pid]))
@@ -249,7 +286,9 @@ def launches(export: Export, ops) -> Launches:
     hi = np.searchsorted(skey, ckey, side="right")
     first = np.flatnonzero(np.r_[True, skey[1:] != skey[:-1]])
     lid = np.where(hi > lo, np.searchsorted(skey[first], ckey), -1)
-    return Launches(order, lo.astype(np.int64), hi.astype(np.int64), lid.astype(np.int64), np.r_[first, len(skey)].astype(np.int64))
+    return Launches(
+        order, lo.astype(np.int64), hi.astype(np.int64), lid.astype(np.int64), np.r_[first, len(skey)].astype(np.int64)
+    )
 
 
 @dataclass
@@ -276,7 +315,9 @@ def op_pairs(export: Export, ops: Ops, link: Launches, ranges: np.ndarray, *, cr
     if not cross_thread:
         ranges = ranges[~r.cross_thread[ranges]]
     calls = np.flatnonzero(link.hi > link.lo)
-    ri, ci = contained(r.start[ranges], r.end[ranges], r.global_tid[ranges], api.start[calls], api.end[calls], api.global_tid[calls])
+    ri, ci = contained(
+        r.start[ranges], r.end[ranges], r.global_tid[ranges], api.start[calls], api.end[calls], api.global_tid[calls]
+    )
     rng, call = ranges[ri], calls[ci]
     # Two calls of one range may share a launch key (repeated correlation ids): count their ops once.
     lid = link.launch_id[call]
@@ -298,7 +339,9 @@ def ops_of(link: Launches, calls: np.ndarray) -> np.ndarray:
     """The GPU ops (indices into Ops) the given calls launched, call after call."""
     cnt = link.count[calls]
     total = int(cnt.sum())
-    return link.op_order[np.repeat(link.lo[calls], cnt) + (np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+    return link.op_order[
+        np.repeat(link.lo[calls], cnt) + (np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+    ]
 
 
 def queue_delay(export: Export, ops: Ops, pairs: OpPairs) -> np.ndarray:

@@ -113,7 +113,9 @@ def totals(windows: Iterable[dict]) -> dict[str, dict[str, Any]]:
         for key, p in w["phases"].items():
             if not isinstance(p, dict):
                 continue
-            t = out.setdefault(str(key), {"count": 0, "cpu_ns": 0, "gpu_ns": None, "cpu_p90_max_ns": None, "windows": 0})
+            t = out.setdefault(
+                str(key), {"count": 0, "cpu_ns": 0, "gpu_ns": None, "cpu_p90_max_ns": None, "windows": 0}
+            )
             t["count"] += int(_num(p.get("count")) or 0)
             t["cpu_ns"] += int(_num(p.get("cpu_ns")) or 0)
             t["windows"] += 1

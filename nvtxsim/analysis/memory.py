@@ -80,7 +80,9 @@ def _process_keys(event_gpid: np.ndarray, range_gtid: np.ndarray) -> tuple[np.nd
     return ev, rg
 
 
-def _window_levels(t: np.ndarray, level: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _window_levels(
+    t: np.ndarray, level: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per window [start, end]: peak level, peak minus level at start, level change (events at ``start`` count inside)."""
     i0 = np.searchsorted(t, start, side="left")  # first event inside
     i1 = np.searchsorted(t, end, side="right")  # one past the last event inside

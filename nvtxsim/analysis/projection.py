@@ -58,7 +58,14 @@ class RangeGpu:
     @classmethod
     def empty(cls, n: int) -> RangeGpu:
         z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
-        return cls(np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64), z(), z(), z(), {d: z() for d in SUMMARY_DIRECTIONS})
+        return cls(
+            np.full(n, -1, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64),
+            z(),
+            z(),
+            z(),
+            {d: z() for d in SUMMARY_DIRECTIONS},
+        )
 
 
 @dataclass
@@ -83,7 +90,9 @@ def _per_launch(export: Export, link: Launches) -> _PerLaunch:
     direction = summary_direction(gpu.copy_kind)
     moving = gpu.kind == MEMCPY
     copy = {d: seg(np.where(moving & (direction == i), gpu.bytes, 0), np.add) for i, d in enumerate(SUMMARY_DIRECTIONS)}
-    return _PerLaunch(seg(gpu.start, np.minimum), seg(gpu.end, np.maximum), seg((gpu.kind == KERNEL).astype(np.int64), np.add), copy)
+    return _PerLaunch(
+        seg(gpu.start, np.minimum), seg(gpu.end, np.maximum), seg((gpu.kind == KERNEL).astype(np.int64), np.add), copy
+    )
 
 
 def _union_length(group: np.ndarray, start: np.ndarray, end: np.ndarray, ngroups: int) -> np.ndarray:
@@ -167,7 +176,13 @@ def _project_in_memory(export: Export) -> RangeGpu:
     need_dedupe = bool(len(c_launch)) and int(np.bincount(c_launch).max()) > 1  # a launch matched by several calls
     eligible = np.flatnonzero(~r.cross_thread)
     pairs = contained_chunks(
-        r.start[eligible], r.end[eligible], r.global_tid[eligible], api.start[calls], api.end[calls], api.global_tid[calls], budget=_PAIR_CHUNK
+        r.start[eligible],
+        r.end[eligible],
+        r.global_tid[eligible],
+        api.start[calls],
+        api.end[calls],
+        api.global_tid[calls],
+        budget=_PAIR_CHUNK,
     )
     for seg, call in pairs:  # seg: position in eligible, sorted
         if len(seg) == 0:
@@ -180,7 +195,15 @@ def _project_in_memory(export: Export) -> RangeGpu:
     return result
 
 
-def _reduce_chunk(result: RangeGpu, export: Export, link: Launches, per: _PerLaunch, ranges_c: np.ndarray, seg: np.ndarray, launch: np.ndarray) -> None:
+def _reduce_chunk(
+    result: RangeGpu,
+    export: Export,
+    link: Launches,
+    per: _PerLaunch,
+    ranges_c: np.ndarray,
+    seg: np.ndarray,
+    launch: np.ndarray,
+) -> None:
     """Add one chunk of (range, launch) pairs, sorted by range (``ranges_c[seg]``), to ``result``."""
     gpu = export.gpu
     assert gpu is not None
@@ -263,7 +286,9 @@ MEMORY_FIELDS = ("gpu_mem_peak_bytes", "gpu_mem_net_bytes")
 def _row_shape(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """A row class's field names, and those that may hold a dict or list (copied one level)."""
     fs = fields(cls)
-    return tuple(f.name for f in fs), tuple(f.name for f in fs if any(t in str(f.type) for t in ("dict", "list", "Any")))
+    return tuple(f.name for f in fs), tuple(
+        f.name for f in fs if any(t in str(f.type) for t in ("dict", "list", "Any"))
+    )
 
 
 def row_dict(row: Any) -> dict:
@@ -301,7 +326,9 @@ class Report:
         raise KeyError(name)
 
 
-def _group_quantiles(group: np.ndarray, values: np.ndarray, ngroups: int, qs: Iterable[float]) -> dict[float, np.ndarray]:
+def _group_quantiles(
+    group: np.ndarray, values: np.ndarray, ngroups: int, qs: Iterable[float]
+) -> dict[float, np.ndarray]:
     """Per group quantiles with linear interpolation (numpy's default; q=0.5 is the usual median)."""
     order = np.lexsort((values, group))
     g, v = group[order], values[order].astype(np.float64)
@@ -435,7 +462,9 @@ def _gpu_columns(gpu: RangeGpu, idx: np.ndarray, group: np.ndarray, ng: int) -> 
     return {
         "gpu_instances": gcount,
         "gpu_proj_total_ns": gtotal,
-        "gpu_proj_mean_ns": np.array([int(round(t / c)) if c else 0 for t, c in zip(gtotal.tolist(), gcount.tolist())], dtype=np.int64),
+        "gpu_proj_mean_ns": np.array(
+            [int(round(t / c)) if c else 0 for t, c in zip(gtotal.tolist(), gcount.tolist())], dtype=np.int64
+        ),
         "gpu_proj_median_ns": np.where(gcount > 0, _rint(gq[0.5]), 0),
         "gpu_busy_total_ns": _group_sum(group, gpu.busy[idx], ng),
         "gpu_ops": _group_sum(group, gpu.ops[idx], ng),
@@ -448,13 +477,19 @@ def _summary_warnings(export: Export, idx: np.ndarray, domain: str | None) -> li
     r = export.ranges
     warnings = list(export.warnings)
     if len(export.ranges) and len(idx) == 0 and domain not in (None, "all"):
-        warnings.append(f"no ranges in domain {domain!r}; domains present: {', '.join(domains_in(export))} (use --domain all)")
+        warnings.append(
+            f"no ranges in domain {domain!r}; domains present: {', '.join(domains_in(export))} (use --domain all)"
+        )
     n_unclosed = int(r.unclosed[idx].sum()) if len(idx) else 0
     if n_unclosed:
-        warnings.append(f"{n_unclosed} range(s) never ended (program exited or was killed inside them, or the capture stopped first); they are counted up to the end of the capture")
+        warnings.append(
+            f"{n_unclosed} range(s) never ended (program exited or was killed inside them, or the capture stopped first); they are counted up to the end of the capture"
+        )
     n_cross = int(r.cross_thread[idx].sum()) if len(idx) else 0
     if n_cross:
-        warnings.append(f"{n_cross} range(s) ended on another thread: counted on the CPU side, left out of GPU projection (as nsys does)")
+        warnings.append(
+            f"{n_cross} range(s) ended on another thread: counted on the CPU side, left out of GPU projection (as nsys does)"
+        )
     if not export.has_cuda:
         warnings.append("export has no CUDA trace (no CUPTI runtime/kernel tables): GPU columns are 0")
     return warnings

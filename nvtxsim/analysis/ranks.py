@@ -124,7 +124,15 @@ def merge(results: Sequence[RankResult]) -> Report:
                     cols[name].append(values)
     ranges, gpu = _merged_columns(cols)
     combined = Export(
-        path=Path("merged"), meta={}, tables=frozenset(), labels=labels, ranges=ranges, api=None, gpu=None, capture_end=None, warnings=[]
+        path=Path("merged"),
+        meta={},
+        tables=frozenset(),
+        labels=labels,
+        ranges=ranges,
+        api=None,
+        gpu=None,
+        capture_end=None,
+        warnings=[],
     )
     merged = summarize(combined, gpu, domain=None)
     merged.source = _merged_source(results)
@@ -219,7 +227,14 @@ def rank_spread(reports: Sequence[Report]) -> list[dict]:
     for label in names:
         totals = [next((p.cpu_total_ns for p in rep.phases if p.label == label), 0) for rep in reports]
         lo, hi = min(totals), max(totals)
-        rows.append({"phase": label, "cpu_total_ns": totals, "slowest_rank": int(np.argmax(totals)), "max_over_min": (hi / lo) if lo else None})
+        rows.append(
+            {
+                "phase": label,
+                "cpu_total_ns": totals,
+                "slowest_rank": int(np.argmax(totals)),
+                "max_over_min": (hi / lo) if lo else None,
+            }
+        )
     return rows
 
 

@@ -163,7 +163,15 @@ def collect_run(spec: RunSpec, detail, *, by: str | None = None, skip_first: int
     if it.unassigned:
         outside = ", ".join(sorted(it.unassigned))
         notes.append(f"{spec.path}: ranges outside every iteration are not scaled: {outside}")
-    return RunData(spec=spec, key=it.key, iterations=len(it), phases=phases, has_memory=key_mem is not None, process_peak=process_peak(ex), notes=notes)
+    return RunData(
+        spec=spec,
+        key=it.key,
+        iterations=len(it),
+        phases=phases,
+        has_memory=key_mem is not None,
+        process_peak=process_peak(ex),
+        notes=notes,
+    )
 
 
 def check_phase_sets(runs: Sequence[RunData], param: str) -> None:
@@ -175,7 +183,9 @@ def check_phase_sets(runs: Sequence[RunData], param: str) -> None:
         if lacking:
             missing.append(f"{name} missing in {', '.join(lacking)}")
     if missing:
-        raise NvtxsimError("runs have different phases: " + "; ".join(missing) + " (use --match to compare the common ones)")
+        raise NvtxsimError(
+            "runs have different phases: " + "; ".join(missing) + " (use --match to compare the common ones)"
+        )
 
 
 # --------------------------------------------------------------------------- fits
@@ -223,7 +233,7 @@ class PowerFit:
     def coef_per_n(self) -> float | None:
         """The coefficient of N^k itself (JSON ``coef``); None where it is not a float."""
         try:
-            c = self.coef * self.scale ** -self.exponent
+            c = self.coef * self.scale**-self.exponent
         except (OverflowError, ZeroDivisionError):
             return None
         return c if math.isfinite(c) else None
@@ -412,7 +422,9 @@ def fit_metric(metric: str, values: np.ndarray, samples: list[np.ndarray], rng: 
     return mf
 
 
-def _bootstrap_exponent(values: np.ndarray, samples: list[np.ndarray], rng: np.random.Generator) -> tuple[float | None, float | None]:
+def _bootstrap_exponent(
+    values: np.ndarray, samples: list[np.ndarray], rng: np.random.Generator
+) -> tuple[float | None, float | None]:
     """95 % percentile interval of the growth exponent (0 when a resample is constant), resampling iterations."""
     ks = []
     for _ in range(BOOTSTRAP):
@@ -552,7 +564,11 @@ def _peak_fits(sc: Scaling) -> list[tuple[str, MetricFit]]:
     """The absolute-peak fits that bound an iteration's peak: one per phase inside it (the iteration's
     peak is the largest of theirs; fitting each phase's own a + b·N + c·N² follows a peak that moves
     from one phase to another as N grows, which one polynomial over the iteration cannot)."""
-    fits = [(ph.phase, ph.fits["peak"]) for ph in sc.phases[1:] if "peak" in ph.fits and ph.fits["peak"].quadratic is not None]
+    fits = [
+        (ph.phase, ph.fits["peak"])
+        for ph in sc.phases[1:]
+        if "peak" in ph.fits and ph.fits["peak"].quadratic is not None
+    ]
     if not fits and sc.loop_peak is not None and sc.loop_peak.quadratic is not None:
         fits = [(sc.phases[0].phase, sc.loop_peak)]
     return fits
@@ -561,10 +577,17 @@ def _peak_fits(sc: Scaling) -> list[tuple[str, MetricFit]]:
 def memory_budget(sc: Scaling, budget: int) -> dict:
     """The largest parameter value whose fitted peak memory per iteration fits ``budget`` bytes."""
     if sc.loop_peak is None:
-        raise NvtxsimError("--memory-budget needs GPU memory events in every run (profile with nvtxsim profile --memory)")
+        raise NvtxsimError(
+            "--memory-budget needs GPU memory events in every run (profile with nvtxsim profile --memory)"
+        )
     if sc.refused:
         raise NvtxsimError(f"--memory-budget: {sc.refused}")
-    doc: dict = {"budget_bytes": budget, "largest_value": None, "peak_at_largest_bytes": None, "model": "per phase a + b·N + c·N² (a, b, c ≥ 0)"}
+    doc: dict = {
+        "budget_bytes": budget,
+        "largest_value": None,
+        "peak_at_largest_bytes": None,
+        "model": "per phase a + b·N + c·N² (a, b, c ≥ 0)",
+    }
     peaks = _peak_fits(sc)
     solved = [solve_quadratic(f.quadratic or [0.0, 0.0, 0.0], budget) for _, f in peaks]
     limits = [v for v in solved if v is not None]

@@ -95,7 +95,9 @@ def _disarm(previous: object) -> None:
 class Detail:
     """An export, the ranges selected for the report (domain, name pattern) and cached analyses."""
 
-    def __init__(self, export: Export, *, domain: str | None = "nvtxsim", match: str | None = None, gpu: RangeGpu | None = None) -> None:
+    def __init__(
+        self, export: Export, *, domain: str | None = "nvtxsim", match: str | None = None, gpu: RangeGpu | None = None
+    ) -> None:
         self.export = export
         self.domain = domain
         self.match = match
@@ -147,7 +149,11 @@ class Detail:
     def op_owner(self) -> np.ndarray:
         """Per GPU op (``ops``): the selected range that launched it (index into ``Export.ranges``), -1 if none."""
         pos = op_owners(self.export, self.nesting, self.link, len(self.ops))
-        return np.where(pos >= 0, self.nesting.ranges[np.maximum(pos, 0)], -1) if len(self.nesting.ranges) else np.full(len(pos), -1, dtype=np.int64)
+        return (
+            np.where(pos >= 0, self.nesting.ranges[np.maximum(pos, 0)], -1)
+            if len(self.nesting.ranges)
+            else np.full(len(pos), -1, dtype=np.int64)
+        )
 
     @property
     def has_cuda(self) -> bool:

@@ -128,7 +128,15 @@ class _GpuStream:
             plan = Select.compile(src.gpu_sql(self.NAMES, kind, table, cols), len(self.NAMES))
             if plan is None:
                 raise Fallback("GPU table not readable by the fast path")
-            self.iters.append([kind, plan.batches(conn, batch_bytes=_GPU_BATCH_BYTES), np.zeros((0, len(self.NAMES)), dtype=np.int64), _NEG, False])
+            self.iters.append(
+                [
+                    kind,
+                    plan.batches(conn, batch_bytes=_GPU_BATCH_BYTES),
+                    np.zeros((0, len(self.NAMES)), dtype=np.int64),
+                    _NEG,
+                    False,
+                ]
+            )
 
     def _fill(self, it: list, bound: int | None) -> None:
         """Read batches of one table until its buffer holds a row with start >= bound (or the end)."""
@@ -257,7 +265,9 @@ class _Projector:
         if len(live) == 0:
             return
         # Per live range, the calls of its thread wholly inside it (projection's rule, launches.contained).
-        ri, call = contained(r.start[live], r.end[live], r.global_tid[live], cs, ce, ct)  # call: index into this batch's launching calls
+        ri, call = contained(
+            r.start[live], r.end[live], r.global_tid[live], cs, ce, ct
+        )  # call: index into this batch's launching calls
         rng = live[ri]
         if len(rng) == 0:
             return
@@ -374,7 +384,9 @@ class _Projector:
         return flags, key, tags
 
     @staticmethod
-    def _watched(batch: np.ndarray, k: np.ndarray, flags: dict[int, np.ndarray], keys: np.ndarray, tags: np.ndarray) -> np.ndarray:
+    def _watched(
+        batch: np.ndarray, k: np.ndarray, flags: dict[int, np.ndarray], keys: np.ndarray, tags: np.ndarray
+    ) -> np.ndarray:
         """The calls of ``batch`` (launch keys ``k``) that ``src.watch`` names, with their tags as a fifth column."""
         hit = np.zeros(len(k), dtype=bool)
         code = k >> 32

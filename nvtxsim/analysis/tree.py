@@ -155,7 +155,14 @@ class RangeTree:
     children: np.ndarray
 
 
-def build(export: Export, ranges: np.ndarray, ops: Ops | None = None, link: Launches | None = None, *, nesting: Nesting | None = None) -> RangeTree:
+def build(
+    export: Export,
+    ranges: np.ndarray,
+    ops: Ops | None = None,
+    link: Launches | None = None,
+    *,
+    nesting: Nesting | None = None,
+) -> RangeTree:
     """Inclusive and self CPU/GPU time of the selected ``ranges`` (``nesting``: already computed for them)."""
     r = export.ranges
     nesting = nesting if nesting is not None else nest(export, ranges)
@@ -257,7 +264,13 @@ def aggregate(export: Export, tree: RangeTree, max_depth: int = MAX_DEPTH) -> li
     count = np.bincount(node, minlength=m)
     first = np.full(m, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, node, r.start[idx])
-    times = (total(tree.cpu_incl), total(tree.cpu_self), total(tree.gpu_incl), total(tree.gpu_self), total(r.cross_thread[idx].astype(np.int64)))
+    times = (
+        total(tree.cpu_incl),
+        total(tree.cpu_self),
+        total(tree.gpu_incl),
+        total(tree.gpu_self),
+        total(r.cross_thread[idx].astype(np.int64)),
+    )
     return _depth_first(nodes, export.label_names(), count, first, times, max_depth)
 
 
@@ -303,20 +316,37 @@ def _nodes_by_loop(nesting: Nesting, label: np.ndarray, tid: np.ndarray) -> _Nod
     return nodes
 
 
-def _depth_first(nodes: _Nodes, names: np.ndarray, count: np.ndarray, first: np.ndarray, times: tuple, max_depth: int) -> list[TreeNode]:
+def _depth_first(
+    nodes: _Nodes, names: np.ndarray, count: np.ndarray, first: np.ndarray, times: tuple, max_depth: int
+) -> list[TreeNode]:
     """The nodes depth-first, children in order of first appearance (iterative: nesting can be very deep)."""
     ci, cs, gi, gs, cross = times
     kids: dict[int, list[int]] = {}
     for k in range(len(nodes.parent)):
         kids.setdefault(nodes.parent[k], []).append(k)
     out: list[TreeNode] = []
-    todo: list[tuple[int, tuple[str, ...], int]] = [(k, (), 0) for k in reversed(sorted(kids.get(-1, []), key=lambda c: (nodes.tid[c], first[c])))]
+    todo: list[tuple[int, tuple[str, ...], int]] = [
+        (k, (), 0) for k in reversed(sorted(kids.get(-1, []), key=lambda c: (nodes.tid[c], first[c])))
+    ]
     while todo:
         k, path, d = todo.pop()
         if d > max_depth:
             continue
         path = path + (str(names[nodes.label[k]]),)
-        out.append(TreeNode(nodes.tid[k], path, d, int(count[k]), int(ci[k]), int(cs[k]), int(gi[k]), int(gs[k]), int(cross[k]), int(first[k])))
+        out.append(
+            TreeNode(
+                nodes.tid[k],
+                path,
+                d,
+                int(count[k]),
+                int(ci[k]),
+                int(cs[k]),
+                int(gi[k]),
+                int(gs[k]),
+                int(cross[k]),
+                int(first[k]),
+            )
+        )
         for c in reversed(sorted(kids.get(k, []), key=lambda c: first[c])):
             todo.append((c, path, d + 1))
     return out

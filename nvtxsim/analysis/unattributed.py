@@ -36,7 +36,9 @@ class OutsideGpu:
         return self.gpu_busy_ns / self.total_busy_ns if self.total_busy_ns else 0.0
 
 
-def inside_own_ranges(tid: np.ndarray, start: np.ndarray, end: np.ndarray, r_tid: np.ndarray, r_start: np.ndarray, r_end: np.ndarray) -> np.ndarray:
+def inside_own_ranges(
+    tid: np.ndarray, start: np.ndarray, end: np.ndarray, r_tid: np.ndarray, r_start: np.ndarray, r_end: np.ndarray
+) -> np.ndarray:
     """Per call: does a range of the same thread contain [start, end]? (the latest-ending range begun by ``start``)."""
     inside = np.zeros(len(tid), dtype=bool)
     for t in np.unique(tid):
@@ -59,7 +61,9 @@ def outside_calls(detail: Detail) -> np.ndarray:
     r = ex.ranges
     sel = select_ranges(ex, detail.domain)
     sel = sel[~r.cross_thread[sel]]  # like nsys: a range ended on another thread projects nothing
-    inside = inside_own_ranges(api.global_tid[calls], api.start[calls], api.end[calls], r.global_tid[sel], r.start[sel], r.end[sel])
+    inside = inside_own_ranges(
+        api.global_tid[calls], api.start[calls], api.end[calls], r.global_tid[sel], r.start[sel], r.end[sel]
+    )
     return calls[~inside]
 
 

@@ -67,8 +67,12 @@ def check_nsys(d: Diagnosis) -> capture.Nsys | None:
     try:
         nsys = capture.find_nsys()
     except NvtxsimError as exc:
-        d.add("nsys", FAIL, str(exc),
-              "install Nsight Systems (Debian: .ci/install-nsys.sh; NVIDIA: nsight-systems-cli), or set NSYS=/path/to/nsys")
+        d.add(
+            "nsys",
+            FAIL,
+            str(exc),
+            "install Nsight Systems (Debian: .ci/install-nsys.sh; NVIDIA: nsight-systems-cli), or set NSYS=/path/to/nsys",
+        )
         d.facts["nsys"] = None
         return None
     d.facts["nsys"] = {"path": str(nsys.path), "version": nsys.version_text, "source": nsys.source}
@@ -78,16 +82,26 @@ def check_nsys(d: Diagnosis) -> capture.Nsys | None:
     newer = [n for n in others if n.version > nsys.version]
     if newer:
         best = max(newer, key=lambda n: n.version)
-        d.add("nsys", INFO, f"a newer nsys {best.version_text} is at {best.path}", f"to use it: export NSYS={best.path}")
+        d.add(
+            "nsys", INFO, f"a newer nsys {best.version_text} is at {best.path}", f"to use it: export NSYS={best.path}"
+        )
     importer, missing = capture.importer_missing_libraries(nsys)
     d.facts["importer"] = {"path": str(importer) if importer else None, "missing_libraries": missing}
     if importer is None:
-        d.add("importer", WARN, "no QdstrmImporter found next to nsys: `nsys profile` may write no report",
-              "Debian package: ln -s /usr/lib/nsight-systems/host-linux-x64 "
-              "/usr/lib/x86_64-linux-gnu/nsight-systems/host-linux-x64 (as .ci/install-nsys.sh does)")
+        d.add(
+            "importer",
+            WARN,
+            "no QdstrmImporter found next to nsys: `nsys profile` may write no report",
+            "Debian package: ln -s /usr/lib/nsight-systems/host-linux-x64 "
+            "/usr/lib/x86_64-linux-gnu/nsight-systems/host-linux-x64 (as .ci/install-nsys.sh does)",
+        )
     elif missing:
-        d.add("importer", FAIL, f"{importer} cannot load {', '.join(missing)}: nsys captures but writes no report",
-              f"put {', '.join(missing)} on LD_LIBRARY_PATH (e.g. Debian's libdw1/libelf1; see .gpu/env.sh)")
+        d.add(
+            "importer",
+            FAIL,
+            f"{importer} cannot load {', '.join(missing)}: nsys captures but writes no report",
+            f"put {', '.join(missing)} on LD_LIBRARY_PATH (e.g. Debian's libdw1/libelf1; see .gpu/env.sh)",
+        )
     else:
         d.add("importer", OK, f"{importer} loads")
     return nsys
@@ -188,22 +202,35 @@ def check_gpu(d: Diagnosis, nsys: capture.Nsys | None, quick: bool) -> bool:
         names = ", ".join(g["gpus"]) or "GPU"
         d.add("gpu", OK, f"{names}, driver {g['driver'] or 'unknown'}")
     else:
-        d.add("gpu", WARN, "no NVIDIA driver (/proc/driver/nvidia/version missing): no CUDA activity to capture",
-              "for GPU timings run on a machine with an NVIDIA GPU and driver (CPU-side phases still work here)")
+        d.add(
+            "gpu",
+            WARN,
+            "no NVIDIA driver (/proc/driver/nvidia/version missing): no CUDA activity to capture",
+            "for GPU timings run on a machine with an NVIDIA GPU and driver (CPU-side phases still work here)",
+        )
     t = None if quick else torch_facts()
     d.facts["torch"] = t
     if t and "error" not in t:
         if not t.get("cuda"):
             d.add("torch", INFO, f"torch {t['version']} is a CPU build: its work runs on the CPU, no kernels to trace")
         elif not t.get("available"):
-            d.add("torch", WARN, f"torch {t['version']} (CUDA {t['cuda']}) sees no usable GPU",
-                  "check the driver and CUDA_VISIBLE_DEVICES")
+            d.add(
+                "torch",
+                WARN,
+                f"torch {t['version']} (CUDA {t['cuda']}) sees no usable GPU",
+                "check the driver and CUDA_VISIBLE_DEVICES",
+            )
         else:
             d.add("torch", OK, f"torch {t['version']}, CUDA {t['cuda']}: {', '.join(t['devices'])}")
             cuda = capture.version_tuple(t["cuda"])
             if nsys and cuda and cuda[0] >= 13 and nsys.version < (2025,):
-                d.add("cuda", WARN, f"nsys {nsys.version_text} predates CUDA {t['cuda']}: CUDA activity will not be "
-                      "recorded (seen with nsys 2022.4 and CUDA 13)", "use nsys 2025.3 or newer (NSYS=/path/to/nsys)")
+                d.add(
+                    "cuda",
+                    WARN,
+                    f"nsys {nsys.version_text} predates CUDA {t['cuda']}: CUDA activity will not be "
+                    "recorded (seen with nsys 2022.4 and CUDA 13)",
+                    "use nsys 2025.3 or newer (NSYS=/path/to/nsys)",
+                )
     elif t:
         d.add("torch", WARN, t["error"])
     return has_gpu
@@ -216,10 +243,18 @@ def check_perf(d: Diagnosis) -> None:
         level = None
     d.facts["perf_event_paranoid"] = level
     if level is None:
-        d.add("perf", INFO, "perf_event_paranoid unreadable: CPU sampling may be unavailable (nvtxsim profile does not sample)")
+        d.add(
+            "perf",
+            INFO,
+            "perf_event_paranoid unreadable: CPU sampling may be unavailable (nvtxsim profile does not sample)",
+        )
     elif level > 2:
-        d.add("perf", INFO, f"perf_event_paranoid={level}: CPU sampling unavailable (nvtxsim profile turns it off anyway)",
-              "only if you add --nsys-arg=--sample=process-tree: sudo sysctl kernel.perf_event_paranoid=2")
+        d.add(
+            "perf",
+            INFO,
+            f"perf_event_paranoid={level}: CPU sampling unavailable (nvtxsim profile turns it off anyway)",
+            "only if you add --nsys-arg=--sample=process-tree: sudo sysctl kernel.perf_event_paranoid=2",
+        )
     else:
         d.add("perf", OK, f"perf_event_paranoid={level}: CPU sampling possible if asked for (off by default)")
 
@@ -279,29 +314,53 @@ def check_probe(d: Diagnosis, nsys: capture.Nsys) -> None:
             return
         tail = [ln for ln in log_path.read_text(errors="replace").splitlines() if ln.strip() and "%" not in ln][-5:]
         backend = json.loads(info_path.read_text()) if info_path.exists() else None
-        d.facts["probe"] = {"returncode": result.returncode, "log_tail": tail, "backend": backend,
-                            "seconds": round(time.perf_counter() - t0, 2)}
+        d.facts["probe"] = {
+            "returncode": result.returncode,
+            "log_tail": tail,
+            "backend": backend,
+            "seconds": round(time.perf_counter() - t0, 2),
+        }
         if result.report is None:
-            d.add("probe", FAIL, f"test capture: {result.problem}; nsys said: {' | '.join(tail) or 'nothing'}",
-                  "fix the problems above (importer, nvtx); `nsys profile` must write a report")
+            d.add(
+                "probe",
+                FAIL,
+                f"test capture: {result.problem}; nsys said: {' | '.join(tail) or 'nothing'}",
+                "fix the problems above (importer, nvtx); `nsys profile` must write a report",
+            )
             return
         if result.sqlite is None:
-            d.add("probe", FAIL, f"test capture recorded but SQLite export failed: {result.problem}",
-                  "check the importer libraries above; `nsys export --type sqlite` must work")
+            d.add(
+                "probe",
+                FAIL,
+                f"test capture recorded but SQLite export failed: {result.problem}",
+                "check the importer libraries above; `nsys export --type sqlite` must work",
+            )
             return
         n = _count_ranges(result.sqlite, "iteration")
         d.facts["probe"]["window_iterations"] = n
         secs = time.perf_counter() - t0
         if n == 2:
             extra = ", gate lifted by nvtxsim" if backend and backend.get("gate_bypassed") else ""
-            d.add("probe", OK, f"test capture with window 1:3 recorded exactly iterations 1..2{extra}; "
-                  f"SQLite export works ({secs:.1f} s)")
+            d.add(
+                "probe",
+                OK,
+                f"test capture with window 1:3 recorded exactly iterations 1..2{extra}; "
+                f"SQLite export works ({secs:.1f} s)",
+            )
         elif n == 0:
-            d.add("probe", FAIL, f"test capture recorded no nvtxsim ranges (backend: {backend})",
-                  "see the nvtx line above; import nvtxsim before other code uses nvtx")
+            d.add(
+                "probe",
+                FAIL,
+                f"test capture recorded no nvtxsim ranges (backend: {backend})",
+                "see the nvtx line above; import nvtxsim before other code uses nvtx",
+            )
         else:
-            d.add("probe", WARN, f"test capture with window 1:3 recorded {n} iteration ranges, expected 2",
-                  "capture windows may be unreliable with this nsys; profile without --iterations")
+            d.add(
+                "probe",
+                WARN,
+                f"test capture with window 1:3 recorded {n} iteration ranges, expected 2",
+                "capture windows may be unreliable with this nsys; profile without --iterations",
+            )
 
 
 def summarize_capture(d: Diagnosis, nsys: capture.Nsys | None, has_gpu: bool) -> None:

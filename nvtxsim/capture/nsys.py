@@ -53,9 +53,18 @@ OUTPUT_SUFFIXES = REPORT_SUFFIXES + (".sqlite",)
 
 # Short nsys switches -> long names, so a user's --nsys-arg can replace one of ours.
 _SHORT = {
-    "-t": "--trace", "-s": "--sample", "-c": "--capture-range", "-p": "--nvtx-capture",
-    "-o": "--output", "-f": "--force-overwrite", "-b": "--backtrace", "-e": "--env-var",
-    "-d": "--duration", "-y": "--delay", "-x": "--stop-on-exit", "-w": "--show-output",
+    "-t": "--trace",
+    "-s": "--sample",
+    "-c": "--capture-range",
+    "-p": "--nvtx-capture",
+    "-o": "--output",
+    "-f": "--force-overwrite",
+    "-b": "--backtrace",
+    "-e": "--env-var",
+    "-d": "--duration",
+    "-y": "--delay",
+    "-x": "--stop-on-exit",
+    "-w": "--show-output",
     "-n": "--inherit-environment",
 }
 # Switches nvtxsim must own: the output name decides where the report is found.
@@ -503,8 +512,10 @@ def run_profile(
     report = outs["report"] if _mtime(outs["report"]) not in (None, before["report"]) else None
     if report is None:
         if req.trigger is not None:
-            why = (f"the trigger {req.trigger} never fired (no slowdown, or the program does not call nvtxsim.step() "
-                   "once per iteration); the live lines on stderr say when it fires")
+            why = (
+                f"the trigger {req.trigger} never fired (no slowdown, or the program does not call nvtxsim.step() "
+                "once per iteration); the live lines on stderr say when it fires"
+            )
         elif req.window is not None:
             how = "" if req.window_api == "nvtx" else " (which calls cudaProfilerStart)"
             why = (
@@ -617,8 +628,11 @@ def importer_missing_libraries(nsys: Nsys) -> tuple[Path | None, list[str]]:
     (e.g. ``libdw.so.1`` for the nsys inside Nsight Compute) no report is written.
     """
     real = Path(os.path.realpath(nsys.path))
-    patterns = [real.parent / "QdstrmImporter", real.parent.parent / "*" / "QdstrmImporter",
-                nsys.path.parent.parent / "*" / "QdstrmImporter"]
+    patterns = [
+        real.parent / "QdstrmImporter",
+        real.parent.parent / "*" / "QdstrmImporter",
+        nsys.path.parent.parent / "*" / "QdstrmImporter",
+    ]
     importer = None
     for pattern in patterns:
         hits = sorted(glob.glob(str(pattern)))

@@ -29,16 +29,48 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
         metavar="VIEWS",
         help=f"comma-separated views: {', '.join(VIEWS)}, or all (default: summary; html always shows all)",
     )
-    g.add_argument("--by", metavar="NAME", help="range that marks one loop iteration, for the iterations/slowest views: e.g. step, learning_iteration, "
-                   "iteration (default: step where an instrumented RL runner recorded steps, else iteration)")
-    g.add_argument("--skip-first", type=int_option("--skip-first"), default=0, metavar="N", help="leave out the first N iterations (warm-up)")
-    g.add_argument("--match", metavar="REGEX", help="only phases whose name (domain:name) matches REGEX (Python re.search)")
-    g.add_argument("--top", type=int_option("--top", low=1), default=10, metavar="N", help="kernels per phase and slowest iterations to list (default: 10)")
-    g.add_argument("--envs", type=float_option("--envs", low_open=True), metavar="N", help="environments stepped per env step (default: as recorded by nvtxsim.isaaclab, if at all): the iterations view "
-                   "gains env-steps/s and each phase's cost in env-steps/s; a learning iteration counts its steps")
+    g.add_argument(
+        "--by",
+        metavar="NAME",
+        help="range that marks one loop iteration, for the iterations/slowest views: e.g. step, learning_iteration, "
+        "iteration (default: step where an instrumented RL runner recorded steps, else iteration)",
+    )
+    g.add_argument(
+        "--skip-first",
+        type=int_option("--skip-first"),
+        default=0,
+        metavar="N",
+        help="leave out the first N iterations (warm-up)",
+    )
+    g.add_argument(
+        "--match", metavar="REGEX", help="only phases whose name (domain:name) matches REGEX (Python re.search)"
+    )
+    g.add_argument(
+        "--top",
+        type=int_option("--top", low=1),
+        default=10,
+        metavar="N",
+        help="kernels per phase and slowest iterations to list (default: 10)",
+    )
+    g.add_argument(
+        "--envs",
+        type=float_option("--envs", low_open=True),
+        metavar="N",
+        help="environments stepped per env step (default: as recorded by nvtxsim.isaaclab, if at all): the iterations view "
+        "gains env-steps/s and each phase's cost in env-steps/s; a learning iteration counts its steps",
+    )
     f = p.add_argument_group("findings")
-    f.add_argument("--findings", action=argparse.BooleanOptionalAction, default=True, help="the Findings block first (what is slow, why, what to do; default: on)")
-    f.add_argument("--fail-on", metavar="KINDS", help=f"exit with status 1 when a finding of one of these comma-separated kinds is found (CI): {', '.join(KINDS)}, or all")
+    f.add_argument(
+        "--findings",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the Findings block first (what is slow, why, what to do; default: on)",
+    )
+    f.add_argument(
+        "--fail-on",
+        metavar="KINDS",
+        help=f"exit with status 1 when a finding of one of these comma-separated kinds is found (CI): {', '.join(KINDS)}, or all",
+    )
 
 
 def request_from_args(args: argparse.Namespace) -> ReportRequest:
@@ -51,14 +83,29 @@ def request_from_args(args: argparse.Namespace) -> ReportRequest:
     if envs is not None and not envs > 0:
         raise NvtxsimError("--envs must be a positive number")
     by = getattr(args, "by", None)
-    opts = ViewOptions(by=by, by_given=by is not None, skip_first=getattr(args, "skip_first", 0), top=getattr(args, "top", 10), envs=envs)
+    opts = ViewOptions(
+        by=by,
+        by_given=by is not None,
+        skip_first=getattr(args, "skip_first", 0),
+        top=getattr(args, "top", 10),
+        envs=envs,
+    )
     views = parse_views(getattr(args, "view", None))
-    if (by is not None or envs is not None) and not ({"iterations", "slowest"} & set(views)) and getattr(args, "format", "") not in PAGE_FORMATS:
+    if (
+        (by is not None or envs is not None)
+        and not ({"iterations", "slowest"} & set(views))
+        and getattr(args, "format", "") not in PAGE_FORMATS
+    ):
         views = list(dict.fromkeys(views + ["iterations"])) if views != ["summary"] else ["iterations"]
     domain, given = domain_from_args(args) if hasattr(args, "domain") else (DEFAULT_DOMAIN, False)
     return ReportRequest(
-        views=views, options=opts, match=getattr(args, "match", None), domain=domain, domain_given=given,
-        findings=getattr(args, "findings", True), fail_on=parse_kinds(getattr(args, "fail_on", None)),
+        views=views,
+        options=opts,
+        match=getattr(args, "match", None),
+        domain=domain,
+        domain_given=given,
+        findings=getattr(args, "findings", True),
+        fail_on=parse_kinds(getattr(args, "fail_on", None)),
     )
 
 

@@ -82,7 +82,14 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> No
 
 
 #: The format an output file's name asks for when ``--format`` is not given (``-o report.html``).
-_FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
+_FORMAT_OF_SUFFIX = {
+    ".html": "html",
+    ".htm": "html",
+    ".json": "json",
+    ".csv": "csv",
+    ".md": "markdown",
+    ".markdown": "markdown",
+}
 
 
 def _format_from_file(sub: argparse.ArgumentParser, args: argparse.Namespace, command: str | None) -> None:
@@ -187,7 +194,10 @@ def _flush_stdout(quiet: bool = False) -> None:
 def _internal_error(exc: BaseException) -> int:
     if debugging():
         raise exc
-    print(f"nvtxsim: internal error: {type(exc).__name__}: {printable(str(exc))} (set NVTXSIM_DEBUG=1 for the traceback; please report it)", file=sys.stderr)
+    print(
+        f"nvtxsim: internal error: {type(exc).__name__}: {printable(str(exc))} (set NVTXSIM_DEBUG=1 for the traceback; please report it)",
+        file=sys.stderr,
+    )
     return 3
 
 

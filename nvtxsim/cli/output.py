@@ -132,7 +132,14 @@ def layout(out: PathLike | None = None, *, wide: bool = False, stream: IO[str] |
     return Layout(None if wide else max(shutil.get_terminal_size((200, 24)).columns, 20), color)
 
 
-def deliver(text: str, out: PathLike | None, *, force: bool = False, protect: Iterable[PathLike] = (), stream: IO[str] | None = None) -> None:
+def deliver(
+    text: str,
+    out: PathLike | None,
+    *,
+    force: bool = False,
+    protect: Iterable[PathLike] = (),
+    stream: IO[str] | None = None,
+) -> None:
     """The last step of every command that renders: to ``out`` atomically, else to ``stream`` (stdout)."""
     if out is not None:
         write_atomic(out, text, force=force, protect=protect)
@@ -194,7 +201,7 @@ def _file_descriptor(stream: IO[str]) -> int | None:
 def _write_fd(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def write_atomic(path: PathLike, data: str | bytes, *, force: bool = False, protect: Iterable[PathLike] = ()) -> Path:

@@ -43,7 +43,12 @@ class Stages:
         with self._lock:
             console = Console(file=stream, stderr=stream is sys.stderr, force_terminal=True)  # caller checked it is one
             self._progress = Progress(
-                SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), TimeElapsedColumn(), console=console, transient=True
+                SpinnerColumn(),
+                TextColumn("{task.description}", markup=False),
+                BarColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
             )
             self._task = self._progress.add_task(self.label, total=None)
             self._progress.start()
@@ -56,7 +61,9 @@ class Stages:
 
 
 @contextmanager
-def progress_after(label: str, *, delay: float = 1.0, stream: TextIO | None = None, enabled: bool | None = None) -> Iterator[Stages]:
+def progress_after(
+    label: str, *, delay: float = 1.0, stream: TextIO | None = None, enabled: bool | None = None
+) -> Iterator[Stages]:
     """Show a spinner/bar with ``label`` if the block is still running after ``delay`` seconds."""
     stream = stream or sys.stderr
     if enabled is None:  # a dumb terminal cannot move its cursor back: the spinner would be escape codes

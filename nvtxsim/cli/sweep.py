@@ -46,7 +46,9 @@ def sweep_requests(base: capture.ProfileRequest, name: str, values: list[str]) -
     """One request per value: ``{name}`` replaced in the command, ``STEM_<value>`` as output, memory on."""
     mark = "{" + name + "}"
     if not any(mark in arg for arg in base.command):
-        raise NvtxsimError(f"--sweep {name}: the command never mentions {mark}, so every run would be the same (e.g. -- python train.py --num_envs {mark})")
+        raise NvtxsimError(
+            f"--sweep {name}: the command never mentions {mark}, so every run would be the same (e.g. -- python train.py --num_envs {mark})"
+        )
     return [
         dataclasses.replace(
             base,
@@ -58,7 +60,9 @@ def sweep_requests(base: capture.ProfileRequest, name: str, values: list[str]) -
     ]
 
 
-def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Callable[[str], None], out: Path | None) -> int:
+def run_sweep(
+    args: argparse.Namespace, base: capture.ProfileRequest, say: Callable[[str], None], out: Path | None
+) -> int:
     """Capture every value in turn (stopping at a failed program, whose exit code is returned), then
     print the scaling table (to ``out`` when given: profile's report file). Fewer than three values:
     the table, then the refusal as ``nvtxsim scaling`` gives it (one line, exit 2)."""
@@ -66,7 +70,9 @@ def run_sweep(args: argparse.Namespace, base: capture.ProfileRequest, say: Calla
 
     name, values = parse_sweep(args.sweep)
     if args.format not in SWEEP_FORMATS:
-        raise NvtxsimError(f"--sweep prints the scaling table: --format {args.format} is not one of {', '.join(SWEEP_FORMATS)}")
+        raise NvtxsimError(
+            f"--sweep prints the scaling table: --format {args.format} is not one of {', '.join(SWEEP_FORMATS)}"
+        )
     reqs = sweep_requests(base, name, values)
     for r in reqs:
         capture.check_outputs(r.output, force=r.force)

@@ -108,10 +108,17 @@ class Trigger:
         start = _window.iteration()  # step() calls on_step before it opens windows: the iteration starting now
         if not _window.arm(start, start + self.iterations):
             return None
-        self.fired = {"rule": self.rule, "at": iteration, "ns": int(ns), "baseline_ns": int(base),
-                      "window": [start, start + self.iterations - 1]}
-        _report(f"live trigger {self.rule}: {ns / max(base, 1):.2f}x the baseline at iteration {iteration}; "
-                f"capture window: iterations {start}..{start + self.iterations - 1}")
+        self.fired = {
+            "rule": self.rule,
+            "at": iteration,
+            "ns": int(ns),
+            "baseline_ns": int(base),
+            "window": [start, start + self.iterations - 1],
+        }
+        _report(
+            f"live trigger {self.rule}: {ns / max(base, 1):.2f}x the baseline at iteration {iteration}; "
+            f"capture window: iterations {start}..{start + self.iterations - 1}"
+        )
         return self.fired
 
 
@@ -127,8 +134,17 @@ def _median(values: Any) -> float:
 class _Session:
     """What one start() measures and where it goes."""
 
-    def __init__(self, path: str | None, every: int, sample: int, writer: Any, callback: Callable[[dict], Any] | None,
-                 trigger: Trigger | None, append: bool, use_gpu: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | None,
+        every: int,
+        sample: int,
+        writer: Any,
+        callback: Callable[[dict], Any] | None,
+        trigger: Trigger | None,
+        append: bool,
+        use_gpu: bool = True,
+    ) -> None:
         self.path, self.every, self.sample, self.append, self.use_gpu = path, every, sample, append, use_gpu
         self.writer, self.callback, self.trigger = writer, callback, trigger
         self.pid = os.getpid()
@@ -184,7 +200,7 @@ class _Session:
         times = self.cpu.get(trigger.name) or []
         n = len(times)
         if n > self.trigger_mark:
-            fired = trigger.observe(sum(times[self.trigger_mark:n]), iteration)
+            fired = trigger.observe(sum(times[self.trigger_mark : n]), iteration)
             if fired is not None:
                 self.fired = fired
         self.trigger_mark = n
@@ -210,9 +226,16 @@ class _Session:
         self.cpu, self.pending, self.measured, self.trigger_mark = {}, [], 0, 0
         if not cpu and not final:
             return
-        item = {"iterations": [self.first, max(last, self.first)] if self.iteration >= 0 else None, "measured": measured, "cpu": cpu,
-                "pending": pending, "fired": self.fired, "dropped": self.dropped, "flushed": time.monotonic(),
-                "threads": threading.active_count() > 2}  # more than this thread and the writer: phases may end late
+        item = {
+            "iterations": [self.first, max(last, self.first)] if self.iteration >= 0 else None,
+            "measured": measured,
+            "cpu": cpu,
+            "pending": pending,
+            "fired": self.fired,
+            "dropped": self.dropped,
+            "flushed": time.monotonic(),
+            "threads": threading.active_count() > 2,
+        }  # more than this thread and the writer: phases may end late
         self.fired = None
         try:
             self.queue.put(item, timeout=wait) if wait > 0 else self.queue.put_nowait(item)
@@ -266,11 +289,20 @@ class _Session:
                 continue
             total = sum(times)
             phases[f"{_phases.DOMAIN}:{name}"] = {
-                "count": n, "cpu_ns": total, "cpu_mean_ns": total // n,
-                "cpu_p90_ns": times[min(n - 1, max(0, -(-9 * n // 10) - 1))], "gpu_ns": gpu.get(name),
+                "count": n,
+                "cpu_ns": total,
+                "cpu_mean_ns": total // n,
+                "cpu_p90_ns": times[min(n - 1, max(0, -(-9 * n // 10) - 1))],
+                "gpu_ns": gpu.get(name),
             }
-        record = {"iterations": item["iterations"], "measured": item["measured"], "sample": self.sample,
-                  "pid": self.pid, "time": round(time.time(), 3), "phases": phases}
+        record = {
+            "iterations": item["iterations"],
+            "measured": item["measured"],
+            "sample": self.sample,
+            "pid": self.pid,
+            "time": round(time.time(), 3),
+            "phases": phases,
+        }
         if item["fired"]:
             record["trigger"] = item["fired"]
         if item["dropped"]:
@@ -284,7 +316,9 @@ class _Session:
             return totals
         deadline = time.monotonic() + _GPU_WAIT_S
         try:
-            _wait_for(pending[-1][2], deadline)  # once the stream reached the last event, the earlier ones on it are done
+            _wait_for(
+                pending[-1][2], deadline
+            )  # once the stream reached the last event, the earlier ones on it are done
         except Exception:
             pass  # reported below, per event
         for name, ev0, ev1 in pending:
@@ -293,7 +327,10 @@ class _Session:
                     return totals  # never completed: these events stay out of the pool
                 totals[name] = totals.get(name, 0) + int(ev0.elapsed_time(ev1) * 1e6)
             except Exception as exc:
-                _r._report_once("live-gpu", f"live timing: a CUDA event could not be read ({type(exc).__name__}: {exc}); GPU times skipped")
+                _r._report_once(
+                    "live-gpu",
+                    f"live timing: a CUDA event could not be read ({type(exc).__name__}: {exc}); GPU times skipped",
+                )
                 continue
             self.pool.append(ev0)
             self.pool.append(ev1)
@@ -308,7 +345,10 @@ class _Session:
             try:
                 _write_line(self.file, json.dumps(record, separators=(",", ":")) + "\n")
             except Exception as exc:
-                _fail(self, f"live timing: cannot write {self.path!r} ({type(exc).__name__}: {exc}); live timing turned off")
+                _fail(
+                    self,
+                    f"live timing: cannot write {self.path!r} ({type(exc).__name__}: {exc}); live timing turned off",
+                )
                 return False
         if self.writer is not None:
             try:
@@ -333,7 +373,9 @@ class _Session:
             self.file = _open_append(path, truncate=not self.append)
             return True
         except Exception as exc:
-            _fail(self, f"live timing: cannot write {self.path!r} ({type(exc).__name__}: {exc}); live timing turned off")
+            _fail(
+                self, f"live timing: cannot write {self.path!r} ({type(exc).__name__}: {exc}); live timing turned off"
+            )
             return False
 
     def close(self, timeout: float) -> None:
@@ -584,7 +626,9 @@ def start(
     trig = Trigger(trigger, trigger_iterations) if trigger else None
     stop()
     with _lock:
-        _session = _Session(None if path is None else os.fspath(path), every, sample, writer, callback, trig, append, gpu)
+        _session = _Session(
+            None if path is None else os.fspath(path), every, sample, writer, callback, trig, append, gpu
+        )
         _session.iteration = _window.iteration()  # the iteration in progress is not counted as measured
         _session.first = _session.iteration + 1
         _session._check_gpu()
@@ -698,11 +742,21 @@ def start_from_env() -> bool:
     owner = os.environ.get(ENV_OWNER)
     append = bool(owner) and owner != str(os.getpid())
     try:
-        start(path or None, every=_int_env(ENV_EVERY, DEFAULT_EVERY), sample=_int_env(ENV_SAMPLE, 1), trigger=trigger,
-              trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS), append=append,
-              gpu=env_flag(ENV_GPU, default=True))
+        start(
+            path or None,
+            every=_int_env(ENV_EVERY, DEFAULT_EVERY),
+            sample=_int_env(ENV_SAMPLE, 1),
+            trigger=trigger,
+            trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS),
+            append=append,
+            gpu=env_flag(ENV_GPU, default=True),
+        )
     except Exception as exc:
-        _report(f"{ENV_FILE}={path!r}: live timing not started ({exc})" if path else f"{ENV_TRIGGER}: live timing not started ({exc})")
+        _report(
+            f"{ENV_FILE}={path!r}: live timing not started ({exc})"
+            if path
+            else f"{ENV_TRIGGER}: live timing not started ({exc})"
+        )
         return False
     if not append:
         os.environ[ENV_OWNER] = str(os.getpid())

@@ -110,7 +110,10 @@ def _safe_attributes(name: Any, color: Any, category: Any, payload: Any = None) 
     clean_color = color if isinstance(color, int) and 0 <= color <= 0xFFFFFFFF else None
     clean_category = None if category is None else _clean_text(category)
     clean = (_clean_text(name), clean_color, clean_category, _clean_payload(payload))
-    _report_once(("attributes", clean[0][:200]), f"NVTX rejected the attributes of phase {clean[0][:80]!r} ({problem}); recorded with repaired ones")
+    _report_once(
+        ("attributes", clean[0][:200]),
+        f"NVTX rejected the attributes of phase {clean[0][:80]!r} ({problem}); recorded with repaired ones",
+    )
     for args in (clean, (clean[0], None, None, None), ("nvtxsim.invalid_phase", None, None, None)):
         try:
             return _backend.attributes(*args)
@@ -240,7 +243,10 @@ def _lift_enabled_gate(name: str) -> Any:
 _backend = _Backend()
 _enabled = not _envflags.env_flag(_envflags.DISABLE, default=False, on_unknown=True)
 if _envflags.parse_flag(os.environ.get(_envflags.DISABLE, "")) is None:
-    _report_once("env-disable", f"{_envflags.DISABLE}={os.environ[_envflags.DISABLE][:40]!r} is not one of 1/0, true/false, yes/no, on/off; ranges are off")
+    _report_once(
+        "env-disable",
+        f"{_envflags.DISABLE}={os.environ[_envflags.DISABLE][:40]!r} is not one of 1/0, true/false, yes/no, on/off; ranges are off",
+    )
 #: True when ranges actually reach a tool: enabled, a tool attached, domain open.
 _active = _enabled and _backend.live
 _push = _backend.push
@@ -558,7 +564,13 @@ def wrap_in_shape(ph: phase, fn: Any) -> Any:
         return fn  # as ph.wrap leaves async generator functions
     # What calling returns decides the wrapper (inspect sees through partials): a partial of a
     # generator or coroutine function gets one range per resumption, not one around its creation.
-    kind = _wrap_generator if inspect.isgeneratorfunction(fn) else _wrap_coroutine if inspect.iscoroutinefunction(fn) else None
+    kind = (
+        _wrap_generator
+        if inspect.isgeneratorfunction(fn)
+        else _wrap_coroutine
+        if inspect.iscoroutinefunction(fn)
+        else None
+    )
     wrapper = kind(fn, ph) if kind is not None else _wrap_call(fn, ph)
     wrapper.__nvtxsim_phase__ = ph.name  # type: ignore[attr-defined]
     for name in dir(fn):
@@ -612,7 +624,9 @@ def _unwrapped(fn: Any) -> Any:
 
 
 def _binding_like(ph: phase, fn: Any, wrapper: Callable[..., Any]) -> Any:
-    cls = types.new_class(type(fn).__name__, (_BindsLike,), exec_body=lambda ns: ns.update(__call__=staticmethod(wrapper), __slots__=()))
+    cls = types.new_class(
+        type(fn).__name__, (_BindsLike,), exec_body=lambda ns: ns.update(__call__=staticmethod(wrapper), __slots__=())
+    )
     obj = cls()
     obj._ph, obj._fn = ph, fn
     obj.__dict__.update(wrapper.__dict__)
@@ -874,7 +888,9 @@ def start_range(
         name = name if type(name) is str else _clean_text(name)
         style = _phases.style_for(name)
         dom = _backend.domain_for(domain)
-        attrs = dom.get_event_attributes(name, color if color is not None else style.color, category or style.category, payload)
+        attrs = dom.get_event_attributes(
+            name, color if color is not None else style.color, category or style.category, payload
+        )
         from nvtx import _lib as nvtxlib
 
         return RangeToken(*nvtxlib.start_range(attrs, dom.handle))
@@ -892,7 +908,9 @@ def end_range(token: RangeToken | None) -> None:
     if token is None:
         return
     if type(token) is not RangeToken:
-        _report_once("end-range-token", f"end_range() got a {type(token).__name__}, not a token of start_range(); ignored")
+        _report_once(
+            "end-range-token", f"end_range() got a {type(token).__name__}, not a token of start_range(); ignored"
+        )
         return
     if token._ended:
         _report_once("end-range-twice", "end_range() was called twice with one token; the second call was ignored")

@@ -49,8 +49,16 @@ DIRNAME = ".nvtxsim-cache"
 #: Modules (relative to the package) whose code decides what load() returns, and the streamed
 #: projection stored with it: a change invalidates entries.
 _CODE = (
-    "export/reader.py", "export/tables.py", "export/columns.py", "export/schema.py", "export/pages.py",
-    "export/streamed.py", "export/extras.py", "export/cache.py", "analysis/stream.py", "analysis/projection.py",
+    "export/reader.py",
+    "export/tables.py",
+    "export/columns.py",
+    "export/schema.py",
+    "export/pages.py",
+    "export/streamed.py",
+    "export/extras.py",
+    "export/cache.py",
+    "analysis/stream.py",
+    "analysis/projection.py",
     "analysis/launches.py",
 )
 
@@ -179,12 +187,23 @@ def _encode(value: Any, key: str, arrays: dict[str, np.ndarray]) -> Any:
     if isinstance(value, Path):
         return {"t": "path", "v": str(value)}
     if isinstance(value, (frozenset, set)):
-        return {"t": "set", "frozen": isinstance(value, frozenset), "v": [_encode(x, f"{key}.{i}", arrays) for i, x in enumerate(sorted(value, key=str))]}
+        return {
+            "t": "set",
+            "frozen": isinstance(value, frozenset),
+            "v": [_encode(x, f"{key}.{i}", arrays) for i, x in enumerate(sorted(value, key=str))],
+        }
     if isinstance(value, (list, tuple)):
-        return {"t": "tuple" if isinstance(value, tuple) else "list", "v": [_encode(x, f"{key}.{i}", arrays) for i, x in enumerate(value)]}
+        return {
+            "t": "tuple" if isinstance(value, tuple) else "list",
+            "v": [_encode(x, f"{key}.{i}", arrays) for i, x in enumerate(value)],
+        }
     if isinstance(value, dict):
         items = list(value.items())
-        return {"t": "dict", "k": [_encode(k, f"{key}.k{i}", arrays) for i, (k, _) in enumerate(items)], "v": [_encode(v, f"{key}.v{i}", arrays) for i, (_, v) in enumerate(items)]}
+        return {
+            "t": "dict",
+            "k": [_encode(k, f"{key}.k{i}", arrays) for i, (k, _) in enumerate(items)],
+            "v": [_encode(v, f"{key}.v{i}", arrays) for i, (_, v) in enumerate(items)],
+        }
     if dataclasses.is_dataclass(value) and type(value).__module__.startswith("nvtxsim."):
         cls = type(value)
         fields = {f.name: _encode(getattr(value, f.name), f"{key}.{f.name}", arrays) for f in dataclasses.fields(value)}

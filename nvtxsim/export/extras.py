@@ -150,12 +150,29 @@ def read_extras(conn: sqlite3.Connection, tables: frozenset[str], *, cuda: bool 
     ex = Extras()
     conn.text_factory = bytes  # names may hold bad UTF-8
     try:
-        if "ThreadNames" in tables and {"nameId", "globalTid"} <= _columns(conn, "ThreadNames") and "StringIds" in tables:
-            ex.thread_names = _names_by_id(conn, "SELECT globalTid, nameId FROM ThreadNames ORDER BY priority DESC" if "priority" in _columns(conn, "ThreadNames") else "SELECT globalTid, nameId FROM ThreadNames")
+        if (
+            "ThreadNames" in tables
+            and {"nameId", "globalTid"} <= _columns(conn, "ThreadNames")
+            and "StringIds" in tables
+        ):
+            ex.thread_names = _names_by_id(
+                conn,
+                "SELECT globalTid, nameId FROM ThreadNames ORDER BY priority DESC"
+                if "priority" in _columns(conn, "ThreadNames")
+                else "SELECT globalTid, nameId FROM ThreadNames",
+            )
         if "PROCESSES" in tables and {"globalPid", "name"} <= _columns(conn, "PROCESSES"):
-            ex.process_names = {int(k): _text(v) for k, v in conn.execute("SELECT globalPid, name FROM PROCESSES") if k is not None and v is not None}
+            ex.process_names = {
+                int(k): _text(v)
+                for k, v in conn.execute("SELECT globalPid, name FROM PROCESSES")
+                if k is not None and v is not None
+            }
         if "TARGET_INFO_GPU" in tables and {"id", "name"} <= _columns(conn, "TARGET_INFO_GPU"):
-            ex.gpu_names = {int(k): _text(v) for k, v in conn.execute("SELECT id, name FROM TARGET_INFO_GPU") if k is not None and v is not None}
+            ex.gpu_names = {
+                int(k): _text(v)
+                for k, v in conn.execute("SELECT id, name FROM TARGET_INFO_GPU")
+                if k is not None and v is not None
+            }
         if not cuda:
             return ex
         ex.graph_tables = tuple(sorted(t for t in tables if t.startswith("CUDA_GRAPH")))

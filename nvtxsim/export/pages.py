@@ -186,7 +186,12 @@ class TableReader:
                 ptrs = (arr[ptr_pos].astype(np.int64) << 8) | arr[ptr_pos + 1]
                 if n and (ptrs.max() + 4 > self.h.usable):
                     raise Unsupported("bad cell pointer")
-                kids = (arr[ptrs].astype(np.int64) << 24) | (arr[ptrs + 1].astype(np.int64) << 16) | (arr[ptrs + 2].astype(np.int64) << 8) | arr[ptrs + 3]
+                kids = (
+                    (arr[ptrs].astype(np.int64) << 24)
+                    | (arr[ptrs + 1].astype(np.int64) << 16)
+                    | (arr[ptrs + 2].astype(np.int64) << 8)
+                    | arr[ptrs + 3]
+                )
                 children.extend(kids.tolist())
                 children.append(int.from_bytes(page[off + 8 : off + 12], "big"))
             seen += len(level)
@@ -214,7 +219,13 @@ class TableReader:
         return buf[: len(pages) * ps + 8]
 
     def read(
-        self, root: int, ncols: int, wanted: Sequence[int], *, rowid_alias: int | None = None, presence: int | None = None
+        self,
+        root: int,
+        ncols: int,
+        wanted: Sequence[int],
+        *,
+        rowid_alias: int | None = None,
+        presence: int | None = None,
     ) -> list[Column]:
         """Columns ``wanted`` (indices into the table's ``ncols`` columns; -1 = rowid) of every row, in rowid order.
 
@@ -424,11 +435,20 @@ def read_columns(conn, table: str, names: Sequence[str], *, presence: Sequence[s
     keys = list(names) + list(presence)
     if not parts:
         return {k: Column(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)) for k in keys}
-    return {k: Column(np.concatenate([p[k].values for p in parts]), np.concatenate([p[k].null for p in parts])) for k in keys}
+    return {
+        k: Column(np.concatenate([p[k].values for p in parts]), np.concatenate([p[k].null for p in parts]))
+        for k in keys
+    }
 
 
 def iter_columns(
-    conn, table: str, names: Sequence[str], *, presence: Sequence[str] = (), batch_bytes: int = _BATCH_BYTES, post: Callable | None = None
+    conn,
+    table: str,
+    names: Sequence[str],
+    *,
+    presence: Sequence[str] = (),
+    batch_bytes: int = _BATCH_BYTES,
+    post: Callable | None = None,
 ) -> Iterator[Any]:
     """Batches of :func:`read_columns` (raises :class:`Unsupported` where the fast path does not apply)."""
     path = database_file(conn)
@@ -442,7 +462,12 @@ def iter_columns(
     keys = list(names) + list(presence)
     with TableReader(path) as reader:
         yield from reader.batches(
-            root, len(cols), wanted + present, rowid_alias=alias, presence=len(wanted), batch_bytes=batch_bytes,
+            root,
+            len(cols),
+            wanted + present,
+            rowid_alias=alias,
+            presence=len(wanted),
+            batch_bytes=batch_bytes,
             post=lambda got: post(dict(zip(keys, got))) if post is not None else dict(zip(keys, got)),
         )
 
@@ -458,7 +483,13 @@ _EXPRS = [
     ("isnull", re.compile(rf"^{_ID}\s+IS\s+NULL$", re.IGNORECASE)),
     ("notnull", re.compile(rf"^{_ID}\s+IS\s+NOT\s+NULL$", re.IGNORECASE)),
     # (a IS NOT NULL AND a != ifnull(b, d)): a start/end range that ended on another thread
-    ("differs", re.compile(rf"^\(\s*{_ID}\s+IS\s+NOT\s+NULL\s+AND\s+{_ID}\s*!=\s*ifnull\(\s*{_ID}\s*,\s*{_INT}\s*\)\s*\)$", re.IGNORECASE)),
+    (
+        "differs",
+        re.compile(
+            rf"^\(\s*{_ID}\s+IS\s+NOT\s+NULL\s+AND\s+{_ID}\s*!=\s*ifnull\(\s*{_ID}\s*,\s*{_INT}\s*\)\s*\)$",
+            re.IGNORECASE,
+        ),
+    ),
 ]
 _SELECT = re.compile(rf"^\s*SELECT\s+(.*?)\s+FROM\s+{_ID}(?:\s+WHERE\s+(.*?))?\s*$", re.IGNORECASE | re.DOTALL)
 _OPERAND = rf"(?:{_ID}|{_INT})"
@@ -479,7 +510,7 @@ def _where_terms(where: str) -> list[tuple] | None:
             m = rx.match(rest)
             if m:
                 terms.append((kind, m.groups()))
-                rest = rest[m.end():]
+                rest = rest[m.end() :]
                 break
         else:
             return None
@@ -487,11 +518,19 @@ def _where_terms(where: str) -> list[tuple] | None:
             m = _AND.match(rest)
             if not m:
                 return None
-            rest = rest[m.end():]
+            rest = rest[m.end() :]
     return terms
 
 
-_OPS = {">=": np.greater_equal, "<=": np.less_equal, ">": np.greater, "<": np.less, "=": np.equal, "!=": np.not_equal, "<>": np.not_equal}
+_OPS = {
+    ">=": np.greater_equal,
+    "<=": np.less_equal,
+    ">": np.greater,
+    "<": np.less,
+    "=": np.equal,
+    "!=": np.not_equal,
+    "<>": np.not_equal,
+}
 
 
 def _split_top(text: str, sep: str) -> list[str]:
@@ -555,7 +594,9 @@ class Select:
                 return None
             needed += [] if kind == "const" else [g[0], g[2]] if kind == "differs" else [g[0]]
         for kind, g in filters:
-            needed += [x for x in (g if kind == "cmp" else g[:1]) if x is not None and not re.fullmatch(r"-?\d+|[<>=!]+", x)]
+            needed += [
+                x for x in (g if kind == "cmp" else g[:1]) if x is not None and not re.fullmatch(r"-?\d+|[<>=!]+", x)
+            ]
         ints = [n for n in dict.fromkeys(needed) if n.lower() not in ("text", "jsontext", "binarydata")]
         nulls_only = [n for n in dict.fromkeys(needed) if n not in ints]
         # Text columns may only be tested for NULL.
@@ -569,7 +610,9 @@ class Select:
     def batches(self, conn, *, batch_bytes: int = _BATCH_BYTES) -> Iterator[np.ndarray]:
         """(n, ncols) int64 results, one page batch at a time. Raises :class:`Unsupported`."""
         names = list(self.ints)
-        yield from iter_columns(conn, self.table, names, presence=self.nulls_only, batch_bytes=batch_bytes, post=self._evaluate)
+        yield from iter_columns(
+            conn, self.table, names, presence=self.nulls_only, batch_bytes=batch_bytes, post=self._evaluate
+        )
 
     def _evaluate(self, got: dict[str, Column]) -> np.ndarray:
         n = len(next(iter(got.values())).null) if got else 0

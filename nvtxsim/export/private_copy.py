@@ -120,7 +120,9 @@ def inflate(path: Path, dst: Path, limit: int | None = None) -> None:
         raise
     except OSError as exc:
         if exc.errno is not None and exc.errno in (28, 122):  # ENOSPC, EDQUOT: the disk, not the file
-            raise NvtxsimError(f"{path}: no space left to inflate it in {dst.parent} ({_human(written)} written); set TMPDIR to a larger disk") from None
+            raise NvtxsimError(
+                f"{path}: no space left to inflate it in {dst.parent} ({_human(written)} written); set TMPDIR to a larger disk"
+            ) from None
         raise NvtxsimError(f"{path}: not a readable gzip file ({exc})") from None
     except (EOFError, zlib.error) as exc:
         raise NvtxsimError(f"{path}: not a readable gzip file ({exc})") from None

@@ -44,7 +44,9 @@ Backend = Literal["memory", "streamed"]
 BACKENDS = ("memory", "streamed")
 
 
-def load(path: str | os.PathLike[str], *, cuda: bool = True, cache: bool | None = None, backend: Backend | None = None) -> Export:
+def load(
+    path: str | os.PathLike[str], *, cuda: bool = True, cache: bool | None = None, backend: Backend | None = None
+) -> Export:
     """Read one export. ``.nsys-rep`` files are converted with ``nsys export`` first.
 
     ``cache``: go through the parsed-columns cache beside the export (:mod:`nvtxsim.export.cache`);
@@ -122,13 +124,17 @@ def _read(conn: sqlite3.Connection, path: Path, *, cuda: bool, backend: Backend 
     )
 
 
-def _streamed_source(conn: sqlite3.Connection, tables: frozenset[str], path: Path, backend: Backend | None) -> streamed.Source | None:
+def _streamed_source(
+    conn: sqlite3.Connection, tables: frozenset[str], path: Path, backend: Backend | None
+) -> streamed.Source | None:
     """The streamed backend's source when it applies (asked for, or auto and the export is large)."""
     if backend == "memory":
         return None
     src = streamed.open_source(conn, tables, path, force=backend == "streamed")
     if src is None and backend == "streamed":
-        debug(f"{path}: the streamed backend does not apply (no CUDA tables, or tables the page reader cannot read); reading in memory")
+        debug(
+            f"{path}: the streamed backend does not apply (no CUDA tables, or tables the page reader cannot read); reading in memory"
+        )
     return src
 
 

@@ -85,10 +85,16 @@ def tid_of(global_tid: int) -> int:
 
 
 MAX_ABS_NS = 1 << 62  # ~146 years: larger timestamps are corrupt (their differences would overflow int64)
-SANE_TIMES = f"start BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end >= start"
+SANE_TIMES = (
+    f"start BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end >= start"
+)
 #: Rows of the CUDA tables that the reader keeps (the same filter in every backend).
-API_WHERE = f"start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL AND {SANE_TIMES}"
-GPU_WHERE = f"start IS NOT NULL AND end IS NOT NULL AND globalPid IS NOT NULL AND correlationId IS NOT NULL AND {SANE_TIMES}"
+API_WHERE = (
+    f"start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL AND {SANE_TIMES}"
+)
+GPU_WHERE = (
+    f"start IS NOT NULL AND end IS NOT NULL AND globalPid IS NOT NULL AND correlationId IS NOT NULL AND {SANE_TIMES}"
+)
 
 # --------------------------------------------------------------------------- other tables
 

@@ -90,9 +90,12 @@ class Source:
         if self.api_count is None or self.gpu_counts is None:
             conn = self.connect()
             try:
-                self.api_count = int(conn.execute(f"SELECT count(*) FROM {RUNTIME_TABLE} WHERE {API_WHERE}").fetchone()[0])
+                self.api_count = int(
+                    conn.execute(f"SELECT count(*) FROM {RUNTIME_TABLE} WHERE {API_WHERE}").fetchone()[0]
+                )
                 self.gpu_counts = {
-                    kind: int(conn.execute(f"SELECT count(*) FROM {table} WHERE {GPU_WHERE}").fetchone()[0]) for kind, table, _ in self.gpu_tables
+                    kind: int(conn.execute(f"SELECT count(*) FROM {table} WHERE {GPU_WHERE}").fetchone()[0])
+                    for kind, table, _ in self.gpu_tables
                 }
             finally:
                 conn.close()

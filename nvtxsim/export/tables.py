@@ -51,7 +51,9 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 # --------------------------------------------------------------------------- opening
 
 
-def check_regular(path: Path, *, kind: str = "an nsys export", suffix: str = ".sqlite", empty_ok: bool = False) -> os.stat_result:
+def check_regular(
+    path: Path, *, kind: str = "an nsys export", suffix: str = ".sqlite", empty_ok: bool = False
+) -> os.stat_result:
     """A regular file, non-empty unless ``empty_ok`` (a FIFO or device would block or never end),
     checked without opening it. ``kind`` and ``suffix`` name what was expected in the errors."""
     try:
@@ -95,7 +97,10 @@ def connect(path: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         conn.execute("PRAGMA query_only=1")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a corrupt schema can make even the error text undecodable
+    except (
+        sqlite3.DatabaseError,
+        UnicodeDecodeError,
+    ) as exc:  # a corrupt schema can make even the error text undecodable
         raise NvtxsimError(f"{path}: not a readable SQLite export ({exc})") from None
     return conn
 
@@ -131,7 +136,7 @@ def read_meta(conn: sqlite3.Connection, tables: frozenset[str]) -> dict[str, str
     # 2025.x spells keys without the EXPORT_ prefix in some releases; normalise both ways.
     for k in list(meta):
         if k.startswith("EXPORT_"):
-            meta.setdefault(k[len("EXPORT_"):], meta[k])
+            meta.setdefault(k[len("EXPORT_") :], meta[k])
         else:
             meta.setdefault("EXPORT_" + k, meta[k])
     return meta
@@ -171,11 +176,15 @@ def all_strings(conn: sqlite3.Connection, tables: frozenset[str]) -> dict[int, s
 # --------------------------------------------------------------------------- NVTX ranges
 
 
-def read_ranges(conn: sqlite3.Connection, tables: frozenset[str]) -> tuple[Ranges, list[tuple[str, str]], dict[int, str], list[str]]:
+def read_ranges(
+    conn: sqlite3.Connection, tables: frozenset[str]
+) -> tuple[Ranges, list[tuple[str, str]], dict[int, str], list[str]]:
     """The NVTX ranges, their (domain, name) labels, the StringIds they use, and warnings about dropped rows."""
     cols = _nvtx_columns(conn, tables)
     warnings: list[str] = []
-    key, (row, start, end, no_start, no_end, etype, tid, cross, text_id, domain_id, has_text), join = _range_rows(conn, cols, warnings)
+    key, (row, start, end, no_start, no_end, etype, tid, cross, text_id, domain_id, has_text), join = _range_rows(
+        conn, cols, warnings
+    )
     keep, end, unclosed = _sane_ranges(start, end, no_start, no_end, warnings)
     if len(row) == 0:
         warnings.extend(_gated_warning(conn))
@@ -209,7 +218,9 @@ def name_ranges(ranges: Ranges, labels: list[tuple[str, str]]) -> None:
 
 def _nvtx_columns(conn: sqlite3.Connection, tables: frozenset[str]) -> set[str]:
     if NVTX_TABLE not in tables:
-        raise NvtxsimError("export has no NVTX_EVENTS table: the program emitted no NVTX ranges, or nsys ran without '-t nvtx'")
+        raise NvtxsimError(
+            "export has no NVTX_EVENTS table: the program emitted no NVTX ranges, or nsys ran without '-t nvtx'"
+        )
     cols = columns_of(conn, NVTX_TABLE)
     missing = {"start", "end", "eventType", "globalTid"} - cols
     if missing or not ({"text", "textId"} & cols):
@@ -232,7 +243,9 @@ def _unique(a: np.ndarray) -> bool:
     return bool(len(s) < 2 or (s[1:] != s[:-1]).all())
 
 
-def _range_rows(conn: sqlite3.Connection, cols: set[str], warnings: list[str]) -> tuple[str, list[np.ndarray], np.ndarray]:
+def _range_rows(
+    conn: sqlite3.Connection, cols: set[str], warnings: list[str]
+) -> tuple[str, list[np.ndarray], np.ndarray]:
     """The SQL key that joins texts and payloads, the eleven integer columns of the range rows, and the join key per row.
 
     Ranges are identified by ``eventId`` (nsys's RangeId) where the table has it, else by rowid;
@@ -240,7 +253,9 @@ def _range_rows(conn: sqlite3.Connection, cols: set[str], warnings: list[str]) -
     rid = rowid_name(cols)
     ids = "ifnull(eventId,-1)" if "eventId" in cols else rid
     if ids is None:
-        raise NvtxsimError("unsupported export: NVTX_EVENTS has real columns named rowid, _rowid_ and oid, and no eventId")
+        raise NvtxsimError(
+            "unsupported export: NVTX_EVENTS has real columns named rowid, _rowid_ and oid, and no eventId"
+        )
     both = rid is not None and ids != rid  # eventId identifies ranges; the true rowid joins texts and payloads
     sane = f"BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS}"
     mx = conn.execute(
@@ -264,16 +279,22 @@ def _range_rows(conn: sqlite3.Connection, cols: set[str], warnings: list[str]) -
     key, join = (str(rid), a[:, 11]) if both else (rid or "eventId", row)
     if "eventId" in cols and not _unique(row):  # names and payloads must never be matched to the wrong range
         if not both:
-            raise NvtxsimError("unsupported export: NVTX_EVENTS.eventId is not unique and the table has no rowid to tell its rows apart")
+            raise NvtxsimError(
+                "unsupported export: NVTX_EVENTS.eventId is not unique and the table has no rowid to tell its rows apart"
+            )
         out[0] = join
-        warnings.append("NVTX_EVENTS.eventId is not unique (not an nsys export as written?): ranges are identified by rowid")
+        warnings.append(
+            "NVTX_EVENTS.eventId is not unique (not an nsys export as written?): ranges are identified by rowid"
+        )
     for i in (3, 4, 7, 10):  # no_start, no_end, cross_thread, has_text
         out[i] = out[i].astype(bool)
     out[2] = np.where(out[4], max_ts, out[2])
     return key, out, join
 
 
-def _sane_ranges(start: np.ndarray, end: np.ndarray, no_start: np.ndarray, no_end: np.ndarray, warnings: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _sane_ranges(
+    start: np.ndarray, end: np.ndarray, no_start: np.ndarray, no_end: np.ndarray, warnings: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows to keep (a start, possible times, not reversed), the ends, and the unclosed flags."""
     if no_start.any():
         warnings.append(f"{int(no_start.sum())} range(s) without a start time ignored")
@@ -303,7 +324,9 @@ def _plain_texts(conn: sqlite3.Connection, cols: set[str], key: str) -> dict[int
     texts: dict[int, str] = {}
     conn.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
-        for r, t in conn.execute(f"SELECT {key}, text FROM NVTX_EVENTS WHERE eventType IN ({_TYPES}) AND text IS NOT NULL"):
+        for r, t in conn.execute(
+            f"SELECT {key}, text FROM NVTX_EVENTS WHERE eventType IN ({_TYPES}) AND text IS NOT NULL"
+        ):
             texts[int(r)] = t if isinstance(t, str) else str(t)
     finally:
         conn.text_factory = str
@@ -376,7 +399,9 @@ def _read_payloads(conn: sqlite3.Connection, cols: set[str], key: str, rows: np.
     if not fields:
         return out
     expr = "coalesce(" + ",".join(fields) + ")" if len(fields) > 1 else fields[0]
-    got = conn.execute(f"SELECT {key}, {expr} FROM NVTX_EVENTS WHERE eventType IN ({_TYPES}) AND {expr} IS NOT NULL").fetchall()
+    got = conn.execute(
+        f"SELECT {key}, {expr} FROM NVTX_EVENTS WHERE eventType IN ({_TYPES}) AND {expr} IS NOT NULL"
+    ).fetchall()
     if got and len(rows):
         r = np.array([g[0] for g in got], dtype=np.int64)
         v = np.array([float(g[1]) if isinstance(g[1], (int, float)) else np.nan for g in got])
@@ -457,7 +482,10 @@ def read_api(conn: sqlite3.Connection, tables: frozenset[str]) -> ApiCalls | Non
 
 
 def read_gpu(conn: sqlite3.Connection, tables: frozenset[str]) -> GpuOps | None:
-    parts = [(kind, ints(conn, gpu_sql(GPU_FIELDS, kind, table, cols), len(GPU_FIELDS))) for kind, table, cols in gpu_tables(conn, tables)]
+    parts = [
+        (kind, ints(conn, gpu_sql(GPU_FIELDS, kind, table, cols), len(GPU_FIELDS)))
+        for kind, table, cols in gpu_tables(conn, tables)
+    ]
     if not parts:
         return None
     a = np.concatenate([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
@@ -497,4 +525,6 @@ def unmatched_pop_warning(conn: sqlite3.Connection, tables: frozenset[str]) -> l
     n = conn.execute(sql, [UNMATCHED_POP_MARK] * len(where)).fetchone()[0] or 0
     if not n:
         return []
-    return [f"{n} unmatched range_pop() call(s) were ignored by nvtxsim (marks {UNMATCHED_POP_MARK!r}): a range_pop without its range_push on that thread"]
+    return [
+        f"{n} unmatched range_pop() call(s) were ignored by nvtxsim (marks {UNMATCHED_POP_MARK!r}): a range_pop without its range_push on that thread"
+    ]

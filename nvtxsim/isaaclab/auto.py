@@ -40,8 +40,14 @@ RUNNER_CLASSES: dict[str, tuple[str, ...]] = {
 _handle = IsaacLabInstrumentation()
 _lock = threading.RLock()
 _tls = threading.local()
-_state: dict[str, Any] = {"installed": False, "finder": None, "count_steps": True, "quiet": False,
-                          "announced": set(), "originals": []}
+_state: dict[str, Any] = {
+    "installed": False,
+    "finder": None,
+    "count_steps": True,
+    "quiet": False,
+    "announced": set(),
+    "originals": [],
+}
 
 
 def handle() -> IsaacLabInstrumentation:

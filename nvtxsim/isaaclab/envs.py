@@ -15,8 +15,10 @@ from nvtxsim.isaaclab.resolve import defining_class, detect_version, package_in_
 
 # Instance attributes of an env -> (class name that must be on their MRO, {method: (range, kind)}).
 _MANAGERS: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
-    "action_manager": ("ActionManager", {"process_action": (M.P.ACTION, "phase"),
-                                         "apply_action": (M.P.ACTION, "phase")}),
+    "action_manager": (
+        "ActionManager",
+        {"process_action": (M.P.ACTION, "phase"), "apply_action": (M.P.ACTION, "phase")},
+    ),
     "observation_manager": ("ObservationManager", {"compute": (M.P.OBSERVATION, "phase")}),
     "reward_manager": ("RewardManager", {"compute": (M.P.REWARD, "phase")}),
     "termination_manager": ("TerminationManager", {"compute": (M.P.TERMINATION, "phase")}),
@@ -27,8 +29,11 @@ _MANAGERS: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
 _SIM_METHODS = {"step": M.P.SIM_STEP, "render": M.P.RENDER}
 _SCENE_METHODS = {"write_data_to_sim": M.SCENE_WRITE, "update": M.SCENE_UPDATE, "reset": M.SCENE_RESET}
 _SENSOR_METHODS = ("_update_outdated_buffers", "_update_buffers_impl")
-_RENDERER_METHODS = {"render": (M.P.RENDER, "phase"), "render_batch": (M.P.RENDER, "phase"),
-                     "read_output": (M.RENDERER_READ_OUTPUT, "phase")}
+_RENDERER_METHODS = {
+    "render": (M.P.RENDER, "phase"),
+    "render_batch": (M.P.RENDER, "phase"),
+    "read_output": (M.RENDERER_READ_OUTPUT, "phase"),
+}
 
 
 def env_base_classes() -> list[type]:
@@ -126,7 +131,7 @@ def _patch_instances(handle: IsaacLabInstrumentation, env: Any) -> None:
         for name, rng in _SCENE_METHODS.items():
             patch_defining(handle, type(scene), name, phase_named(rng))
         sensors = _instance_dict(scene).get("_sensors")
-        for sensor in (sensors.values() if isinstance(sensors, dict) else ()):
+        for sensor in sensors.values() if isinstance(sensors, dict) else ():
             for name in _SENSOR_METHODS:
                 patch_defining(handle, type(sensor), name, phase_named(M.P.CAMERA_READOUT, kind="sensor"))
     for attr, (cls_name, methods) in _MANAGERS.items():

@@ -79,7 +79,7 @@ def num_envs_of(owner: Any) -> int | None:
 def end(level: str) -> None:
     """End ``level`` and the levels inside it, innermost first (no-op for levels not open)."""
     tokens = _open()
-    for inner in reversed(LEVELS[LEVELS.index(level):]):
+    for inner in reversed(LEVELS[LEVELS.index(level) :]):
         token = tokens.pop(inner, None)
         if token is not None:
             _emit.end_range(token)

@@ -26,8 +26,9 @@ from nvtxsim.isaaclab import phasemap as M
 from nvtxsim.isaaclab.resolve import find_in_source, source_file
 
 #: Hooks the env base classes declare abstract: only task classes define them.
-ABSTRACT_TASK_HOOKS = frozenset({"_pre_physics_step", "_apply_action", "_get_dones", "_get_rewards",
-                                 "_get_observations", "_get_states"})
+ABSTRACT_TASK_HOOKS = frozenset(
+    {"_pre_physics_step", "_apply_action", "_get_dones", "_get_rewards", "_get_observations", "_get_states"}
+)
 DEFAULT_DOMAIN = "nvtxsim-isaaclab"
 
 
@@ -39,7 +40,9 @@ def task_targets(spec: str, version: int | None) -> list[M.Target]:
     """``MODULE:CLASS`` -> entries for the task hooks that CLASS defines itself (read from source, not imported)."""
     module, sep, cls = spec.partition(":")
     if not sep or not module or not cls:
-        raise NvtxsimError(f"--task {spec!r}: expected MODULE:CLASS, e.g. isaaclab_tasks.direct.cartpole.cartpole_env:CartpoleEnv")
+        raise NvtxsimError(
+            f"--task {spec!r}: expected MODULE:CLASS, e.g. isaaclab_tasks.direct.cartpole.cartpole_env:CartpoleEnv"
+        )
     path = source_file(module)
     if path is None:
         raise NvtxsimError(f"--task {spec}: module {module} not found on sys.path")

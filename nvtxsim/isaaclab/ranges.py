@@ -198,8 +198,9 @@ class LoopPhase(GuardedPhase):
 
     __slots__ = ("before", "after", "ranged")
 
-    def __init__(self, name: str, *, before: loop.Event | None = None, after: loop.Event | None = None,
-                 ranged: bool = True) -> None:
+    def __init__(
+        self, name: str, *, before: loop.Event | None = None, after: loop.Event | None = None, ranged: bool = True
+    ) -> None:
         super().__init__(name)
         self.before = before
         self.after = after
@@ -277,4 +278,3 @@ __all__ = [
     "cached_phase",
     "sensor_range_names",
 ]
-

@@ -92,4 +92,3 @@ def instrument_runner(runner: Any, *, env: bool = True, warn: bool = True) -> Is
     if warn and handle.missing:
         warn_missing(handle.missing)
     return handle
-

@@ -113,7 +113,10 @@ def json_text(value: Any, *, indent: int | None = None, **kwargs: Any) -> str:
 def _indented_json(value: Any, *, dumps: Callable[[Any], str], indent: int, level: int) -> str:
     pad, end = " " * (indent * (level + 1)), " " * (indent * level)
     if isinstance(value, dict) and value:
-        inner = [f"{pad}{dumps(_json_key(k))}: {_indented_json(v, dumps=dumps, indent=indent, level=level + 1)}" for k, v in value.items()]
+        inner = [
+            f"{pad}{dumps(_json_key(k))}: {_indented_json(v, dumps=dumps, indent=indent, level=level + 1)}"
+            for k, v in value.items()
+        ]
     elif isinstance(value, (list, tuple)) and value:
         if all(isinstance(v, dict) for v in value):  # table rows: one per line
             inner = [pad + dumps(v) for v in value]

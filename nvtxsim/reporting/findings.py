@@ -56,7 +56,11 @@ def _evidence_text(f: Finding) -> str:
     if k == "launch_bound":
         return f"{e['launches_per_range']:g} launches/range, {fmt_ns(e['gpu_per_launch_ns'])} GPU each"
     if k == "cpu_bound":
-        calls = f", CUDA calls {_pct(e['cuda_calls_share'])} ({next(iter(e['cuda_calls_top']), '')})" if e.get("cuda_calls_top") else ""
+        calls = (
+            f", CUDA calls {_pct(e['cuda_calls_share'])} ({next(iter(e['cuda_calls_top']), '')})"
+            if e.get("cuda_calls_top")
+            else ""
+        )
         return f"GPU busy {_pct(e['gpu_busy_share'])} of its CPU time{calls}"
     if k == "gpu_bound":
         return f"GPU {fmt_ns(e['gpu_busy_ns'])} for {fmt_ns(e['cpu_work_ns'])} CPU"
@@ -109,7 +113,9 @@ def block_lines(fs: Findings, width: int | None = None) -> list[str]:
     more = f"; all {len(fs.items)}: --view findings" if len(fs.items) > len(shown) else ""
     notes = [_fit(f"note: {n}", w) for n in fs.notes]  # what was not looked for: a "none" says nothing without it
     if not fs.items:
-        return [_fit("Findings: none over the thresholds" + ("" if notes else " (sync, copy, launch, CPU, GPU)"), w)] + notes
+        return [
+            _fit("Findings: none over the thresholds" + ("" if notes else " (sync, copy, launch, CPU, GPU)"), w)
+        ] + notes
     lines = [_fit(f"Findings (most costly first{more})", w)]
     for f in shown:
         phase = shorten_middle(one_line(f.phase), PHASE_CELLS)
@@ -134,7 +140,9 @@ def block_markdown(fs: Findings) -> str:
     if not fs.items:
         lines.append("None over the thresholds.")
     for i, f in enumerate(fs.items[:BLOCK_FINDINGS], 1):
-        lines.append(f"{i}. **{f.severity}** {f.kind} in {markdown_cell(f.phase)}: {markdown_cell(_cost(f))} ({_pct(f.evidence.get('share_of_time'))})")
+        lines.append(
+            f"{i}. **{f.severity}** {f.kind} in {markdown_cell(f.phase)}: {markdown_cell(_cost(f))} ({_pct(f.evidence.get('share_of_time'))})"
+        )
         lines.append(f"   {markdown_cell(evidence_text(f))} → {markdown_cell(f.advice)}")
     if len(fs.items) > BLOCK_FINDINGS:
         lines.append(f"\n({len(fs.items) - BLOCK_FINDINGS} more: --view findings)")
@@ -146,16 +154,36 @@ def block_markdown(fs: Findings) -> str:
 
 C = Column
 FINDING_COLUMNS = [
-    C("severity", "Severity"), C("kind", "Kind"), C("phase", "Phase"), C("cost_per_iteration_ns", "per iter", "ns"), C("cost_ns", "cost", "ns"),
-    C("share", "of time", "pct"), C("evidence_text", "Evidence"), C("advice", "Advice"),
+    C("severity", "Severity"),
+    C("kind", "Kind"),
+    C("phase", "Phase"),
+    C("cost_per_iteration_ns", "per iter", "ns"),
+    C("cost_ns", "cost", "ns"),
+    C("share", "of time", "pct"),
+    C("evidence_text", "Evidence"),
+    C("advice", "Advice"),
 ]
 
 
 def findings_table(fs: Findings) -> ViewTable:
-    rows = [{**f.as_dict(), "share": f.evidence.get("share_of_time"), "evidence_text": evidence_text(f)} for f in fs.items]
-    base = f"per iteration over {fs.iterations} iterations" if fs.iterations else "iterations unknown: cost over the capture"
-    notes = [f"cost: time the problem costs ({base}); of time: share of the wall time inside the phases ({fmt_ns(fs.reference_ns)})"]
-    return ViewTable("findings", "Findings: what is slow, why, and what to do (most costly first)", FINDING_COLUMNS, rows, notes + fs.notes)
+    rows = [
+        {**f.as_dict(), "share": f.evidence.get("share_of_time"), "evidence_text": evidence_text(f)} for f in fs.items
+    ]
+    base = (
+        f"per iteration over {fs.iterations} iterations"
+        if fs.iterations
+        else "iterations unknown: cost over the capture"
+    )
+    notes = [
+        f"cost: time the problem costs ({base}); of time: share of the wall time inside the phases ({fmt_ns(fs.reference_ns)})"
+    ]
+    return ViewTable(
+        "findings",
+        "Findings: what is slow, why, and what to do (most costly first)",
+        FINDING_COLUMNS,
+        rows,
+        notes + fs.notes,
+    )
 
 
 def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> ViewTable:
@@ -164,20 +192,33 @@ def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> V
 
     busy = {p.label: p.gpu_busy_total_ns for p in d.report.phases}
     rows = [
-        {"phase": r.phase, "gpu_busy_nsys_ns": busy.get(r.phase, 0), "other_gpu_ns": r.gpu_busy_ns, "launches": r.launches, "ops": r.ops,
-         "threads": r.threads, "threads_text": ", ".join(f"{t} ×{n}" for t, n in r.threads.items())}
+        {
+            "phase": r.phase,
+            "gpu_busy_nsys_ns": busy.get(r.phase, 0),
+            "other_gpu_ns": r.gpu_busy_ns,
+            "launches": r.launches,
+            "ops": r.ops,
+            "threads": r.threads,
+            "threads_text": ", ".join(f"{t} ×{n}" for t, n in r.threads.items()),
+        }
         for r in other_thread_gpu(d, context(d, by, skip_first))
     ]
     cols = [
-        C("phase", "Phase (open at launch)"), C("gpu_busy_nsys_ns", "GPU busy (nsys)", "ns"), C("other_gpu_ns", "other threads (overlap)", "ns"),
-        C("launches", "launches", "int"), C("ops", "ops", "int"), C("threads_text", "Threads"),
+        C("phase", "Phase (open at launch)"),
+        C("gpu_busy_nsys_ns", "GPU busy (nsys)", "ns"),
+        C("other_gpu_ns", "other threads (overlap)", "ns"),
+        C("launches", "launches", "int"),
+        C("ops", "ops", "int"),
+        C("threads_text", "Threads"),
     ]
     notes = [
         "time-overlap attribution, not nsys's: GPU work launched outside every range of its own thread, counted for the innermost "
         f"phase open on another thread of the process at launch time ({OUTSIDE}: none open; {OUTSIDE_LOOP}: setup or teardown, "
         "no finding); the summary's GPU columns stay nsys-exact"
     ]
-    return ViewTable("overlap", "GPU work of other threads by the phase open at launch (time overlap)", cols, rows, notes)
+    return ViewTable(
+        "overlap", "GPU work of other threads by the phase open at launch (time overlap)", cols, rows, notes
+    )
 
 
 # --------------------------------------------------------------------------- html
@@ -199,7 +240,7 @@ def findings_html(fs: Findings, phases: list[str]) -> str:
         on_timeline = f'<a href="#timeline" class="tl-phase" data-phase="{html.escape(f.phase)}">timeline</a>'
         items.append(
             f'<li class="f-{html.escape(f.severity)}"><b>{html.escape(f.severity)}</b> {html.escape(f.kind)} in {link}: '
-            f'{html.escape(_cost(f))} ({html.escape(_pct(f.evidence.get("share_of_time")))}) · {html.escape(evidence_text(f))}'
+            f"{html.escape(_cost(f))} ({html.escape(_pct(f.evidence.get('share_of_time')))}) · {html.escape(evidence_text(f))}"
             f' · {on_timeline}<br><span class="adv">→ {html.escape(f.advice)}</span></li>'
         )
     notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in fs.notes)

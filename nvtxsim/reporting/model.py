@@ -87,4 +87,8 @@ class ReportModel:
 
         if not self.request.fail_on or self.found is None:
             return []
-        return [f"{f.kind} in {f.phase}: {fmt_ns(f.cost_ns)} ({f.severity})" for f in self.found.items if f.kind in self.request.fail_on]
+        return [
+            f"{f.kind} in {f.phase}: {fmt_ns(f.cost_ns)} ({f.severity})"
+            for f in self.found.items
+            if f.kind in self.request.fail_on
+        ]

@@ -76,11 +76,23 @@ def iteration_series(it: Iterations | None) -> dict | None:
         return (np.maximum.reduceat(col, starts) if step > 1 else col).tolist()
 
     series = [
-        {"phase": it.phases[j], "color": phase_color(it.phases[j]), "cpu": points(it.column(j)), "gpu": points(it.column(j, "gpu"))}
+        {
+            "phase": it.phases[j],
+            "color": phase_color(it.phases[j]),
+            "cpu": points(it.column(j)),
+            "gpu": points(it.column(j, "gpu")),
+        }
         for j in order
         if means[j] > 0 or j == 0
     ]
-    return {"key": it.key, "index": it.index[starts].tolist(), "series": series, "skipped": it.skipped, "per_point": step, "count": n}
+    return {
+        "key": it.key,
+        "index": it.index[starts].tolist(),
+        "series": series,
+        "skipped": it.skipped,
+        "per_point": step,
+        "count": n,
+    }
 
 
 class _Names:
@@ -106,7 +118,11 @@ def _window(detail: Detail, it: Iterations | None) -> tuple[int, int, str] | Non
         a = max(0, min(slow - 1, len(it) - TIMELINE_ITERATIONS))
         b = min(len(it), a + TIMELINE_ITERATIONS)
         t0, t1 = int(it.start[a]), int(it.start[b - 1] + it.duration[b - 1])
-        return t0, t1, f"{it.key} {int(it.index[a])}–{int(it.index[b - 1])} (includes the slowest, {int(it.index[slow])})"
+        return (
+            t0,
+            t1,
+            f"{it.key} {int(it.index[a])}–{int(it.index[b - 1])} (includes the slowest, {int(it.index[slow])})",
+        )
     if len(sel):
         o = np.sort(r.start[sel])
         t0 = int(o[0])
@@ -128,7 +144,15 @@ def timeline(detail: Detail, it: Iterations | None) -> dict:
     if truncated:
         for lane in lanes:
             lane["items"] = lane["items"][: max(TIMELINE_MAX_ITEMS // max(len(lanes), 1), 1)]
-    return {"lanes": lanes, "names": nid.names, "t0": t0, "t1": t1, "span": t1 - t0, "title": title, "truncated": truncated}
+    return {
+        "lanes": lanes,
+        "names": nid.names,
+        "t0": t0,
+        "t1": t1,
+        "span": t1 - t0,
+        "title": title,
+        "truncated": truncated,
+    }
 
 
 def _cpu_lanes(detail: Detail, t0: int, t1: int, nid: _Names) -> list[dict]:
@@ -143,8 +167,17 @@ def _cpu_lanes(detail: Detail, t0: int, t1: int, nid: _Names) -> list[dict]:
         for k in p.tolist():
             i = int(idx[k])
             lab = detail.range_label(i)
-            items.append([int(r.start[i]) - t0, int(r.end[i]) - t0, int(nest.depth[k]), nid(lab), nid(phase_color(lab))])
-        lanes.append({"label": detail.thread_name(int(tid)), "kind": "cpu", "depth": int(nest.depth[p].max()) + 1 if len(p) else 1, "items": items})
+            items.append(
+                [int(r.start[i]) - t0, int(r.end[i]) - t0, int(nest.depth[k]), nid(lab), nid(phase_color(lab))]
+            )
+        lanes.append(
+            {
+                "label": detail.thread_name(int(tid)),
+                "kind": "cpu",
+                "depth": int(nest.depth[p].max()) + 1 if len(p) else 1,
+                "items": items,
+            }
+        )
     return lanes
 
 
@@ -174,6 +207,23 @@ def _gpu_lanes(detail: Detail, t0: int, t1: int, nid: _Names) -> list[dict]:
         for k in np.flatnonzero((streams[:, 0] == dev) & (streams[:, 1] == stream)).tolist():
             j, p = int(win[k]), int(phase[k])
             lab = detail.range_label(p) if p >= 0 else ""
-            items.append([int(ops.start[j]) - t0, int(ops.end[j]) - t0, 0, nid(_op_name(detail, j)), nid(phase_color(lab) if lab else NO_PHASE_COLOR), nid(lab)])
-        lanes.append({"label": f"GPU {int(dev)} · stream {int(stream)}", "title": detail.gpu_name(int(dev)), "kind": "gpu", "depth": 1, "items": items})
+            items.append(
+                [
+                    int(ops.start[j]) - t0,
+                    int(ops.end[j]) - t0,
+                    0,
+                    nid(_op_name(detail, j)),
+                    nid(phase_color(lab) if lab else NO_PHASE_COLOR),
+                    nid(lab),
+                ]
+            )
+        lanes.append(
+            {
+                "label": f"GPU {int(dev)} · stream {int(stream)}",
+                "title": detail.gpu_name(int(dev)),
+                "kind": "gpu",
+                "depth": 1,
+                "items": items,
+            }
+        )
     return lanes

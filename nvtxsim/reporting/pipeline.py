@@ -28,7 +28,17 @@ from nvtxsim.reporting.model import ReportModel, ReportRequest
 from nvtxsim.reporting.summary import outside_warnings
 from nvtxsim.reporting.views import ViewOptions, build, parse_views
 
-__all__ = ["ReportRequest", "ReportModel", "ViewOptions", "analyse", "make_report", "parse_views", "render", "report", "request"]
+__all__ = [
+    "ReportRequest",
+    "ReportModel",
+    "ViewOptions",
+    "analyse",
+    "make_report",
+    "parse_views",
+    "render",
+    "report",
+    "request",
+]
 
 
 def request(
@@ -47,11 +57,24 @@ def request(
     names = parse_views(views) if views is None or isinstance(views, str) else parse_views(",".join(views))
     options = ViewOptions(by=by, by_given=by is not None, skip_first=skip_first, top=top, envs=envs)
     dom = None if domain == "all" else domain
-    return ReportRequest(views=names, options=options, match=match, domain=dom, domain_given=domain != DEFAULT_DOMAIN, findings=findings, fail_on=tuple(fail_on))
+    return ReportRequest(
+        views=names,
+        options=options,
+        match=match,
+        domain=dom,
+        domain_given=domain != DEFAULT_DOMAIN,
+        findings=findings,
+        fail_on=tuple(fail_on),
+    )
 
 
 def report(
-    path: str | os.PathLike[str], *, fmt: str | None = None, cache: bool | None = None, backend: Backend | None = None, **options: Any
+    path: str | os.PathLike[str],
+    *,
+    fmt: str | None = None,
+    cache: bool | None = None,
+    backend: Backend | None = None,
+    **options: Any,
 ) -> ReportModel:
     """Load → analyse one export: the model behind ``nvtxsim report`` (its JSON is ``model.to_json()``).
 
@@ -80,11 +103,15 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
         summary.warnings.insert(0, widened)
     summary.warnings.extend(graph_hints(detail))  # on every view: the summary's GPU columns leave graph-level work out
     if fmt != "perfetto":  # its trace shows no warnings; working this out can need every CUDA call
-        summary.warnings.extend(outside_warnings(detail, in_memory_only=req.is_classic and fmt not in renderers.PAGE_FORMATS))
+        summary.warnings.extend(
+            outside_warnings(detail, in_memory_only=req.is_classic and fmt not in renderers.PAGE_FORMATS)
+        )
     found = for_detail(detail, by=req.options.by, skip_first=req.options.skip_first) if want_findings else None
     if req.findings:
         summary.findings = found
-    model = ReportModel(summary=summary, request=req, views=build(detail, req.views, req.options), detail=detail, found=found)
+    model = ReportModel(
+        summary=summary, request=req, views=build(detail, req.views, req.options), detail=detail, found=found
+    )
     if getattr(module, "NEEDS_PAGE", False):
         from nvtxsim.reporting.page import page_data
 
@@ -106,7 +133,13 @@ def build_summary(summary: Report) -> Any:
     return summary_table(summary)
 
 
-def make_report(path: str | os.PathLike[str], *, domain: str | None = DEFAULT_DOMAIN, domain_given: bool = False, findings: bool = False) -> Report:
+def make_report(
+    path: str | os.PathLike[str],
+    *,
+    domain: str | None = DEFAULT_DOMAIN,
+    domain_given: bool = False,
+    findings: bool = False,
+) -> Report:
     """The per-phase summary of one export (its warnings included): :func:`report` less the views."""
     req = ReportRequest(domain=None if domain == "all" else domain, domain_given=domain_given, findings=findings)
     return analyse(load(Path(path)), req).summary

@@ -31,13 +31,29 @@ JSON_SCHEMA_VERSION = 1
 # The summary's columns: keys (csv/json), headers, units (display), in order (the terminal fitter's priorities).
 C = Column
 SUMMARY_COLUMNS = [
-    C("phase", "Phase"), C("instances", "N", "int"), C("cpu_total_ns", "CPU total", "ns"), C("cpu_mean_ns", "mean", "ns"),
-    C("cpu_median_ns", "median", "ns"), C("cpu_p90_ns", "p90", "ns"), C("cpu_p99_ns", "p99", "ns"), C("cpu_max_ns", "max", "ns"),
-    C("gpu_proj_total_ns", "GPU proj", "ns"), C("gpu_proj_median_ns", "proj median", "ns"), C("gpu_busy_total_ns", "GPU busy", "ns"),
-    C("gpu_ops", "ops", "int"), C("gpu_kernels", "kernels", "int"), C("memcpy_htod_bytes", "H→D", "bytes"), C("memcpy_dtoh_bytes", "D→H", "bytes"),
+    C("phase", "Phase"),
+    C("instances", "N", "int"),
+    C("cpu_total_ns", "CPU total", "ns"),
+    C("cpu_mean_ns", "mean", "ns"),
+    C("cpu_median_ns", "median", "ns"),
+    C("cpu_p90_ns", "p90", "ns"),
+    C("cpu_p99_ns", "p99", "ns"),
+    C("cpu_max_ns", "max", "ns"),
+    C("gpu_proj_total_ns", "GPU proj", "ns"),
+    C("gpu_proj_median_ns", "proj median", "ns"),
+    C("gpu_busy_total_ns", "GPU busy", "ns"),
+    C("gpu_ops", "ops", "int"),
+    C("gpu_kernels", "kernels", "int"),
+    C("memcpy_htod_bytes", "H→D", "bytes"),
+    C("memcpy_dtoh_bytes", "D→H", "bytes"),
 ]
 #: Shown only when the export recorded GPU memory (nsys --cuda-memory-usage=true).
-MEMORY_SUMMARY_COLUMNS = [C("gpu_mem_peak_bytes", "GPU mem peak", "bytes"), C("gpu_mem_net_bytes", "mem net/inst", "bytes")]
+MEMORY_SUMMARY_COLUMNS = [
+    C("gpu_mem_peak_bytes", "GPU mem peak", "bytes"),
+    C("gpu_mem_net_bytes", "mem net/inst", "bytes"),
+]
+
+
 def _has_memory(report: Report) -> bool:
     return any(p.gpu_mem_peak_bytes is not None for p in report.phases)
 
@@ -105,14 +121,18 @@ def outside_warnings(detail: Detail, *, in_memory_only: bool = False) -> list[st
     return [outside_note(o)] if o is not None and o.share >= MIN_SHARE else []
 
 
-def render_table(report: Report, *, width: int | None = None, color: bool | None = None, before: Sequence[str] = ()) -> str:
+def render_table(
+    report: Report, *, width: int | None = None, color: bool | None = None, before: Sequence[str] = ()
+) -> str:
     """The summary for a terminal ``width`` columns wide (None: whole, as wide as it needs); bold header when ``color``.
 
     ``before``: lines between the heading and the table (the Findings block)."""
     columns = summary_columns(report)
     heading = terminal.fit_parts(heading_parts(report.source), width) + list(before)
     empty = "no NVTX ranges in the selected domain" if report.source.get("ranges") else "no NVTX ranges in this export"
-    text = terminal.render(columns, _cells(report, columns), heading=heading, width=width, color=bool(color), empty=empty)
+    text = terminal.render(
+        columns, _cells(report, columns), heading=heading, width=width, color=bool(color), empty=empty
+    )
     return text + "".join(f"{ln}\n" for ln in terminal.notes_lines(report.warnings, width, prefix="warning: "))
 
 
@@ -151,12 +171,18 @@ def render_json(report: Report) -> str:
     return json_text(json_document(report), indent=2) + "\n"
 
 
-
-
 # --------------------------------------------------------------------------- many ranks
 
 
-def ranks_text(reports: list[Report], merged: Report, spread: list[dict], *, markdown: bool, color: bool = False, width: int | None = None) -> str:
+def ranks_text(
+    reports: list[Report],
+    merged: Report,
+    spread: list[dict],
+    *,
+    markdown: bool,
+    color: bool = False,
+    width: int | None = None,
+) -> str:
     """Per-rank summaries, the merged one and the per-phase spread across ranks, for a terminal or as markdown."""
     names = [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
     one = render_markdown if markdown else (lambda r: render_table(r, color=color, width=width))

@@ -36,6 +36,7 @@ class ViewOptions:
 
 C = Column
 
+
 def summary_table(report: Report) -> ViewTable:
     """The per-phase summary as a view table (the rows as in the JSON: raw values, memory fields only when recorded)."""
     rows = [phase_record(p) for p in report.phases]
@@ -50,12 +51,23 @@ def memory(d: Detail, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.memory import has_memory, phase_memory, process_peak
 
     cols = [
-        C("phase", "Phase"), C("instances", "N", "int"), C("peak_bytes", "peak", "bytes"), C("peak_median_bytes", "peak p50", "bytes"),
-        C("rise_median_bytes", "rise p50", "bytes"), C("rise_max_bytes", "rise max", "bytes"), C("net_mean_bytes", "net/inst", "bytes"),
+        C("phase", "Phase"),
+        C("instances", "N", "int"),
+        C("peak_bytes", "peak", "bytes"),
+        C("peak_median_bytes", "peak p50", "bytes"),
+        C("rise_median_bytes", "rise p50", "bytes"),
+        C("rise_max_bytes", "rise max", "bytes"),
+        C("net_mean_bytes", "net/inst", "bytes"),
         C("net_total_bytes", "net total", "bytes"),
     ]
     if not has_memory(d.export):
-        return ViewTable("memory", "GPU memory per phase", cols, [], ["export has no GPU memory events: profile with nvtxsim profile --memory (nsys --cuda-memory-usage=true)"])
+        return ViewTable(
+            "memory",
+            "GPU memory per phase",
+            cols,
+            [],
+            ["export has no GPU memory events: profile with nvtxsim profile --memory (nsys --cuda-memory-usage=true)"],
+        )
     notes = [
         "peak: most GPU memory the process held while the phase was open; rise: peak minus the level at its start; "
         "net: allocations minus frees inside the phase",
@@ -89,15 +101,25 @@ def tree(d: Detail, o: ViewOptions) -> ViewTable:
             }
         )
     cols = [
-        C("thread", "Thread"), C("phase", "Phase", "tree"), C("count", "N", "int"), C("cpu_incl_ns", "CPU incl", "ns"),
-        C("cpu_self_ns", "CPU self", "ns"), C("self_share", "self %", "pct"), C("gpu_incl_ns", "GPU incl", "ns"),
-        C("gpu_self_ns", "GPU self", "ns"), C("cross_thread", "cross-thread", "int"),
+        C("thread", "Thread"),
+        C("phase", "Phase", "tree"),
+        C("count", "N", "int"),
+        C("cpu_incl_ns", "CPU incl", "ns"),
+        C("cpu_self_ns", "CPU self", "ns"),
+        C("self_share", "self %", "pct"),
+        C("gpu_incl_ns", "GPU incl", "ns"),
+        C("gpu_self_ns", "GPU self", "ns"),
+        C("cross_thread", "cross-thread", "int"),
     ]
-    notes = ["CPU self = range time minus its child ranges; GPU = busy time of the work launched inside (self: not inside a child)"]
+    notes = [
+        "CPU self = range time minus its child ranges; GPU = busy time of the work launched inside (self: not inside a child)"
+    ]
     from nvtxsim.analysis.tree import MAX_DEPTH
 
     if len(d.tree.nesting.depth) and int(d.tree.nesting.depth.max()) > MAX_DEPTH:
-        notes.append(f"nesting deeper than {MAX_DEPTH} levels is not listed (its time is in the inclusive time above it)")
+        notes.append(
+            f"nesting deeper than {MAX_DEPTH} levels is not listed (its time is in the inclusive time above it)"
+        )
     if any(nd.cross_thread for nd in nodes):
         notes.append("cross-thread start/end ranges are kept on the thread that started them")
     return ViewTable("tree", "Nesting per thread: inclusive and self time (totals over instances)", cols, rows, notes)
@@ -119,14 +141,27 @@ def iterations(d: Detail, o: ViewOptions) -> ViewTable:
 
     it, err = _iterations(d, o)
     cols = [
-        C("phase", "Phase"), C("iterations", "iters", "int"), C("per_iteration_count", "per iter", "float"), C("mean_ns", "mean", "ns"),
-        C("p50_ns", "p50", "ns"), C("p90_ns", "p90", "ns"), C("p99_ns", "p99", "ns"), C("max_ns", "max", "ns"), C("share", "of iter", "pct"),
-        C("gpu_p50_ns", "GPU p50", "ns"), C("gpu_p99_ns", "GPU p99", "ns"), C("gpu_max_ns", "GPU max", "ns"),
+        C("phase", "Phase"),
+        C("iterations", "iters", "int"),
+        C("per_iteration_count", "per iter", "float"),
+        C("mean_ns", "mean", "ns"),
+        C("p50_ns", "p50", "ns"),
+        C("p90_ns", "p90", "ns"),
+        C("p99_ns", "p99", "ns"),
+        C("max_ns", "max", "ns"),
+        C("share", "of iter", "pct"),
+        C("gpu_p50_ns", "GPU p50", "ns"),
+        C("gpu_p99_ns", "GPU p99", "ns"),
+        C("gpu_max_ns", "GPU max", "ns"),
     ]
     if it is None:
         return ViewTable("iterations", "Per iteration", cols, [], [err or ""])
     rows = [row_dict(s) for k, s in enumerate(phase_stats(it)) if k == 0 or s.iterations > 0]
-    notes = [f"{len(it)} iterations keyed on '{it.key}'" + (f", first {it.skipped} skipped" if it.skipped else "") + "; a phase's time per iteration is the sum of its ranges in that iteration (0 when absent)"]
+    notes = [
+        f"{len(it)} iterations keyed on '{it.key}'"
+        + (f", first {it.skipped} skipped" if it.skipped else "")
+        + "; a phase's time per iteration is the sum of its ranges in that iteration (0 when absent)"
+    ]
     rates = loop_rates(d, it, o.envs)
     if rates.envs and rows:
         cols, note = _throughput(rows, cols, rates)
@@ -167,8 +202,14 @@ def slowest(d: Detail, o: ViewOptions) -> ViewTable:
 
     it, err = _iterations(d, o)
     cols = [
-        C("rank", "#", "int"), C("iteration", "iteration", "int"), C("start_ns", "at", "ns"), C("duration_ns", "duration", "ns"),
-        C("vs_median", "vs median", "ratio"), C("gpu_busy_ns", "GPU busy", "ns"), C("culprit", "largest excess"), C("culprit_excess_ns", "excess", "ns"),
+        C("rank", "#", "int"),
+        C("iteration", "iteration", "int"),
+        C("start_ns", "at", "ns"),
+        C("duration_ns", "duration", "ns"),
+        C("vs_median", "vs median", "ratio"),
+        C("gpu_busy_ns", "GPU busy", "ns"),
+        C("culprit", "largest excess"),
+        C("culprit_excess_ns", "excess", "ns"),
     ]
     if it is None:
         return ViewTable("slowest", "Slowest iterations", cols, [], [err or ""])
@@ -183,7 +224,13 @@ def slowest(d: Detail, o: ViewOptions) -> ViewTable:
         cols = cols + [C("env_steps_per_s", "env-steps/s", "int")]
         for row in rows:
             row["env_steps_per_s"] = _rounded(rates.env_steps_per_s[row["row"]])
-    return ViewTable("slowest", f"Slowest iterations ({it.key})", cols, rows, ["excess: the phase's time in that iteration minus its median over all iterations"])
+    return ViewTable(
+        "slowest",
+        f"Slowest iterations ({it.key})",
+        cols,
+        rows,
+        ["excess: the phase's time in that iteration minus its median over all iterations"],
+    )
 
 
 def _rounded(value: float) -> int | None:
@@ -216,10 +263,17 @@ def kernels(d: Detail, o: ViewOptions) -> ViewTable:
         name = row["kernel_short"] if len(row["kernel_short"]) <= 60 else row["kernel_short"][:59] + "…"
         row["kernel_display"] = name if n == 1 else f"{name} #{n}"
     cols = [
-        C("phase", "Phase"), C("kernel_display", "Kernel"), C("count", "count", "int"), C("total_ns", "GPU total", "ns"),
-        C("mean_ns", "mean", "ns"), C("max_ns", "max", "ns"), C("share", "of phase", "pct"),
+        C("phase", "Phase"),
+        C("kernel_display", "Kernel"),
+        C("count", "count", "int"),
+        C("total_ns", "GPU total", "ns"),
+        C("mean_ns", "mean", "ns"),
+        C("max_ns", "max", "ns"),
+        C("share", "of phase", "pct"),
     ]
-    notes = [f"top {o.top} per phase by GPU time; a kernel counts for every phase around its launch, once per phase (as nsys nvtxkernsum)"]
+    notes = [
+        f"top {o.top} per phase by GPU time; a kernel counts for every phase around its launch, once per phase (as nsys nvtxkernsum)"
+    ]
     if not d.has_cuda:
         notes.append("export has no CUDA trace")
     return ViewTable("kernels", "Top kernels per phase", cols, rows, notes)
@@ -235,8 +289,13 @@ def copies(d: Detail, o: ViewOptions) -> ViewTable:
         row["direction_label"] = DIRECTION_LABELS.get(r.direction, r.direction)
         rows.append(row)
     cols = [
-        C("phase", "Phase"), C("direction_label", "Direction"), C("count", "count", "int"), C("bytes", "bytes", "bytes"),
-        C("total_ns", "GPU time", "ns"), C("mean_ns", "mean", "ns"), C("throughput_gbps", "GB/s", "float"),
+        C("phase", "Phase"),
+        C("direction_label", "Direction"),
+        C("count", "count", "int"),
+        C("bytes", "bytes", "bytes"),
+        C("total_ns", "GPU time", "ns"),
+        C("mean_ns", "mean", "ns"),
+        C("throughput_gbps", "GB/s", "float"),
     ]
     return ViewTable("copies", "Memory copies and sets per phase", cols, rows)
 
@@ -245,8 +304,13 @@ def syncs(d: Detail, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import syncs as sy
 
     cols = [
-        C("phase", "Phase"), C("api", "CUDA call"), C("calls", "calls", "int"), C("total_ns", "CPU wait", "ns"),
-        C("mean_ns", "mean", "ns"), C("max_ns", "max", "ns"), C("share_of_cpu", "of phase CPU", "pct"),
+        C("phase", "Phase"),
+        C("api", "CUDA call"),
+        C("calls", "calls", "int"),
+        C("total_ns", "CPU wait", "ns"),
+        C("mean_ns", "mean", "ns"),
+        C("max_ns", "max", "ns"),
+        C("share_of_cpu", "of phase CPU", "pct"),
     ]
     return ViewTable("syncs", "CPU time in synchronizing CUDA calls per phase", cols, [row_dict(r) for r in sy(d)])
 
@@ -255,10 +319,18 @@ def gpu(d: Detail, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import graph_hints, overview
 
     cols = [
-        C("phase", "Phase"), C("launches", "launches", "int"), C("gpu_busy_ns", "GPU busy", "ns"), C("gpu_idle_ns", "GPU idle", "ns"),
-        C("gpu_idle_share", "idle %", "pct"), C("span_gaps_ns", "span gaps", "ns"), C("queue_p50_ns", "queue p50", "ns"),
-        C("queue_p99_ns", "queue p99", "ns"), C("sync_wait_ns", "sync wait", "ns"), C("sync_share", "sync %", "pct"),
-        C("graph_launches", "graphs", "int"), C("graph_gpu_ns", "graph GPU", "ns"),
+        C("phase", "Phase"),
+        C("launches", "launches", "int"),
+        C("gpu_busy_ns", "GPU busy", "ns"),
+        C("gpu_idle_ns", "GPU idle", "ns"),
+        C("gpu_idle_share", "idle %", "pct"),
+        C("span_gaps_ns", "span gaps", "ns"),
+        C("queue_p50_ns", "queue p50", "ns"),
+        C("queue_p99_ns", "queue p99", "ns"),
+        C("sync_wait_ns", "sync wait", "ns"),
+        C("sync_share", "sync %", "pct"),
+        C("graph_launches", "graphs", "int"),
+        C("graph_gpu_ns", "graph GPU", "ns"),
     ]
     notes = [
         "GPU idle: range time with no GPU op of its process running; span gaps: idle inside the range's own GPU work; "
@@ -267,15 +339,26 @@ def gpu(d: Detail, o: ViewOptions) -> ViewTable:
     notes += graph_hints(d)
     if not d.has_cuda:
         notes.append("export has no CUDA trace: GPU columns are 0")
-    return ViewTable("gpu", "GPU per phase: busy, idle, queue delay, sync waits, CUDA graphs", cols, [row_dict(r) for r in overview(d)], notes)
+    return ViewTable(
+        "gpu",
+        "GPU per phase: busy, idle, queue delay, sync waits, CUDA graphs",
+        cols,
+        [row_dict(r) for r in overview(d)],
+        notes,
+    )
 
 
 def gpus(d: Detail, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import by_device
 
     cols = [
-        C("phase", "Phase"), C("gpu", "GPU"), C("ops", "ops", "int"), C("kernels", "kernels", "int"), C("kernel_ns", "kernel time", "ns"),
-        C("busy_ns", "busy", "ns"), C("copy_bytes", "copied", "bytes"),
+        C("phase", "Phase"),
+        C("gpu", "GPU"),
+        C("ops", "ops", "int"),
+        C("kernels", "kernels", "int"),
+        C("kernel_ns", "kernel time", "ns"),
+        C("busy_ns", "busy", "ns"),
+        C("copy_bytes", "copied", "bytes"),
     ]
     return ViewTable("gpus", "Per phase and GPU", cols, [row_dict(r) for r in by_device(d)])
 

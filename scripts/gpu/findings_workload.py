@@ -45,7 +45,17 @@ import nvtxsim  # noqa: E402  (first: under old nsys it makes nvtx>=0.2.12 range
 import torch  # noqa: E402
 # isort: on
 
-NAMES = ("iteration", "sim_step", "render", "camera_readout", "policy", "reward", "reset", "observation", "policy_update")
+NAMES = (
+    "iteration",
+    "sim_step",
+    "render",
+    "camera_readout",
+    "policy",
+    "reward",
+    "reset",
+    "observation",
+    "policy_update",
+)
 PH = {n: nvtxsim.phase(n) for n in NAMES}
 
 
@@ -63,8 +73,9 @@ class World:
         self.pinned = torch.empty(self.image.shape, pin_memory=dev.type == "cuda")
         self.weights = torch.randn(32, 32, generator=g).to(dev)
         h = args.hidden
-        self.policy = torch.nn.Sequential(torch.nn.Linear(32, h), torch.nn.ELU(), torch.nn.Linear(h, h), torch.nn.ELU(),
-                                          torch.nn.Linear(h, 8)).to(dev)
+        self.policy = torch.nn.Sequential(
+            torch.nn.Linear(32, h), torch.nn.ELU(), torch.nn.Linear(h, h), torch.nn.ELU(), torch.nn.Linear(h, 8)
+        ).to(dev)
         self.optim = torch.optim.Adam(self.policy.parameters(), lr=1e-4)
         self.buffer: list[torch.Tensor] = []
         self.total_reward = 0.0
@@ -202,4 +213,6 @@ if __name__ == "__main__":
     t0 = time.perf_counter()
     a = parse()
     run(a)
-    print(f"findings_workload: {'clean' if a.clean else 'planted'}, {a.iterations} iterations on {a.device} in {time.perf_counter() - t0:.2f} s")
+    print(
+        f"findings_workload: {'clean' if a.clean else 'planted'}, {a.iterations} iterations on {a.device} in {time.perf_counter() - t0:.2f} s"
+    )

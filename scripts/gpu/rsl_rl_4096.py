@@ -104,12 +104,23 @@ class PointMassTask:
 def runner_cfg(num_steps_per_env: int) -> dict:
     """An rsl-rl-lib 5.x OnPolicyRunner config (PPO, MLP actor/critic as in Isaac Lab's locomotion tasks)."""
     return {
-        "num_steps_per_env": num_steps_per_env, "save_interval": 10_000, "check_for_nan": False,
-        "obs_groups": {"actor": ["policy"], "critic": ["critic"]}, "logger": "tensorboard",
-        "algorithm": {"class_name": "PPO", "num_learning_epochs": 5, "num_mini_batches": 4, "learning_rate": 1e-3,
-                      "schedule": "fixed"},
-        "actor": {"class_name": "MLPModel", "hidden_dims": [256, 128, 64],
-                  "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0}},
+        "num_steps_per_env": num_steps_per_env,
+        "save_interval": 10_000,
+        "check_for_nan": False,
+        "obs_groups": {"actor": ["policy"], "critic": ["critic"]},
+        "logger": "tensorboard",
+        "algorithm": {
+            "class_name": "PPO",
+            "num_learning_epochs": 5,
+            "num_mini_batches": 4,
+            "learning_rate": 1e-3,
+            "schedule": "fixed",
+        },
+        "actor": {
+            "class_name": "MLPModel",
+            "hidden_dims": [256, 128, 64],
+            "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0},
+        },
         "critic": {"class_name": "MLPModel", "hidden_dims": [256, 128, 64]},
     }
 
@@ -134,11 +145,21 @@ def main() -> int:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
     steps = args.iterations * args.steps
-    print("RSL_RL " + json.dumps({
-        "num_envs": args.num_envs, "steps_per_iteration": args.steps, "iterations": args.iterations,
-        "seconds": round(seconds, 3), "env_steps_per_s": round(args.num_envs * steps / seconds),
-        "patched": handle.patched, "idle": handle.idle, "recording": nvtxsim.is_recording(),
-    }))
+    print(
+        "RSL_RL "
+        + json.dumps(
+            {
+                "num_envs": args.num_envs,
+                "steps_per_iteration": args.steps,
+                "iterations": args.iterations,
+                "seconds": round(seconds, 3),
+                "env_steps_per_s": round(args.num_envs * steps / seconds),
+                "patched": handle.patched,
+                "idle": handle.idle,
+                "recording": nvtxsim.is_recording(),
+            }
+        )
+    )
     handle.restore()
     return 0
 

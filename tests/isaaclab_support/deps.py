@@ -61,12 +61,20 @@ def env_for(version: str, extra: dict | None = None) -> dict:
     return env
 
 
-def run(version: str, args: list, *, prefix: list | None = None, extra_env: dict | None = None,
-        timeout: float = 300, cwd: str | None = None) -> subprocess.CompletedProcess:
+def run(
+    version: str,
+    args: list,
+    *,
+    prefix: list | None = None,
+    extra_env: dict | None = None,
+    timeout: float = 300,
+    cwd: str | None = None,
+) -> subprocess.CompletedProcess:
     """Run ``python ARGS`` (optionally behind ``prefix``, e.g. nsys) with Isaac Lab ``version``."""
     cmd = list(prefix or []) + [python()] + [str(a) for a in args]
-    return subprocess.run(cmd, env=env_for(version, extra_env), capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd or str(REPO))
+    return subprocess.run(
+        cmd, env=env_for(version, extra_env), capture_output=True, text=True, timeout=timeout, cwd=cwd or str(REPO)
+    )
 
 
 def scenario(version: str, name: str, tmp: Path, *options: str, prefix: list | None = None) -> dict:
@@ -74,6 +82,8 @@ def scenario(version: str, name: str, tmp: Path, *options: str, prefix: list | N
     out = tmp / f"{name}-{version}.json"
     proc = run(version, [SUPPORT / "scenario.py", name, "--out", out, *options], prefix=prefix)
     if proc.returncode != 0 or not out.is_file():
-        raise AssertionError(f"scenario {name} ({version}) failed rc={proc.returncode}\n--- stdout\n"
-                             f"{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-6000:]}")
+        raise AssertionError(
+            f"scenario {name} ({version}) failed rc={proc.returncode}\n--- stdout\n"
+            f"{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-6000:]}"
+        )
     return json.loads(out.read_text())

@@ -95,8 +95,9 @@ def make_sim(dt: float) -> Any:
                 pass
 
         builtins.ISAACLAB_CALLBACK_EXCEPTION = getattr(builtins, "ISAACLAB_CALLBACK_EXCEPTION", None)
-        return _new(LightSim, _app=LightApp(), render_mode=SimulationContext.RenderMode.PARTIAL_RENDERING,
-                    physics_steps=0)
+        return _new(
+            LightSim, _app=LightApp(), render_mode=SimulationContext.RenderMode.PARTIAL_RENDERING, physics_steps=0
+        )
 
     from isaaclab.physics import PhysicsManager
     from isaaclab.renderers.render_context import RenderContext
@@ -128,9 +129,17 @@ def make_sim(dt: float) -> Any:
     def kit_render(_event: Any) -> None:  # a render callback (Kit's app pump in a real run)
         work(2)
 
-    return _new(LightSim, physics_manager=LightPhysicsManager, _visualizers=[], _physics_step_count=0,
-                _render_callbacks={0: (0, kit_render)}, _render_generation=0, _viz_dt=dt, _reset_requested=False,
-                _render_context=RenderContext([]))
+    return _new(
+        LightSim,
+        physics_manager=LightPhysicsManager,
+        _visualizers=[],
+        _physics_step_count=0,
+        _render_callbacks={0: (0, kit_render)},
+        _render_generation=0,
+        _viz_dt=dt,
+        _reset_requested=False,
+        _render_context=RenderContext([]),
+    )
 
 
 # --------------------------------------------------------------------------- sensors and scene
@@ -172,9 +181,17 @@ def make_camera(sim: Any) -> Any:
                 self._timestamp[ids] = 0.0
                 self._is_outdated[ids] = True
 
-        return _new(LightTiledCamera, cfg=cfg, _data=data, _is_outdated=torch.ones(N_ENVS, dtype=torch.bool),
-                    _timestamp=torch.zeros(N_ENVS), _timestamp_last_update=torch.zeros(N_ENVS),
-                    _is_visualizing=False, _is_initialized=True, _num_envs=N_ENVS)
+        return _new(
+            LightTiledCamera,
+            cfg=cfg,
+            _data=data,
+            _is_outdated=torch.ones(N_ENVS, dtype=torch.bool),
+            _timestamp=torch.zeros(N_ENVS),
+            _timestamp_last_update=torch.zeros(N_ENVS),
+            _is_visualizing=False,
+            _is_initialized=True,
+            _num_envs=N_ENVS,
+        )
 
     from isaaclab.sensors import Camera
 
@@ -196,8 +213,18 @@ def make_camera(sim: Any) -> Any:
         def reset(self, env_ids: Any = None, env_mask: Any = None) -> None:
             self._data_dirty = True
 
-    return _new(LightCamera, cfg=cfg, _data=data, _data_dirty=True, _is_outdated=None, _sim=sim,
-                _renderer=make_renderer(), _render_data=NS(), _is_initialized=True, _num_envs=N_ENVS)
+    return _new(
+        LightCamera,
+        cfg=cfg,
+        _data=data,
+        _data_dirty=True,
+        _is_outdated=None,
+        _sim=sim,
+        _renderer=make_renderer(),
+        _render_data=NS(),
+        _is_initialized=True,
+        _num_envs=N_ENVS,
+    )
 
 
 def make_scene(camera: Any) -> Any:
@@ -206,23 +233,48 @@ def make_scene(camera: Any) -> Any:
     class LightScene(_Quiet, InteractiveScene):
         pass
 
-    fields = dict(_articulations={"robot": LightAsset()}, _deformable_objects={}, _rigid_objects={},
-                  _surface_grippers={}, _rigid_object_collections={}, _cable_objects={},
-                  _sensors={"camera": camera}, cfg=NS(lazy_sensor_update=True, num_envs=N_ENVS))
+    fields = dict(
+        _articulations={"robot": LightAsset()},
+        _deformable_objects={},
+        _rigid_objects={},
+        _surface_grippers={},
+        _rigid_object_collections={},
+        _cable_objects={},
+        _sensors={"camera": camera},
+        cfg=NS(lazy_sensor_update=True, num_envs=N_ENVS),
+    )
     return _new(LightScene, **fields)
 
 
 def _env_fields(decimation: int, sim: Any, scene: Any) -> dict:
-    cfg = NS(decimation=decimation, sim=NS(render_interval=decimation, dt=0.01), action_noise_model=None,
-             observation_noise_model=None, events=None, num_rerenders_on_reset=1, compute_final_obs=False,
-             episode_length_s=1.0)
-    return dict(cfg=cfg, sim=sim, scene=scene, _sim_step_counter=0, common_step_counter=0,
-                episode_length_buf=torch.zeros(N_ENVS, dtype=torch.long),
-                reset_terminated=torch.zeros(N_ENVS, dtype=torch.bool),
-                reset_time_outs=torch.zeros(N_ENVS, dtype=torch.bool),
-                reset_buf=torch.zeros(N_ENVS, dtype=torch.bool), reward_buf=torch.zeros(N_ENVS), extras={},
-                _is_closed=True, _physics_handles_decimation=False, render_enabled=True, has_rtx_sensors=True,
-                video_recorders=[])
+    cfg = NS(
+        decimation=decimation,
+        sim=NS(render_interval=decimation, dt=0.01),
+        action_noise_model=None,
+        observation_noise_model=None,
+        events=None,
+        num_rerenders_on_reset=1,
+        compute_final_obs=False,
+        episode_length_s=1.0,
+    )
+    return dict(
+        cfg=cfg,
+        sim=sim,
+        scene=scene,
+        _sim_step_counter=0,
+        common_step_counter=0,
+        episode_length_buf=torch.zeros(N_ENVS, dtype=torch.long),
+        reset_terminated=torch.zeros(N_ENVS, dtype=torch.bool),
+        reset_time_outs=torch.zeros(N_ENVS, dtype=torch.bool),
+        reset_buf=torch.zeros(N_ENVS, dtype=torch.bool),
+        reward_buf=torch.zeros(N_ENVS),
+        extras={},
+        _is_closed=True,
+        _physics_handles_decimation=False,
+        render_enabled=True,
+        has_rtx_sensors=True,
+        video_recorders=[],
+    )
 
 
 # --------------------------------------------------------------------------- envs
@@ -346,9 +398,13 @@ class LightCartpole:
     def __init__(self, wrap: bool) -> None:
         n, j = N_ENVS, 2
         fields = dict(
-            joint_pos=torch.zeros(n, j), joint_vel=torch.zeros(n, j), default_joint_pos=torch.zeros(n, j),
-            default_joint_vel=torch.zeros(n, j), default_root_state=torch.zeros(n, 13),
-            default_root_pose=torch.zeros(n, 7), default_root_vel=torch.zeros(n, 6),
+            joint_pos=torch.zeros(n, j),
+            joint_vel=torch.zeros(n, j),
+            default_joint_pos=torch.zeros(n, j),
+            default_joint_vel=torch.zeros(n, j),
+            default_root_state=torch.zeros(n, 13),
+            default_root_pose=torch.zeros(n, 7),
+            default_root_vel=torch.zeros(n, 6),
             soft_joint_pos_limits=torch.stack([torch.full((n, j), -3.0), torch.full((n, j), 3.0)], dim=-1),
             soft_joint_vel_limits=torch.full((n, j), 10.0),
         )
@@ -390,28 +446,53 @@ def make_cartpole_camera_env(decimation: int = 2) -> Any:
     cartpole = LightCartpole(wrap=v3)
     scene = make_scene(camera)
     scene._articulations = {"cartpole": cartpole}
-    scene.__dict__.update(_terrain=None, _default_env_origins=torch.zeros(N_ENVS, 3),
-                          _env_origins=torch.zeros(N_ENVS, 3), _env_origins_plan=None, _ALL_INDICES=torch.arange(N_ENVS),
-                          sim=sim)
+    scene.__dict__.update(
+        _terrain=None,
+        _default_env_origins=torch.zeros(N_ENVS, 3),
+        _env_origins=torch.zeros(N_ENVS, 3),
+        _env_origins_plan=None,
+        _ALL_INDICES=torch.arange(N_ENVS),
+        sim=sim,
+    )
     fields = _env_fields(decimation, sim, scene)
     cfg = fields["cfg"]
     cfg.__dict__.update(
-        rew_scale_alive=1.0, rew_scale_terminated=-2.0, rew_scale_pole_pos=-1.0, rew_scale_cart_vel=-0.01,
-        rew_scale_pole_vel=-0.005, max_cart_pos=3.0, initial_pole_angle_range=[-0.25, 0.25],
-        initial_cart_position_range=[-0.5, 0.5], initial_cart_velocity_range=[-0.1, 0.1],
-        initial_pole_velocity_range=[-0.1, 0.1], write_image_to_file=False, action_scale=100.0,
+        rew_scale_alive=1.0,
+        rew_scale_terminated=-2.0,
+        rew_scale_pole_pos=-1.0,
+        rew_scale_cart_vel=-0.01,
+        rew_scale_pole_vel=-0.005,
+        max_cart_pos=3.0,
+        initial_pole_angle_range=[-0.25, 0.25],
+        initial_cart_position_range=[-0.5, 0.5],
+        initial_cart_velocity_range=[-0.1, 0.1],
+        initial_pole_velocity_range=[-0.1, 0.1],
+        write_image_to_file=False,
+        action_scale=100.0,
         episode_length_s=3 * decimation / 120,  # time-outs every 2nd (2.3) / 3rd (3.0) step: resets run
-        tiled_camera=NS(data_types=["rgb"]), scene=NS(tiled_camera=NS(data_types=["rgb"])),
+        tiled_camera=NS(data_types=["rgb"]),
+        scene=NS(tiled_camera=NS(data_types=["rgb"])),
     )
     cfg.sim.dt = 1 / 120
     env = _new(CartpoleCameraEnv, **fields)
     env.__dict__.update(action_scale=cfg.action_scale, actions=torch.zeros(N_ENVS, 1))
     if v3:
-        env.__dict__.update(cartpole=cartpole, _tiled_camera=camera, _cart_dof_idx=torch.tensor([0]),
-                            _pole_dof_idx=torch.tensor([1]), joint_pos=cartpole.data.joint_pos.torch,
-                            joint_vel=cartpole.data.joint_vel.torch,
-                            _frames=CameraFrameStack(N_ENVS, "cpu", 1, channel_first=True))
+        env.__dict__.update(
+            cartpole=cartpole,
+            _tiled_camera=camera,
+            _cart_dof_idx=torch.tensor([0]),
+            _pole_dof_idx=torch.tensor([1]),
+            joint_pos=cartpole.data.joint_pos.torch,
+            joint_vel=cartpole.data.joint_vel.torch,
+            _frames=CameraFrameStack(N_ENVS, "cpu", 1, channel_first=True),
+        )
     else:
-        env.__dict__.update(_cartpole=cartpole, _tiled_camera=camera, _cart_dof_idx=[0], _pole_dof_idx=[1],
-                            joint_pos=cartpole.data.joint_pos, joint_vel=cartpole.data.joint_vel)
+        env.__dict__.update(
+            _cartpole=cartpole,
+            _tiled_camera=camera,
+            _cart_dof_idx=[0],
+            _pole_dof_idx=[1],
+            joint_pos=cartpole.data.joint_pos,
+            joint_vel=cartpole.data.joint_vel,
+        )
     return env

@@ -63,21 +63,41 @@ class LightVecEnv:
 
 def runner_cfg(num_steps_per_env: int = 2) -> dict:
     """Minimal OnPolicyRunner config for the installed rsl-rl-lib."""
-    algorithm = {"class_name": "PPO", "num_learning_epochs": 1, "num_mini_batches": 1, "learning_rate": 1e-3,
-                 "schedule": "fixed"}
+    algorithm = {
+        "class_name": "PPO",
+        "num_learning_epochs": 1,
+        "num_mini_batches": 1,
+        "learning_rate": 1e-3,
+        "schedule": "fixed",
+    }
     if _rsl_rl_major() >= 5:
         return {
-            "num_steps_per_env": num_steps_per_env, "save_interval": 1000, "obs_groups": {"actor": ["policy"],
-            "critic": ["critic"]}, "algorithm": algorithm, "logger": "tensorboard", "check_for_nan": False,
-            "actor": {"class_name": "MLPModel", "hidden_dims": [8], "distribution_cfg": {
-                "class_name": "GaussianDistribution", "init_std": 1.0}},
+            "num_steps_per_env": num_steps_per_env,
+            "save_interval": 1000,
+            "obs_groups": {"actor": ["policy"], "critic": ["critic"]},
+            "algorithm": algorithm,
+            "logger": "tensorboard",
+            "check_for_nan": False,
+            "actor": {
+                "class_name": "MLPModel",
+                "hidden_dims": [8],
+                "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0},
+            },
             "critic": {"class_name": "MLPModel", "hidden_dims": [8]},
         }
     return {
-        "num_steps_per_env": num_steps_per_env, "save_interval": 1000, "obs_groups": {"policy": ["policy"],
-        "critic": ["critic"]}, "algorithm": algorithm, "empirical_normalization": None,
-        "policy": {"class_name": "ActorCritic", "actor_hidden_dims": [8], "critic_hidden_dims": [8],
-                   "activation": "elu", "init_noise_std": 1.0},
+        "num_steps_per_env": num_steps_per_env,
+        "save_interval": 1000,
+        "obs_groups": {"policy": ["policy"], "critic": ["critic"]},
+        "algorithm": algorithm,
+        "empirical_normalization": None,
+        "policy": {
+            "class_name": "ActorCritic",
+            "actor_hidden_dims": [8],
+            "critic_hidden_dims": [8],
+            "activation": "elu",
+            "init_noise_std": 1.0,
+        },
     }
 
 

@@ -46,8 +46,9 @@ def ancestors(spans: list[Span], par: list[int | None], i: int) -> list[str]:
     return names
 
 
-def children_count(spans: list[Span], par: list[int | None], parent_name: str, child_name: str,
-                   direct: bool = False) -> list[int]:
+def children_count(
+    spans: list[Span], par: list[int | None], parent_name: str, child_name: str, direct: bool = False
+) -> list[int]:
     """For every ``parent_name`` span, how many ``child_name`` spans it contains (directly, or at any depth)."""
     counts = {i: 0 for i, s in enumerate(spans) if s.name == parent_name}
     for i, s in enumerate(spans):

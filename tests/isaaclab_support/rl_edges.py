@@ -82,18 +82,32 @@ def train(lib: str, core: rl_loops.TinyVecEnv, counter: dict | None = None) -> N
 
 def wrapped_methods() -> list[str]:
     """Methods of the loaded RL-library classes that are nvtxsim wrappers."""
-    mods = [m for name, m in list(sys.modules.items()) if m is not None and name.split(".")[0] in ("rsl_rl", "skrl", "rl_games")]
+    mods = [
+        m
+        for name, m in list(sys.modules.items())
+        if m is not None and name.split(".")[0] in ("rsl_rl", "skrl", "rl_games")
+    ]
     classes = {v for m in mods for v in list(vars(m).values()) if isinstance(v, type)}
-    return sorted({f"{k.__qualname__}.{n}" for c in classes for k in c.__mro__ for n, v in vars(k).items()
-                   if hasattr(v, "__nvtxsim_phase__")})
+    return sorted(
+        {
+            f"{k.__qualname__}.{n}"
+            for c in classes
+            for k in c.__mro__
+            for n, v in vars(k).items()
+            if hasattr(v, "__nvtxsim_phase__")
+        }
+    )
 
 
 def loop_result(spans: list, core: rl_loops.TinyVecEnv) -> dict:
     count = collections.Counter(s.name for s in spans)
     iterations = [s for s in spans if s.name == "learning_iteration"]
     steps = [s for s in spans if s.name == "step"]
-    return {"counts": {k: count.get(k, 0) for k in LEVELS}, "env_steps": core.steps,
-            "steps_per_iteration": [sum(1 for t in steps if i.start <= t.start and t.end <= i.end) for i in iterations]}
+    return {
+        "counts": {k: count.get(k, 0) for k in LEVELS},
+        "env_steps": core.steps,
+        "steps_per_iteration": [sum(1 for t in steps if i.start <= t.start and t.end <= i.end) for i in iterations],
+    }
 
 
 def main() -> int:
@@ -122,7 +136,9 @@ def main() -> int:
             if lib == "rsl_rl" and mode == "raise":
                 train(lib, core)  # rsl_rl cannot resume a failed learn() (its rollout buffer is full): a new runner
             else:
-                captured["obj"].train() if lib != "rsl_rl" else captured["obj"].learn(num_learning_iterations=ITERATIONS)
+                captured["obj"].train() if lib != "rsl_rl" else captured["obj"].learn(
+                    num_learning_iterations=ITERATIONS
+                )
             out["open_at_end"] = sorted(loop._open())
         out.update(loop_result(rec.spans, core))
         out["env_calls"] = counter["calls"]

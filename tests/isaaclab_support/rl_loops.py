@@ -103,13 +103,23 @@ def train_skrl(core: TinyVecEnv, steps: int, iterations: int) -> Any:
     agent = PPO(
         models={"policy": Policy(env), "value": Value(env)},
         memory=RandomMemory(memory_size=steps, num_envs=core.num_envs, device="cpu"),
-        observation_space=env.observation_space, action_space=env.action_space, device="cpu",
-        cfg={"rollouts": steps, "learning_epochs": 1, "mini_batches": 1,
-             "experiment": {"directory": tempfile.mkdtemp(prefix="nvtxsim-skrl-"), "write_interval": 0,
-                            "checkpoint_interval": 0}},
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        device="cpu",
+        cfg={
+            "rollouts": steps,
+            "learning_epochs": 1,
+            "mini_batches": 1,
+            "experiment": {
+                "directory": tempfile.mkdtemp(prefix="nvtxsim-skrl-"),
+                "write_interval": 0,
+                "checkpoint_interval": 0,
+            },
+        },
     )
-    trainer = SequentialTrainer(env=env, agents=agent, cfg={"timesteps": steps * iterations, "headless": True,
-                                                            "disable_progressbar": True})
+    trainer = SequentialTrainer(
+        env=env, agents=agent, cfg={"timesteps": steps * iterations, "headless": True, "disable_progressbar": True}
+    )
     handle = nil.instrument_runner(trainer)
     trainer.train()
     return handle
@@ -140,21 +150,56 @@ def train_rl_games(core: TinyVecEnv, steps: int, iterations: int) -> Any:
         "seed": 0,
         "algo": {"name": "a2c_continuous"},
         "model": {"name": "continuous_a2c_logstd"},
-        "network": {"name": "actor_critic", "separate": False,
-                    "space": {"continuous": {"mu_activation": "None", "sigma_activation": "None",
-                                             "mu_init": {"name": "default"},
-                                             "sigma_init": {"name": "const_initializer", "val": 0},
-                                             "fixed_sigma": True}},
-                    "mlp": {"units": [8], "activation": "elu", "initializer": {"name": "default"}}},
-        "config": {"name": "tiny", "env_name": "nvtxsim_tiny", "device": "cpu", "device_name": "cpu", "ppo": True,
-                   "multi_gpu": False, "mixed_precision": False, "normalize_input": False, "normalize_value": False,
-                   "value_bootstrap": True, "num_actors": n, "reward_shaper": {}, "normalize_advantage": True,
-                   "gamma": 0.99, "tau": 0.95, "learning_rate": 1e-3, "lr_schedule": None, "kl_threshold": 0.01,
-                   "score_to_win": 1e9, "max_epochs": iterations, "save_best_after": 10**6, "save_frequency": 0,
-                   "print_stats": False, "grad_norm": 1.0, "entropy_coef": 0.0, "truncate_grads": True, "e_clip": 0.2,
-                   "horizon_length": steps, "minibatch_size": n * steps, "mini_epochs": 1, "critic_coef": 2,
-                   "clip_value": True, "bounds_loss_coef": 0.0001,
-                   "train_dir": tempfile.mkdtemp(prefix="nvtxsim-rl-games-")},
+        "network": {
+            "name": "actor_critic",
+            "separate": False,
+            "space": {
+                "continuous": {
+                    "mu_activation": "None",
+                    "sigma_activation": "None",
+                    "mu_init": {"name": "default"},
+                    "sigma_init": {"name": "const_initializer", "val": 0},
+                    "fixed_sigma": True,
+                }
+            },
+            "mlp": {"units": [8], "activation": "elu", "initializer": {"name": "default"}},
+        },
+        "config": {
+            "name": "tiny",
+            "env_name": "nvtxsim_tiny",
+            "device": "cpu",
+            "device_name": "cpu",
+            "ppo": True,
+            "multi_gpu": False,
+            "mixed_precision": False,
+            "normalize_input": False,
+            "normalize_value": False,
+            "value_bootstrap": True,
+            "num_actors": n,
+            "reward_shaper": {},
+            "normalize_advantage": True,
+            "gamma": 0.99,
+            "tau": 0.95,
+            "learning_rate": 1e-3,
+            "lr_schedule": None,
+            "kl_threshold": 0.01,
+            "score_to_win": 1e9,
+            "max_epochs": iterations,
+            "save_best_after": 10**6,
+            "save_frequency": 0,
+            "print_stats": False,
+            "grad_norm": 1.0,
+            "entropy_coef": 0.0,
+            "truncate_grads": True,
+            "e_clip": 0.2,
+            "horizon_length": steps,
+            "minibatch_size": n * steps,
+            "mini_epochs": 1,
+            "critic_coef": 2,
+            "clip_value": True,
+            "bounds_loss_coef": 0.0001,
+            "train_dir": tempfile.mkdtemp(prefix="nvtxsim-rl-games-"),
+        },
     }
     runner = Runner()
     runner.load({"params": params})
@@ -185,10 +230,19 @@ def main() -> int:
     finally:
         if rec is not None:
             rec.__exit__(None, None, None)
-    result = {"library": args.library, "patched": handle.patched, "missing": handle.missing, "idle": handle.idle,
-              "env_steps": core.steps, "steps": args.steps, "iterations": args.iterations, "envs": args.envs,
-              "spans": [list(s) for s in rec.spans] if rec is not None else [],
-              "payloads": rec.payloads if rec is not None else {}, "backend": nvtxsim.backend_info()}
+    result = {
+        "library": args.library,
+        "patched": handle.patched,
+        "missing": handle.missing,
+        "idle": handle.idle,
+        "env_steps": core.steps,
+        "steps": args.steps,
+        "iterations": args.iterations,
+        "envs": args.envs,
+        "spans": [list(s) for s in rec.spans] if rec is not None else [],
+        "payloads": rec.payloads if rec is not None else {},
+        "backend": nvtxsim.backend_info(),
+    }
     handle.restore()
     with open(args.out, "w") as fh:
         json.dump(result, fh)

@@ -48,8 +48,11 @@ def _run_env(kind: str, steps: int, record: bool) -> dict:
 
     import nvtxsim.isaaclab as nil
 
-    env = {"direct": light.make_direct_env, "manager": light.make_manager_env,
-           "cartpole": light.make_cartpole_camera_env}[kind]()
+    env = {
+        "direct": light.make_direct_env,
+        "manager": light.make_manager_env,
+        "cartpole": light.make_cartpole_camera_env,
+    }[kind]()
     wrapped = gym.Wrapper(env)
     before = _originals()
     with warnings.catch_warnings(record=True) as caught:
@@ -74,7 +77,8 @@ def _run_env(kind: str, steps: int, record: bool) -> dict:
         "missing": handle.missing,
         "warnings": [str(w.message) for w in caught],
         "restored": {k: after[k] is before[k] for k in before},
-        "restored_task": "_get_rewards" in type(env).__dict__ and not hasattr(type(env).__dict__["_get_rewards"], "__nvtxsim_phase__"),
+        "restored_task": "_get_rewards" in type(env).__dict__
+        and not hasattr(type(env).__dict__["_get_rewards"], "__nvtxsim_phase__"),
         "spans": _spans(rec),
         "decimation": env.cfg.decimation,
         "steps": steps,
@@ -104,8 +108,13 @@ def _run_runner(steps: int, record: bool, task: str = "direct", iterations: int 
             rec.__exit__(None, None, None)
     patched = list(handle.patched)
     handle.restore()
-    return {"patched": patched, "missing": handle.missing, "spans": _spans(rec), "steps": steps,
-            "iterations": iterations}
+    return {
+        "patched": patched,
+        "missing": handle.missing,
+        "spans": _spans(rec),
+        "steps": steps,
+        "iterations": iterations,
+    }
 
 
 def _run_libraries(record: bool) -> dict:
@@ -135,13 +144,18 @@ def _run_libraries(record: bool) -> dict:
     h = nil.instrument_runner(a2c)
     try:
         n = 2
-        advs = a2c.discount_values(torch.zeros(n), torch.zeros(n, 1), torch.zeros(3, n), torch.zeros(3, n, 1),
-                                   torch.ones(3, n, 1))
+        advs = a2c.discount_values(
+            torch.zeros(n), torch.zeros(n, 1), torch.zeros(3, n), torch.zeros(3, n, 1), torch.ones(3, n, 1)
+        )
     finally:
         if rec is not None:
             rec.__exit__(None, None, None)
-    out["rl_games_agent"] = {"patched": list(h.patched), "missing": h.missing, "spans": _spans(rec),
-                             "advantages_shape": list(advs.shape)}
+    out["rl_games_agent"] = {
+        "patched": list(h.patched),
+        "missing": h.missing,
+        "spans": _spans(rec),
+        "advantages_shape": list(advs.shape),
+    }
     h.restore()
     return out
 
@@ -187,8 +201,10 @@ def _run_check() -> dict:
     result = check(version)
     return {
         "version": version,
-        "entries": [{"entry": r.target.dotted, "status": r.status, "detail": r.detail, "optional": r.target.optional}
-                    for r in result.results],
+        "entries": [
+            {"entry": r.target.dotted, "status": r.status, "detail": r.detail, "optional": r.target.optional}
+            for r in result.results
+        ],
         "failures": [r.target.dotted for r in result.failures()],
     }
 
@@ -211,12 +227,14 @@ def main() -> int:
     elif args.name == "warnings":
         result = _run_warnings()
     else:  # one process for the in-process checks: imports dominate the cost
-        result = {"direct": _run_env("direct", args.steps, args.record),
-                  "manager": _run_env("manager", args.steps, args.record),
-                  "cartpole": _run_env("cartpole", args.steps, args.record),
-                  "runner": _run_runner(args.steps, args.record),
-                  "warnings": _run_warnings(),
-                  "libraries": _run_libraries(args.record)}
+        result = {
+            "direct": _run_env("direct", args.steps, args.record),
+            "manager": _run_env("manager", args.steps, args.record),
+            "cartpole": _run_env("cartpole", args.steps, args.record),
+            "runner": _run_runner(args.steps, args.record),
+            "warnings": _run_warnings(),
+            "libraries": _run_libraries(args.record),
+        }
     import nvtxsim
 
     result["backend"] = nvtxsim.backend_info()

@@ -21,13 +21,23 @@ parser.add_argument("--iterations", type=int, default=1)
 parser.add_argument("--exit-code", type=int, default=0)
 args = parser.parse_args()
 
-gym.register(id="Nvtxsim-Light-Camera-Direct-v0", entry_point=light.make_direct_env, disable_env_checker=True,
-             order_enforce=False)
-gym.register(id="Nvtxsim-Cartpole-Camera-Direct-v0", entry_point=light.make_cartpole_camera_env,
-             disable_env_checker=True, order_enforce=False)
+gym.register(
+    id="Nvtxsim-Light-Camera-Direct-v0",
+    entry_point=light.make_direct_env,
+    disable_env_checker=True,
+    order_enforce=False,
+)
+gym.register(
+    id="Nvtxsim-Cartpole-Camera-Direct-v0",
+    entry_point=light.make_cartpole_camera_env,
+    disable_env_checker=True,
+    order_enforce=False,
+)
 env = gym.make(args.task)
 runner = light_rl.make_runner(env, num_steps_per_env=args.steps)
 runner.learn(args.iterations)
 
-print("TRAIN_LIGHT " + json.dumps({"name": __name__, "argv": sys.argv, "steps": int(env.unwrapped.common_step_counter)}))
+print(
+    "TRAIN_LIGHT " + json.dumps({"name": __name__, "argv": sys.argv, "steps": int(env.unwrapped.common_step_counter)})
+)
 sys.exit(args.exit_code)

@@ -31,7 +31,10 @@ def _domain(args: argparse.Namespace, base: Export, new: Export) -> tuple[str | 
     if picked[0][0] == picked[1][0]:
         return picked[0]
     lacking = args.base if picked[0][1] else args.new  # the run whose default domain is empty
-    return domain, f"{lacking} has no range in domain {domain!r}: every phase shows as added or removed; --domain all compares every domain"
+    return (
+        domain,
+        f"{lacking} has no range in domain {domain!r}: every phase shows as added or removed; --domain all compares every domain",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
     deliver(text, args.output, force=args.force, protect=[args.base, args.new])
     status = 0
     if result.regressions:
-        print(f"nvtxsim: regression in {len(result.regressions)} phase(s): {printable(', '.join(p.phase for p in result.regressions))}", file=sys.stderr)
+        print(
+            f"nvtxsim: regression in {len(result.regressions)} phase(s): {printable(', '.join(p.phase for p in result.regressions))}",
+            file=sys.stderr,
+        )
         status = 1
     appeared = [f for f in (result.findings.appeared if result.findings else []) if f.kind in fail_on]
     for f in appeared:
@@ -82,23 +88,90 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("base", metavar="BASE", help="baseline export (.sqlite, .sqlite.gz or .nsys-rep)")
     p.add_argument("new", metavar="NEW", help="export to compare against the baseline")
-    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)")
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=FORMATS,
+        default="table",
+        help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)",
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")
     p.add_argument(
-        "--domain", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim; every domain when neither run has a range in it)"
+        "--wide",
+        action="store_true",
+        help="on a terminal too, show every column and whole names (default: fit the terminal's width)",
+    )
+    p.add_argument(
+        "--domain",
+        metavar="NAME",
+        help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim; every domain when neither run has a range in it)",
     )
     p.add_argument("--match", metavar="REGEX", help="only phases whose name matches REGEX")
-    p.add_argument("--metric", choices=("cpu", "gpu"), default="cpu", help="cpu: range time; gpu: GPU busy time of the range (default: cpu)")
-    p.add_argument("--by", metavar="NAME", help="compare per-iteration totals, iterations keyed on range NAME (e.g. iteration) instead of instances")
-    p.add_argument("--skip-first", type=int_option("--skip-first"), default=0, metavar="N", help="with --by: leave out the first N iterations of each run")
-    p.add_argument("--fail-above", type=float_option("--fail-above"), metavar="PCT", help="exit 1 if a phase's change exceeds PCT %% with its interval above 0")
-    p.add_argument("--gate", choices=("median", "p99", "both"), default="median", help="statistic --fail-above looks at (default: median)")
-    p.add_argument("--confidence", type=float_option("--confidence", low_open=True, high=1, high_open=True), default=0.95, help="confidence level of the intervals (default: 0.95)")
-    p.add_argument("--resamples", type=int_option("--resamples", low=1, high=10_000_000), default=2000, help="bootstrap resamples (default: 2000)")
-    p.add_argument("--seed", type=int_option("--seed", high=2**63 - 1), default=0, help="bootstrap seed (default: 0; same inputs and seed give the same output)")
-    p.add_argument("--min-samples", type=int_option("--min-samples", low=1), default=5, metavar="N", help="phases with fewer samples in either run are listed, not gated (default: 5)")
-    p.add_argument("--findings", action=argparse.BooleanOptionalAction, default=True, help="list the findings that appeared or went away (default: on)")
-    p.add_argument("--fail-on", metavar="KINDS", help="exit 1 when a finding of one of these comma-separated kinds appeared in NEW (or all)")
+    p.add_argument(
+        "--metric",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="cpu: range time; gpu: GPU busy time of the range (default: cpu)",
+    )
+    p.add_argument(
+        "--by",
+        metavar="NAME",
+        help="compare per-iteration totals, iterations keyed on range NAME (e.g. iteration) instead of instances",
+    )
+    p.add_argument(
+        "--skip-first",
+        type=int_option("--skip-first"),
+        default=0,
+        metavar="N",
+        help="with --by: leave out the first N iterations of each run",
+    )
+    p.add_argument(
+        "--fail-above",
+        type=float_option("--fail-above"),
+        metavar="PCT",
+        help="exit 1 if a phase's change exceeds PCT %% with its interval above 0",
+    )
+    p.add_argument(
+        "--gate",
+        choices=("median", "p99", "both"),
+        default="median",
+        help="statistic --fail-above looks at (default: median)",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float_option("--confidence", low_open=True, high=1, high_open=True),
+        default=0.95,
+        help="confidence level of the intervals (default: 0.95)",
+    )
+    p.add_argument(
+        "--resamples",
+        type=int_option("--resamples", low=1, high=10_000_000),
+        default=2000,
+        help="bootstrap resamples (default: 2000)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int_option("--seed", high=2**63 - 1),
+        default=0,
+        help="bootstrap seed (default: 0; same inputs and seed give the same output)",
+    )
+    p.add_argument(
+        "--min-samples",
+        type=int_option("--min-samples", low=1),
+        default=5,
+        metavar="N",
+        help="phases with fewer samples in either run are listed, not gated (default: 5)",
+    )
+    p.add_argument(
+        "--findings",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="list the findings that appeared or went away (default: on)",
+    )
+    p.add_argument(
+        "--fail-on",
+        metavar="KINDS",
+        help="exit 1 when a finding of one of these comma-separated kinds appeared in NEW (or all)",
+    )
     p.set_defaults(func=run)

@@ -35,16 +35,19 @@ def render_text(d: Diagnosis) -> str:
 
 
 def render_json(d: Diagnosis) -> str:
-    return json.dumps(
-        {
-            "can_profile": d.can_profile,
-            "checks": [asdict(c) for c in d.checks],
-            "will_capture": d.will_capture,
-            "will_not_capture": d.will_not_capture,
-            "facts": d.facts,
-        },
-        indent=2,
-    ) + "\n"
+    return (
+        json.dumps(
+            {
+                "can_profile": d.can_profile,
+                "checks": [asdict(c) for c in d.checks],
+                "will_capture": d.will_capture,
+                "will_not_capture": d.will_not_capture,
+                "facts": d.facts,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,5 +64,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "Exit 0 when it can profile, 1 when not.",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--quick", action="store_true", help="skip the test capture and the torch check (takes about a second)")
+    p.add_argument(
+        "--quick", action="store_true", help="skip the test capture and the torch check (takes about a second)"
+    )
     p.set_defaults(func=run)

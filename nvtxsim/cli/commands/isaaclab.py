@@ -46,8 +46,14 @@ def run_check(args: argparse.Namespace) -> int:
     failures = result.failures(strict=args.strict)
     if args.json:
         rows = [
-            {"entry": r.target.dotted, "range": None if r.target.kind == "loop" else r.target.phase,
-             "records": describe(r.target), "status": r.status, "detail": r.detail, "optional": r.target.optional}
+            {
+                "entry": r.target.dotted,
+                "range": None if r.target.kind == "loop" else r.target.phase,
+                "records": describe(r.target),
+                "status": r.status,
+                "detail": r.detail,
+                "optional": r.target.optional,
+            }
             for r in result.results
         ]
         json.dump({"version": version, "entries": rows, "ok": not failures}, sys.stdout, indent=2)
@@ -57,7 +63,10 @@ def run_check(args: argparse.Namespace) -> int:
             width = max(len(r.target.dotted) for r in result.results) if result.results else 0
             for r in result.results:
                 status = r.status + (" (optional)" if r.target.optional and r.status in ("missing", "property") else "")
-                print(f"{status:<24} {r.target.dotted:<{width}}  -> {describe(r.target)}" + (f"  [{r.detail}]" if r.detail else ""))
+                print(
+                    f"{status:<24} {r.target.dotted:<{width}}  -> {describe(r.target)}"
+                    + (f"  [{r.detail}]" if r.detail else "")
+                )
         print(result.summary())
         for r in failures:
             print(f"unresolved: {r.target.dotted}: {r.detail}")
@@ -80,7 +89,8 @@ def run_nsys_json(args: argparse.Namespace) -> int:
         if failures:
             raise NvtxsimError(
                 f"{len(failures)} entries do not resolve against the installed Isaac Lab: "
-                + ", ".join(f.target.dotted for f in failures[:8]) + (" ..." if len(failures) > 8 else "")
+                + ", ".join(f.target.dotted for f in failures[:8])
+                + (" ..." if len(failures) > 8 else "")
             )
     text = nsys_json.dumps(value)
     if args.output == "-":
@@ -117,10 +127,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Resolve every entry of the phase map against the installed Isaac Lab and RL libraries "
         "(by import; from the source where the import needs Kit). Exit 0 when every required entry resolves.",
     )
-    c.add_argument("--version", choices=_VERSIONS, default="auto",
-                   help="Isaac Lab major version whose entries to check (default: the installed one)")
-    c.add_argument("--strict", action="store_true",
-                   help="also fail on optional entries (backends, RL libraries) that are installed but do not resolve")
+    c.add_argument(
+        "--version",
+        choices=_VERSIONS,
+        default="auto",
+        help="Isaac Lab major version whose entries to check (default: the installed one)",
+    )
+    c.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail on optional entries (backends, RL libraries) that are installed but do not resolve",
+    )
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.add_argument("-v", "--verbose", action="store_true", help="print the table even when everything resolves")
     c.set_defaults(func=run_check)
@@ -133,11 +150,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     j.add_argument("-o", "--output", required=True, help="output file ('-' for stdout)")
     j.add_argument("--force", action="store_true", help="overwrite OUTPUT if it exists")
-    j.add_argument("--version", choices=_VERSIONS, default="auto",
-                   help="Isaac Lab major version (default: the installed one, else all entries)")
+    j.add_argument(
+        "--version",
+        choices=_VERSIONS,
+        default="auto",
+        help="Isaac Lab major version (default: the installed one, else all entries)",
+    )
     j.add_argument("--domain", default="nvtxsim-isaaclab", help="NVTX domain of the ranges (default: %(default)s)")
-    j.add_argument("--task", action="append", metavar="MODULE:CLASS",
-                   help="add a task class's own hooks (_get_rewards, ...), read from its source; repeatable")
+    j.add_argument(
+        "--task",
+        action="append",
+        metavar="MODULE:CLASS",
+        help="add a task class's own hooks (_get_rewards, ...), read from its source; repeatable",
+    )
     j.add_argument("--no-runners", action="store_true", help="leave out rsl_rl / skrl / rl_games entries")
     j.add_argument("--check", action="store_true", help="fail unless every written entry resolves here")
     j.set_defaults(func=run_nsys_json)

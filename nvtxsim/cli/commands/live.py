@@ -21,7 +21,9 @@ def run(args: argparse.Namespace) -> int:
     if not log.windows and log.skipped:  # an export, a script, a log: not a live-timing file
         if _is_sqlite(args.file):
             raise NvtxsimError(f"{args.file}: an nsys export, not a live-timing file: nvtxsim report {args.file}")
-        raise NvtxsimError(f"{args.file}: no live-timing window in its {log.skipped} line(s) (NVTXSIM_LIVE=live.jsonl python train.py writes them)")
+        raise NvtxsimError(
+            f"{args.file}: no live-timing window in its {log.skipped} line(s) (NVTXSIM_LIVE=live.jsonl python train.py writes them)"
+        )
     to = layout(args.output, wide=args.wide)
     text = render_live(log, args.format, width=to.width, color=to.color)
     deliver(text, args.output, force=args.force, protect=[args.file])
@@ -49,7 +51,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", metavar="FILE.jsonl", help="the file live timing wrote")
-    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)")
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=FORMATS,
+        default="table",
+        help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)",
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names")

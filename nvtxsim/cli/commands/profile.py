@@ -88,7 +88,9 @@ def _report(path: os.PathLike[str] | str, args: argparse.Namespace, out: Path | 
         return
     domain, given = domain_from_args(args)
     try:
-        run_report(path, fmt=args.format, out=out, force=True, request=ReportRequest(domain=domain, domain_given=given))  # out was checked before the run
+        run_report(
+            path, fmt=args.format, out=out, force=True, request=ReportRequest(domain=domain, domain_given=given)
+        )  # out was checked before the run
         if out is not None:
             _say(f"wrote the {args.format} report to {out}")
     except NvtxsimError as exc:
@@ -104,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep:
         from nvtxsim.cli.sweep import run_sweep
 
-        return run_sweep(args, req, _say, report_file(args, req.output))  # STEM.report.EXT, as a single capture's report
+        return run_sweep(
+            args, req, _say, report_file(args, req.output)
+        )  # STEM.report.EXT, as a single capture's report
     nsys = capture.find_nsys()
     capture.check_outputs(req.output, force=req.force)
     out = report_file(args, req.output)
@@ -172,7 +176,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "'sim_step>1.5x': fires at the first iteration whose sim_step time exceeds FACTOR x the median of its previous "
         "iterations (10 needed first); needs nvtxsim.step() per iteration; see docs/live.md)",
     )
-    p.add_argument("--trigger-iterations", type=int_option("--trigger-iterations", low=1), default=10, metavar="K", help="iterations recorded once the trigger fires (default: 10)")
+    p.add_argument(
+        "--trigger-iterations",
+        type=int_option("--trigger-iterations", low=1),
+        default=10,
+        metavar="K",
+        help="iterations recorded once the trigger fires (default: 10)",
+    )
     p.add_argument(
         "--trace",
         metavar="LIST",
@@ -189,7 +199,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="run COMMAND once per value with {NAME} replaced by it (exports NAME_<value>.sqlite, GPU memory recorded), "
         "then print the scaling table (nvtxsim scaling)",
     )
-    p.add_argument("-o", "--output", metavar="NAME", help="report name: writes NAME.nsys-rep and NAME.sqlite (default: nvtxsim-N)")
+    p.add_argument(
+        "-o", "--output", metavar="NAME", help="report name: writes NAME.nsys-rep and NAME.sqlite (default: nvtxsim-N)"
+    )
     p.add_argument("--force", action="store_true", help="overwrite NAME.nsys-rep / NAME.sqlite if they exist")
     p.add_argument(
         "--nsys-arg",
@@ -207,7 +219,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--report", metavar="FILE", help="write the report to FILE ('-': stdout) instead of the default")
     p.add_argument(
-        "--domain", metavar="NAME", help="NVTX domain to report, or 'all' (default: nvtxsim; every domain when the export has no range in nvtxsim)"
+        "--domain",
+        metavar="NAME",
+        help="NVTX domain to report, or 'all' (default: nvtxsim; every domain when the export has no range in nvtxsim)",
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program and its arguments")
     p.set_defaults(func=run)

@@ -64,8 +64,19 @@ def run(args: argparse.Namespace) -> int:
         os.environ["NVTXSIM_CACHE"] = "1" if args.cache else "0"
     request = request_from_args(args)
     if len(args.paths) > 1 or args.dask:
-        return run_ranks(args.paths, fmt=args.format, out=args.output, force=args.force, jobs=args.jobs, dask=args.dask, request=request, wide=args.wide)
-    return run_report(args.paths[0], fmt=args.format, out=args.output, force=args.force, request=request, wide=args.wide)
+        return run_ranks(
+            args.paths,
+            fmt=args.format,
+            out=args.output,
+            force=args.force,
+            jobs=args.jobs,
+            dask=args.dask,
+            request=request,
+            wide=args.wide,
+        )
+    return run_report(
+        args.paths[0], fmt=args.format, out=args.output, force=args.force, request=request, wide=args.wide
+    )
 
 
 def run_ranks(
@@ -87,12 +98,16 @@ def run_ranks(
 
     request = request or ReportRequest()
     if fmt in PAGE_FORMATS or not request.is_classic:
-        raise NvtxsimError(f"with several exports only the summary is available (formats {', '.join(SUMMARY_FORMATS)}); report one file for views, html or perfetto")
+        raise NvtxsimError(
+            f"with several exports only the summary is available (formats {', '.join(SUMMARY_FORMATS)}); report one file for views, html or perfetto"
+        )
     if request.fail_on:
         raise NvtxsimError("--fail-on looks at the findings of one export: report each rank's file on its own")
     if out is not None:
         check_writable(out, force=force, protect=paths)
-    reports, merged = report_many(paths, domain=request.domain, workers=jobs, dask=dask, domain_given=request.domain_given)
+    reports, merged = report_many(
+        paths, domain=request.domain, workers=jobs, dask=dask, domain_given=request.domain_given
+    )
     to = layout(out, wide=wide)
     text = render_ranks(fmt, reports, merged, rank_spread(reports), color=to.color, width=to.width)
     deliver(text, out, force=force, protect=paths)
@@ -105,19 +120,44 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="per-phase CPU/GPU timing table of an nsys export",
         description="Per-phase CPU and GPU timing of an Nsight Systems export (.sqlite, or .nsys-rep when nsys is installed).",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="nsys export (.sqlite, .sqlite.gz or .nsys-rep); several: one per rank, reported per rank and merged")
-    p.add_argument("--format", "-f", choices=tuple(FORMATS), default="table", help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="nsys export (.sqlite, .sqlite.gz or .nsys-rep); several: one per rank, reported per rank and merged",
+    )
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=tuple(FORMATS),
+        default="table",
+        help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)",
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="on a terminal too, show every column and whole names (default: fit the terminal's width)",
+    )
     p.add_argument(
         "--cache",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="keep parsed columns in .nvtxsim-cache/ beside the export for faster repeated reports (default: NVTXSIM_CACHE, off)",
     )
-    p.add_argument("--jobs", "-j", type=int_option("--jobs", low=1, high=4096), metavar="N", help="with several exports (one per rank): processes to load them in (default: one per file, up to the cores)")
-    p.add_argument("--dask", metavar="ADDRESS", help="with several exports: run the per-file work on the Dask scheduler at ADDRESS (pip install 'nvtxsim[dask]')")
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int_option("--jobs", low=1, high=4096),
+        metavar="N",
+        help="with several exports (one per rank): processes to load them in (default: one per file, up to the cores)",
+    )
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="with several exports: run the per-file work on the Dask scheduler at ADDRESS (pip install 'nvtxsim[dask]')",
+    )
     p.add_argument(
         "--domain",
         metavar="NAME",

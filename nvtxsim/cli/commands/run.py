@@ -53,7 +53,9 @@ def execute(argv: list[str], *, module: bool = False) -> int:
         else:
             path = os.path.abspath(target)
             sys.argv = [target, *rest]
-            folder = path if os.path.isdir(path) or _is_zip(path) else os.path.dirname(path)  # as Python sets sys.path[0]
+            folder = (
+                path if os.path.isdir(path) or _is_zip(path) else os.path.dirname(path)
+            )  # as Python sets sys.path[0]
             path = os.path.join(os.getcwd(), target)  # __file__ as Python makes it: joined, not normalised
             if sys.path:
                 sys.path[0] = folder
@@ -99,7 +101,9 @@ def _run_path(path: str, argv0: str) -> None:
     if spec is None or spec.loader is None:
         raise NvtxsimError(f"{argv0}: no __main__ module to run (a script, or a folder or zip file with __main__.py)")
     code = spec.loader.get_code("__main__")  # type: ignore[attr-defined]
-    _exec_main(code, __file__=spec.origin, __cached__=spec.cached, __loader__=spec.loader, __package__="", __spec__=spec)
+    _exec_main(
+        code, __file__=spec.origin, __cached__=spec.cached, __loader__=spec.loader, __package__="", __spec__=spec
+    )
 
 
 def _exec_main(code: types.CodeType, **dunders: object) -> None:
@@ -170,10 +174,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-m", dest="module", action="store_true", help="run a module (like python -m MODULE)")
-    p.add_argument("--no-count-steps", action="store_true",
-                   help="do not count env steps as iterations for capture windows (nvtxsim profile --iterations)")
+    p.add_argument(
+        "--no-count-steps",
+        action="store_true",
+        help="do not count env steps as iterations for capture windows (nvtxsim profile --iterations)",
+    )
     p.add_argument("--no-instrument", action="store_true", help="run without instrumentation (for comparisons)")
     p.add_argument("-q", "--quiet", action="store_true", help="no 'nvtxsim: instrumented ...' lines on stderr")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]", help="the program and its arguments")
     p.set_defaults(func=run)
-

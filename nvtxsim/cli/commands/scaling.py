@@ -31,7 +31,14 @@ FORMATS = ("table", "json", "csv", "markdown", "html")
 
 
 def sweep(
-    items: list[str], param: str, *, by: str | None = None, skip_first: int = 0, domain: str | None = "nvtxsim", domain_given: bool = False, match: str | None = None
+    items: list[str],
+    param: str,
+    *,
+    by: str | None = None,
+    skip_first: int = 0,
+    domain: str | None = "nvtxsim",
+    domain_given: bool = False,
+    match: str | None = None,
 ) -> Scaling:
     """Load every run and fit (the programmatic form of ``nvtxsim scaling``)."""
     if skip_first < 0:
@@ -60,7 +67,15 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_writable(args.output, force=args.force, protect=[s.path for s in specs])
     domain, given = domain_from_args(args)
-    sc = sweep(args.runs, args.param, by=args.by, skip_first=args.skip_first, domain=domain, domain_given=given, match=args.match)
+    sc = sweep(
+        args.runs,
+        args.param,
+        by=args.by,
+        skip_first=args.skip_first,
+        domain=domain,
+        domain_given=given,
+        match=args.match,
+    )
     if sc.refused is None:
         if value is not None:
             sc.prediction = predict(sc, value)
@@ -87,18 +102,58 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         epilog="example:\n  nvtxsim scaling run_1024.sqlite=1024 run_4096.sqlite=4096 run_16384.sqlite=16384 --param num_envs --skip-first 5",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("runs", nargs="+", metavar="RUN=VALUE", help="an export (.sqlite, .sqlite.gz or .nsys-rep) and the parameter's value in that run")
-    p.add_argument("--param", required=True, metavar="NAME", help="name of the parameter that differs between the runs (e.g. num_envs)")
-    p.add_argument("--format", "-f", choices=FORMATS, default="table", help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)")
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN=VALUE",
+        help="an export (.sqlite, .sqlite.gz or .nsys-rep) and the parameter's value in that run",
+    )
+    p.add_argument(
+        "--param",
+        required=True,
+        metavar="NAME",
+        help="name of the parameter that differs between the runs (e.g. num_envs)",
+    )
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=FORMATS,
+        default="table",
+        help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)",
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names (default: fit the terminal's width)")
-    p.add_argument("--by", metavar="NAME", help="range that marks one loop iteration (default: step where an RL runner's steps were recorded, else iteration; as the report)")
-    p.add_argument("--skip-first", type=int_option("--skip-first"), default=0, metavar="N", help="leave out the first N iterations of each run (warm-up)")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="on a terminal too, show every column and whole names (default: fit the terminal's width)",
+    )
+    p.add_argument(
+        "--by",
+        metavar="NAME",
+        help="range that marks one loop iteration (default: step where an RL runner's steps were recorded, else iteration; as the report)",
+    )
+    p.add_argument(
+        "--skip-first",
+        type=int_option("--skip-first"),
+        default=0,
+        metavar="N",
+        help="leave out the first N iterations of each run (warm-up)",
+    )
     p.add_argument("--predict", metavar="VALUE", help="time per iteration per phase and memory at this parameter value")
-    p.add_argument("--memory-budget", metavar="SIZE", help="largest parameter value whose peak GPU memory fits SIZE (80GiB, 80GB, 512MiB)")
-    p.add_argument("--domain", metavar="NAME", help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim; every domain when a run has no range in nvtxsim)")
-    p.add_argument("--match", metavar="REGEX", help="only phases whose name matches REGEX (the iteration range is always kept)")
+    p.add_argument(
+        "--memory-budget",
+        metavar="SIZE",
+        help="largest parameter value whose peak GPU memory fits SIZE (80GiB, 80GB, 512MiB)",
+    )
+    p.add_argument(
+        "--domain",
+        metavar="NAME",
+        help="NVTX domain: a name, 'default' or 'all' (default: nvtxsim; every domain when a run has no range in nvtxsim)",
+    )
+    p.add_argument(
+        "--match", metavar="REGEX", help="only phases whose name matches REGEX (the iteration range is always kept)"
+    )
     # "-80GiB" is a (bad) size, not an option: argparse only takes "-80" or "-0.5" as values, so a
     # negative size with a unit got a usage block instead of the one-line --memory-budget error.
     p._negative_number_matcher = re.compile(r"^-\.?\d")

@@ -47,11 +47,15 @@ def render(model: Any, fmt: str, *, width: int | None = None, color: bool = Fals
     return renderer(fmt).render(model, width=width, color=color)
 
 
-def render_ranks(fmt: str, reports: list, merged: Any, spread: list[dict], *, width: int | None = None, color: bool = False) -> str:
+def render_ranks(
+    fmt: str, reports: list, merged: Any, spread: list[dict], *, width: int | None = None, color: bool = False
+) -> str:
     """Several exports (one per rank) in ``fmt``: per rank, merged, and the spread (formats with ``render_ranks``)."""
     module = renderer(fmt)
     if not hasattr(module, "render_ranks"):
         from nvtxsim.errors import NvtxsimError
 
-        raise NvtxsimError(f"format {fmt!r} shows one export; with several use one of: {', '.join(f for f in FORMATS if f not in PAGE_FORMATS)}")
+        raise NvtxsimError(
+            f"format {fmt!r} shows one export; with several use one of: {', '.join(f for f in FORMATS if f not in PAGE_FORMATS)}"
+        )
     return module.render_ranks(reports, merged, spread, width=width, color=color)

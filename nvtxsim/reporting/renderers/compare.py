@@ -40,9 +40,17 @@ def _row(p: PhaseDelta) -> dict:
 
 def comparison_table(c: Comparison) -> ViewTable:
     cols = [
-        C("phase", "Phase"), C("base_n", "N base", "int"), C("new_n", "N new", "int"), C("base_median_ns", "median base", "ns"),
-        C("new_median_ns", "median new", "ns"), C("median_delta", "Δ median", "num"), C("median_ci", "CI", "num"),
-        C("base_p99_ns", "p99 base", "ns"), C("new_p99_ns", "p99 new", "ns"), C("p99_delta", "Δ p99", "num"), C("p99_ci", "CI", "num"),
+        C("phase", "Phase"),
+        C("base_n", "N base", "int"),
+        C("new_n", "N new", "int"),
+        C("base_median_ns", "median base", "ns"),
+        C("new_median_ns", "median new", "ns"),
+        C("median_delta", "Δ median", "num"),
+        C("median_ci", "CI", "num"),
+        C("base_p99_ns", "p99 base", "ns"),
+        C("new_p99_ns", "p99 new", "ns"),
+        C("p99_delta", "Δ p99", "num"),
+        C("p99_ci", "CI", "num"),
         C("flag", "verdict"),
     ]
     title = f"{c.base.get('path', '')} → {c.new.get('path', '')}"
@@ -96,7 +104,13 @@ def _findings_markdown(c: Comparison) -> str:
 
     if c.findings is None:
         return ""
-    lines = ["", "### Findings", "", f"{len(c.findings.appeared)} appeared, {len(c.findings.gone)} went away, {len(c.findings.kept)} in both", ""]
+    lines = [
+        "",
+        "### Findings",
+        "",
+        f"{len(c.findings.appeared)} appeared, {len(c.findings.gone)} went away, {len(c.findings.kept)} in both",
+        "",
+    ]
     lines += [f"- **{what}** {markdown_cell(text)}" for what, text in _findings_lines(c)]
     return "\n".join(lines) + "\n"
 
@@ -113,7 +127,12 @@ def _forest(c: Comparison) -> str:
     rows = [p for p in c.phases if p.median_delta_pct is not None]
     if not rows:
         return '<p class="note">No phase present in both runs with enough samples.</p>'
-    finite = [v for p in rows for v in (p.median_ci_low_pct, p.median_ci_high_pct, p.median_delta_pct) if v is not None and abs(v) != float("inf")]
+    finite = [
+        v
+        for p in rows
+        for v in (p.median_ci_low_pct, p.median_ci_high_pct, p.median_delta_pct)
+        if v is not None and abs(v) != float("inf")
+    ]
     thr = c.settings.fail_above
     lim = max([abs(v) for v in finite] + ([thr * 1.2] if thr else []) + [5.0])
     lim = min(lim * 1.1, 1000.0)
@@ -127,14 +146,18 @@ def _forest(c: Comparison) -> str:
         out.append(f'<text x="{sx(v):.1f}" y="{H - 6}" text-anchor="middle">{v:+.0f} %</text>')
     out.append(f'<line x1="{sx(0):.1f}" x2="{sx(0):.1f}" y1="6" y2="{H - 20}" stroke="#444"/>')
     if thr is not None:
-        out.append(f'<line x1="{sx(thr):.1f}" x2="{sx(thr):.1f}" y1="6" y2="{H - 20}" stroke="#c0392b" stroke-dasharray="4 3"/>')
+        out.append(
+            f'<line x1="{sx(thr):.1f}" x2="{sx(thr):.1f}" y1="6" y2="{H - 20}" stroke="#c0392b" stroke-dasharray="4 3"/>'
+        )
     for i, p in enumerate(rows):
         y = 20 + i * rh
         col = "#c0392b" if p.regression else "#2f6fdf" if p.verdict == "faster" else "#555"
         out.append(f'<text x="6" y="{y + 4}">{html.escape(p.phase[:34])}</text>')
         lo, hi = p.median_ci_low_pct or 0.0, p.median_ci_high_pct or 0.0
         out.append(f'<line x1="{sx(lo):.1f}" x2="{sx(hi):.1f}" y1="{y}" y2="{y}" stroke="{col}" stroke-width="2"/>')
-        out.append(f'<circle cx="{sx(p.median_delta_pct or 0):.1f}" cy="{y}" r="4" fill="{col}"><title>{html.escape(p.phase)}: {_pct(p.median_delta_pct)} {_ci(lo, hi)}</title></circle>')
+        out.append(
+            f'<circle cx="{sx(p.median_delta_pct or 0):.1f}" cy="{y}" r="4" fill="{col}"><title>{html.escape(p.phase)}: {_pct(p.median_delta_pct)} {_ci(lo, hi)}</title></circle>'
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -144,12 +167,14 @@ def _html(c: Comparison, t: ViewTable) -> str:
     from nvtxsim.reporting.renderers.html import _CSS, _table_html
 
     verdict = (
-        f'<p class="warn">regressed: {html.escape(", ".join(p.phase for p in c.regressions))}</p>' if c.regressions else '<p class="sub">no regression</p>'
+        f'<p class="warn">regressed: {html.escape(", ".join(p.phase for p in c.regressions))}</p>'
+        if c.regressions
+        else '<p class="sub">no regression</p>'
     )
     return (
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>nvtxsim compare</title>"
-        f"<style>{_CSS}</style></head><body><header><h1>nvtxsim compare</h1><p class=\"src\">{html.escape(t.title)}</p>{verdict}</header><main>"
-        f"<section><h2>Median change per phase</h2><p class=\"sub\">dot: Δ median; bar: {int(c.settings.confidence * 100)} % bootstrap interval"
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nvtxsim compare</title>'
+        f'<style>{_CSS}</style></head><body><header><h1>nvtxsim compare</h1><p class="src">{html.escape(t.title)}</p>{verdict}</header><main>'
+        f'<section><h2>Median change per phase</h2><p class="sub">dot: Δ median; bar: {int(c.settings.confidence * 100)} % bootstrap interval'
         f"{'; dashed: --fail-above' if c.settings.fail_above is not None else ''}</p>{_forest(c)}</section>"
         f"<section><h2>All phases</h2>{_table_html(t)}</section>{_findings_html(c)}</main>"
         f"<footer>made by nvtxsim {html.escape(__version__)} · self-contained, works offline</footer></body></html>\n"

@@ -18,5 +18,7 @@ def render(model: ReportModel, *, width: int | None = None, color: bool = False)
     return render_csv(model.summary) if t.name == "summary" else csv_text(t)
 
 
-def render_ranks(reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False) -> str:
+def render_ranks(
+    reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False
+) -> str:
     return ranks_csv(reports, merged)

@@ -37,7 +37,11 @@ def _table_html(t: ViewTable, limit: int | None = None) -> str:
             tds.append(f'<td class="{cls}" data-v="{sort}">{text}</td>')
         anchor = f' id="phase-{i}"' if t.name == "summary" else ""  # findings link to their phase's row (by position)
         body.append(f"<tr{anchor}>" + "".join(tds) + "</tr>")
-    more = f'<p class="note">{len(t.rows) - len(rows)} more rows in the JSON/CSV output.</p>' if limit is not None and len(t.rows) > limit else ""
+    more = (
+        f'<p class="note">{len(t.rows) - len(rows)} more rows in the JSON/CSV output.</p>'
+        if limit is not None and len(t.rows) > limit
+        else ""
+    )
     notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in t.notes if n)
     if not t.rows:
         return f'<p class="note">Nothing to show.</p>{notes}'
@@ -65,15 +69,26 @@ def render(model: ReportModel, *, width: int | None = None, color: bool = False)
     tables = model.views
     sections = []
     titles = {
-        "summary": "Phases", "tree": "Nesting and self time", "iterations": "Per iteration", "slowest": "Slowest iterations",
-        "kernels": "Top kernels", "copies": "Copies", "syncs": "Synchronization waits", "gpu": "GPU idle, queue, graphs",
-        "gpus": "Per GPU", "threads": "Per thread", "findings": "Findings (all)", "overlap": "Other threads' GPU work (time overlap)",
+        "summary": "Phases",
+        "tree": "Nesting and self time",
+        "iterations": "Per iteration",
+        "slowest": "Slowest iterations",
+        "kernels": "Top kernels",
+        "copies": "Copies",
+        "syncs": "Synchronization waits",
+        "gpu": "GPU idle, queue, graphs",
+        "gpus": "Per GPU",
+        "threads": "Per thread",
+        "findings": "Findings (all)",
+        "overlap": "Other threads' GPU work (time overlap)",
     }
     for t in tables:
         sections.append(
             f'<section id="v-{t.name}"><h2>{html.escape(titles.get(t.name, t.name))}</h2><p class="sub">{html.escape(t.title)}</p>{_table_html(t, 400)}</section>'
         )
-    heading = [f"<bdi>{html.escape(part)}</bdi>" for part in heading_parts(s, counts_sep=" · ")]  # a bidi override in a name stays inside its part
+    heading = [
+        f"<bdi>{html.escape(part)}</bdi>" for part in heading_parts(s, counts_sep=" · ")
+    ]  # a bidi override in a name stays inside its part
     warnings = "".join(f'<p class="warn">{html.escape(w)}</p>' for w in rep.warnings)
     findings = ""
     if rep.findings is not None:

@@ -11,5 +11,7 @@ def render(model: ReportModel, *, width: int | None = None, color: bool = False)
     return model.to_json()
 
 
-def render_ranks(reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False) -> str:
+def render_ranks(
+    reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False
+) -> str:
     return ranks_json(reports, merged, spread)

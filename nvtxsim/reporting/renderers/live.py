@@ -36,7 +36,9 @@ COLUMNS = [
 def _heading(log: LiveLog) -> str:
     its = [w["iterations"] for w in log.windows if isinstance(w.get("iterations"), list) and len(w["iterations"]) == 2]
     ends = [(a, b) for a, b in its if isinstance(a, int) and isinstance(b, int)]
-    span = f"iterations {min(a for a, _ in ends)}..{max(b for _, b in ends)}" if ends else "no iterations marked"  # lines of several processes interleave
+    span = (
+        f"iterations {min(a for a, _ in ends)}..{max(b for _, b in ends)}" if ends else "no iterations marked"
+    )  # lines of several processes interleave
     measured = sum(int(w.get("measured") or 0) for w in log.windows if isinstance(w.get("measured"), int))
     samples = sorted({s for w in log.windows if isinstance(s := w.get("sample"), int)})
     sample = f" (1 in {samples[0]})" if samples and samples != [1] else ""
@@ -76,8 +78,14 @@ def render_live(log: LiveLog, fmt: str, *, width: int | None = None, color: bool
     if fmt == "csv":
         return csv_text(t)
     if fmt == "json":
-        doc = {"source": log.path, "windows": len(log.windows), "skipped": log.skipped, "pids": log.pids,
-               "notes": t.notes, "phases": {r["phase"]: {k: v for k, v in r.items() if k != "phase"} for r in t.rows}}
+        doc = {
+            "source": log.path,
+            "windows": len(log.windows),
+            "skipped": log.skipped,
+            "pids": log.pids,
+            "notes": t.notes,
+            "phases": {r["phase"]: {k: v for k, v in r.items() if k != "phase"} for r in t.rows},
+        }
         return json_text(doc, indent=2) + "\n"
     if fmt == "html":
         return render_live_html(log, t)
@@ -112,7 +120,7 @@ def _thin(data: list[tuple[int, float]], most: int = PLOT_POINTS) -> list[tuple[
     size = -(-len(data) // most)
     out = []
     for i in range(0, len(data), size):
-        chunk = data[i:i + size]
+        chunk = data[i : i + size]
         x, y = max(chunk, key=lambda p: p[1])
         out.append((x, y, len(chunk)))
     return out
@@ -129,11 +137,15 @@ def _plot(key: str, cpu: list[tuple[int, float]], gpu: list[tuple[int, float]]) 
     sy = lambda y: H - B - (H - T - B) * y / y1  # noqa: E731
     out = [f'<figure class="lp"><figcaption>{html.escape(key)}</figcaption><svg width="{W}" height="{H}" role="img">']
     for y in _ticks(0.0, y1):
-        out.append(f'<line class="grid" x1="{L}" x2="{W - R}" y1="{sy(y):.1f}" y2="{sy(y):.1f}"/>'
-                   f'<text x="{L - 4}" y="{sy(y) + 4:.1f}" text-anchor="end">{html.escape(fmt_ns(y))}</text>')
+        out.append(
+            f'<line class="grid" x1="{L}" x2="{W - R}" y1="{sy(y):.1f}" y2="{sy(y):.1f}"/>'
+            f'<text x="{L - 4}" y="{sy(y) + 4:.1f}" text-anchor="end">{html.escape(fmt_ns(y))}</text>'
+        )
     for x in _ticks(float(x0), float(x1)):
         out.append(f'<text x="{sx(x):.1f}" y="{H - B + 14}" text-anchor="middle">{int(x)}</text>')
-    out.append(f'<line class="ax" x1="{L}" x2="{L}" y1="{T}" y2="{H - B}"/><line class="ax" x1="{L}" x2="{W - R}" y1="{H - B}" y2="{H - B}"/>')
+    out.append(
+        f'<line class="ax" x1="{L}" x2="{L}" y1="{T}" y2="{H - B}"/><line class="ax" x1="{L}" x2="{W - R}" y1="{H - B}" y2="{H - B}"/>'
+    )
     for name, data, col in (("CPU", cpu, CPU_COLOR), ("GPU", gpu, GPU_COLOR)):
         if not data:
             continue
@@ -144,8 +156,11 @@ def _plot(key: str, cpu: list[tuple[int, float]], gpu: list[tuple[int, float]]) 
             of = f" (the slowest of {n} windows)" if n > 1 else ""
             tip = html.escape(f"{key} {name} mean at iteration {x}: {fmt_ns(y)}{of}")
             out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{col}"><title>{tip}</title></circle>')
-    out.append(f'<text x="{W - R}" y="{T + 10}" text-anchor="end"><tspan fill="{CPU_COLOR}">CPU</tspan>'
-               + (f' · <tspan fill="{GPU_COLOR}">GPU</tspan>' if gpu else "") + "</text></svg></figure>")
+    out.append(
+        f'<text x="{W - R}" y="{T + 10}" text-anchor="end"><tspan fill="{CPU_COLOR}">CPU</tspan>'
+        + (f' · <tspan fill="{GPU_COLOR}">GPU</tspan>' if gpu else "")
+        + "</text></svg></figure>"
+    )
     return "".join(out)
 
 
@@ -164,7 +179,12 @@ def render_live_html(log: LiveLog, t: ViewTable) -> str:
     notes = "".join(f'<p class="sub">{html.escape(n)}</p>' for n in t.notes)
     if len(log.pids) > 1:
         notes += f'<p class="sub">plots: process {html.escape(str(main_pid))} (the first in the file)</p>'
-    css = _CSS + ".grid2{display:flex;flex-wrap:wrap;gap:10px 24px}figure.lp{margin:0;max-width:" + str(W) + "px}figcaption{font-size:12.5px;font-weight:600;overflow-wrap:anywhere}"
+    css = (
+        _CSS
+        + ".grid2{display:flex;flex-wrap:wrap;gap:10px 24px}figure.lp{margin:0;max-width:"
+        + str(W)
+        + "px}figcaption{font-size:12.5px;font-weight:600;overflow-wrap:anywhere}"
+    )
     plots = "".join(figs) or '<p class="note">Nothing to plot.</p>'
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nvtxsim live</title>'

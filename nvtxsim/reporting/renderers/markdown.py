@@ -17,12 +17,16 @@ def render(model: ReportModel, *, width: int | None = None, color: bool = False)
     if report.findings is not None and "summary" not in names:
         parts.append(block_markdown(report.findings))
     for t in model.views:
-        parts.append(render_markdown(report, before=before_markdown(report)) if t.name == "summary" else markdown_text(t))
+        parts.append(
+            render_markdown(report, before=before_markdown(report)) if t.name == "summary" else markdown_text(t)
+        )
     text = "\n".join(parts)
     if "summary" not in names and report.warnings:
         text += "".join(f"\n> warning: {markdown_cell(w)}\n" for w in report.warnings)
     return text
 
 
-def render_ranks(reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False) -> str:
+def render_ranks(
+    reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False
+) -> str:
     return ranks_text(reports, merged, spread, markdown=True)

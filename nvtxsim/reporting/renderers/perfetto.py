@@ -38,7 +38,12 @@ def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, 
     events, threads = _range_events(d, t0)
     meta = _thread_meta(d, threads) + _gpu_meta(d)
     gpu_text = _op_events(d, t0) if len(ops) else []
-    other = {"source": str(d.export.path), "nsys_version": d.export.nsys_version, "t0_ns": t0, "generator": "nvtxsim report --format perfetto"}
+    other = {
+        "source": str(d.export.path),
+        "nsys_version": d.export.nsys_version,
+        "t0_ns": t0,
+        "generator": "nvtxsim report --format perfetto",
+    }
     return meta + events, gpu_text, other
 
 
@@ -60,12 +65,25 @@ def _range_events(d: Detail, t0: int) -> tuple[list[dict[str, Any]], set[int]]:
         if r.unclosed[i]:
             args["unclosed"] = True
         if r.style[i] == 0:
-            events.append({"ph": "X", "name": name, "cat": cat, "ts": ts[k], "dur": round(te[k] - ts[k], 3), "pid": pid, "tid": tid, "args": args})
+            events.append(
+                {
+                    "ph": "X",
+                    "name": name,
+                    "cat": cat,
+                    "ts": ts[k],
+                    "dur": round(te[k] - ts[k], 3),
+                    "pid": pid,
+                    "tid": tid,
+                    "args": args,
+                }
+            )
         else:
             rid = f"r{int(r.row[i])}"
             if r.cross_thread[i]:
                 args["ends_on_other_thread"] = True
-            events.append({"ph": "b", "name": name, "cat": cat, "id": rid, "ts": ts[k], "pid": pid, "tid": tid, "args": args})
+            events.append(
+                {"ph": "b", "name": name, "cat": cat, "id": rid, "ts": ts[k], "pid": pid, "tid": tid, "args": args}
+            )
             events.append({"ph": "e", "name": name, "cat": cat, "id": rid, "ts": te[k], "pid": pid, "tid": tid})
     return events, threads
 
@@ -73,7 +91,15 @@ def _range_events(d: Detail, t0: int) -> tuple[list[dict[str, Any]], set[int]]:
 def _thread_meta(d: Detail, threads: set[int]) -> list[dict[str, Any]]:
     meta: list[dict[str, Any]] = []
     for gtid in sorted(threads):
-        meta.append({"ph": "M", "name": "thread_name", "pid": pid_of(gtid), "tid": tid_of(gtid), "args": {"name": d.thread_name(gtid)}})
+        meta.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": pid_of(gtid),
+                "tid": tid_of(gtid),
+                "args": {"name": d.thread_name(gtid)},
+            }
+        )
     for gpid in sorted({g & ~0xFFFFFF for g in threads}):
         meta.append({"ph": "M", "name": "process_name", "pid": pid_of(gpid), "args": {"name": d.process_name(gpid)}})
     return meta
@@ -86,10 +112,27 @@ def _gpu_meta(d: Detail) -> list[dict[str, Any]]:
     if not len(ops):
         return meta
     for dev in np.unique(ops.device_id).tolist():
-        meta.append({"ph": "M", "name": "process_name", "pid": GPU_PID_BASE + int(dev), "args": {"name": d.gpu_name(int(dev))}})
-        meta.append({"ph": "M", "name": "process_sort_index", "pid": GPU_PID_BASE + int(dev), "args": {"sort_index": 1000 + int(dev)}})
+        meta.append(
+            {"ph": "M", "name": "process_name", "pid": GPU_PID_BASE + int(dev), "args": {"name": d.gpu_name(int(dev))}}
+        )
+        meta.append(
+            {
+                "ph": "M",
+                "name": "process_sort_index",
+                "pid": GPU_PID_BASE + int(dev),
+                "args": {"sort_index": 1000 + int(dev)},
+            }
+        )
     for dev, stream in np.unique(np.stack([ops.device_id, ops.stream_id], axis=1), axis=0).tolist():
-        meta.append({"ph": "M", "name": "thread_name", "pid": GPU_PID_BASE + int(dev), "tid": int(stream), "args": {"name": f"stream {int(stream)}"}})
+        meta.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": GPU_PID_BASE + int(dev),
+                "tid": int(stream),
+                "args": {"name": f"stream {int(stream)}"},
+            }
+        )
     return meta
 
 
@@ -114,7 +157,9 @@ def _op_events(d: Detail, t0: int) -> list[str]:
     os_, oe = _us(ops.start, t0), _us(ops.end, t0)
     kinds, nids, corr = ops.kind.tolist(), ops.name_id.tolist(), ops.correlation_id.tolist()
     nbytes, dev, stream = ops.bytes.tolist(), ops.device_id.tolist(), ops.stream_id.tolist()
-    plabel = (np.where(phase_of_op >= 0, r.label[np.maximum(phase_of_op, 0)], -1) if len(r.label) else np.full(len(ops), -1)).tolist()
+    plabel = (
+        np.where(phase_of_op >= 0, r.label[np.maximum(phase_of_op, 0)], -1) if len(r.label) else np.full(len(ops), -1)
+    ).tolist()
     name_cache: dict[tuple[int, int, str], str] = {}
     phase_cache: dict[int, str] = {-1: ""}
     out = []

@@ -33,7 +33,11 @@ def _exp(f: MetricFit | None) -> str:
 
 
 def _slope(f: MetricFit | None) -> str:
-    return f"{f.slope:.2f} ± {f.slope_err:.2f}" if f is not None and f.slope is not None and f.slope_err is not None else ""
+    return (
+        f"{f.slope:.2f} ± {f.slope_err:.2f}"
+        if f is not None and f.slope is not None and f.slope_err is not None
+        else ""
+    )
 
 
 # --------------------------------------------------------------------------- tables
@@ -44,10 +48,17 @@ def class_table(sc: Scaling) -> ViewTable:
     memory = sc.loop_peak is not None
     # Everything but the phase is "num": shown whole or left out on a narrow terminal, never shortened.
     # Table order is the priority on a narrow terminal: classes, then exponents, then the rest.
-    cols = [C("phase", "Phase"), C("cpu_class", "CPU", "num"), C("gpu_class", "GPU", "num")] + ([C("memory_class", "memory", "num")] if memory else [])
-    cols += [C("cpu_exp", "k CPU", "num"), C("gpu_exp", "k GPU", "num")] + ([C("memory_exp", "k mem", "num")] if memory else [])
+    cols = [C("phase", "Phase"), C("cpu_class", "CPU", "num"), C("gpu_class", "GPU", "num")] + (
+        [C("memory_class", "memory", "num")] if memory else []
+    )
+    cols += [C("cpu_exp", "k CPU", "num"), C("gpu_exp", "k GPU", "num")] + (
+        [C("memory_exp", "k mem", "num")] if memory else []
+    )
     cols.append(C("cpu_slope", "log-log CPU", "num"))
-    cols += [C("cpu_last", f"CPU/iter @{_num(sc.values[-1])}", "num"), C("gpu_last", f"GPU/iter @{_num(sc.values[-1])}", "num")]
+    cols += [
+        C("cpu_last", f"CPU/iter @{_num(sc.values[-1])}", "num"),
+        C("gpu_last", f"GPU/iter @{_num(sc.values[-1])}", "num"),
+    ]
     if memory:
         cols.append(C("mem_last", f"mem @{_num(sc.values[-1])}", "num"))
     rows = []
@@ -71,7 +82,9 @@ def class_table(sc: Scaling) -> ViewTable:
             "constant: growth over the sweep < 25 %; sublinear k < 0.75; superlinear k > 1.25; log-log: slope ± error from the per-iteration spread"
         )
         if any(f.uncertain for ph in sc.phases for f in ph.fits.values()):
-            notes.append("?: the exponent's interval reaches into another class (noisy runs: more iterations or runs would settle it)")
+            notes.append(
+                "?: the exponent's interval reaches into another class (noisy runs: more iterations or runs would settle it)"
+            )
     if memory:
         notes.append("memory: the phase's own GPU memory while open (peak minus the level at its start), per iteration")
     title = f"Scaling with {sc.param} ({', '.join(_num(v) for v in sc.values)}); per iteration of {sc.runs[0].key}"
@@ -85,8 +98,15 @@ def _num(v: float) -> str:
 def run_table(sc: Scaling) -> ViewTable:
     """Per phase and run: the per-iteration values the fits used, and the throughput cost."""
     memory = sc.loop_peak is not None
-    cols = [C("phase", "Phase"), C("value_text", sc.param, "num"), C("iterations", "iters", "int"), C("cpu_ns", "CPU/iter", "ns"), C("cpu_err", "±", "num"),
-            C("gpu_ns", "GPU/iter", "ns"), C("share_of_iteration", "of iter", "pct")]
+    cols = [
+        C("phase", "Phase"),
+        C("value_text", sc.param, "num"),
+        C("iterations", "iters", "int"),
+        C("cpu_ns", "CPU/iter", "ns"),
+        C("cpu_err", "±", "num"),
+        C("gpu_ns", "GPU/iter", "ns"),
+        C("share_of_iteration", "of iter", "pct"),
+    ]
     if memory:
         cols += [C("memory_bytes", "mem", "bytes"), C("peak_bytes", "peak", "bytes")]
     cols.append(C("throughput", f"{sc.param}·steps/s", "num"))
@@ -121,7 +141,9 @@ def prediction_table(sc: Scaling) -> ViewTable | None:
     if not p:
         return None
     memory = sc.loop_peak is not None
-    cols = [C("phase", "Phase"), C("cpu_ns", "CPU/iter", "ns"), C("gpu_ns", "GPU/iter", "ns")] + ([C("memory_bytes", "mem", "bytes")] if memory else [])
+    cols = [C("phase", "Phase"), C("cpu_ns", "CPU/iter", "ns"), C("gpu_ns", "GPU/iter", "ns")] + (
+        [C("memory_bytes", "mem", "bytes")] if memory else []
+    )
     notes = []
     if "phases_sum_cpu_ns" in p:
         notes.append(
@@ -145,7 +167,10 @@ def budget_lines(sc: Scaling) -> list[str]:
         return [head + b.get("note", "no value fits")]
     extra = " (extrapolated)" if b.get("extrapolated") else ""
     limit = f", limited by {b['limited_by']}" if b.get("limited_by") else ""
-    return [head + f"largest {sc.param} = {_num(b['largest_value'])}{extra}, fitted peak {fmt_bytes(b['peak_at_largest_bytes'])}{limit}"]
+    return [
+        head
+        + f"largest {sc.param} = {_num(b['largest_value'])}{extra}, fitted peak {fmt_bytes(b['peak_at_largest_bytes'])}{limit}"
+    ]
 
 
 # --------------------------------------------------------------------------- documents
@@ -169,7 +194,15 @@ def as_dict(sc: Scaling) -> dict:
         "param": sc.param,
         "values": sc.values,
         "key": sc.runs[0].key,
-        "runs": [{"path": r.spec.path, "value": r.spec.value, "iterations": r.iterations, "process_peak_bytes": r.process_peak if r.has_memory else None} for r in sc.runs],
+        "runs": [
+            {
+                "path": r.spec.path,
+                "value": r.spec.value,
+                "iterations": r.iterations,
+                "process_peak_bytes": r.process_peak if r.has_memory else None,
+            }
+            for r in sc.runs
+        ],
         "phases": phases,
         "peak_memory_fit": sc.loop_peak.as_dict() if sc.loop_peak else None,
         "notes": ([sc.refused] if sc.refused else []) + sc.notes,
@@ -196,7 +229,9 @@ def render_scaling(sc: Scaling, fmt: str, *, width: int | None = None, color: bo
     # The budget line names a phase: text from the export, escaped like the tables' cells.
     if fmt == "table":
         wrapped = [part for line in lines for part in fit_text(line, width)]
-        return "\n".join(table_text(t, width=width, color=color) for t in tables) + "".join(f"{part}\n" for part in wrapped)
+        return "\n".join(table_text(t, width=width, color=color) for t in tables) + "".join(
+            f"{part}\n" for part in wrapped
+        )
     if fmt == "markdown":
         return "\n".join(markdown_text(t) for t in tables) + "".join(f"\n> {markdown_cell(line)}\n" for line in lines)
     if fmt == "html":

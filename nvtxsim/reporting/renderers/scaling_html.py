@@ -44,15 +44,25 @@ def _plot(title: str, values: list[float], series: list[tuple[MetricFit, str, st
     sy = lambda y: H - B - (H - T - B) * (math.log(y) - math.log(y0)) / (math.log(y1) - math.log(y0))  # noqa: E731
     out = [f'<figure class="sp"><figcaption>{html.escape(title)}</figcaption><svg width="{W}" height="{H}" role="img">']
     for y in _ticks(y0, y1, binary=fmt is fmt_bytes):
-        out.append(f'<line class="grid" x1="{L}" x2="{W - R}" y1="{sy(y):.1f}" y2="{sy(y):.1f}"/><text x="{L - 4}" y="{sy(y) + 4:.1f}" text-anchor="end">{html.escape(fmt(y))}</text>')
+        out.append(
+            f'<line class="grid" x1="{L}" x2="{W - R}" y1="{sy(y):.1f}" y2="{sy(y):.1f}"/><text x="{L - 4}" y="{sy(y) + 4:.1f}" text-anchor="end">{html.escape(fmt(y))}</text>'
+        )
     for x in xs:
-        out.append(f'<line class="grid" x1="{sx(x):.1f}" x2="{sx(x):.1f}" y1="{T}" y2="{H - B}"/><text x="{sx(x):.1f}" y="{H - B + 14}" text-anchor="middle">{html.escape(_short(x))}</text>')
-    out.append(f'<line class="ax" x1="{L}" x2="{L}" y1="{T}" y2="{H - B}"/><line class="ax" x1="{L}" x2="{W - R}" y1="{H - B}" y2="{H - B}"/>')
+        out.append(
+            f'<line class="grid" x1="{sx(x):.1f}" x2="{sx(x):.1f}" y1="{T}" y2="{H - B}"/><text x="{sx(x):.1f}" y="{H - B + 14}" text-anchor="middle">{html.escape(_short(x))}</text>'
+        )
+    out.append(
+        f'<line class="ax" x1="{L}" x2="{L}" y1="{T}" y2="{H - B}"/><line class="ax" x1="{L}" x2="{W - R}" y1="{H - B}" y2="{H - B}"/>'
+    )
     for k, (f, name, col) in enumerate(pts):
         if f.power is not None:
             grid = [x0 * (x1 / x0) ** (i / 60) for i in range(61)]
-            path = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(f.at(x)):.1f}" for i, x in enumerate(grid) if f.at(x) > 0)
-            out.append(f'<path d="{path}" fill="none" stroke="{col}" stroke-width="1.5" stroke-dasharray="5 3" opacity="0.8"/>')
+            path = " ".join(
+                f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(f.at(x)):.1f}" for i, x in enumerate(grid) if f.at(x) > 0
+            )
+            out.append(
+                f'<path d="{path}" fill="none" stroke="{col}" stroke-width="1.5" stroke-dasharray="5 3" opacity="0.8"/>'
+            )
         for i, (x, v) in enumerate(zip(values, f.centres)):
             if v <= 0:
                 continue
@@ -61,7 +71,9 @@ def _plot(title: str, values: list[float], series: list[tuple[MetricFit, str, st
             out.append(f'<line x1="{sx(x):.1f}" x2="{sx(x):.1f}" y1="{sy(lo):.1f}" y2="{sy(hi):.1f}" stroke="{col}"/>')
             out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(v):.1f}" r="3.5" fill="{col}"><title>{tip}</title></circle>')
         label = f"{name}: {f.cls or '–'}" + (f" (k={f.exponent:.2f})" if f.exponent is not None else "")
-        out.append(f'<rect x="{L + 8}" y="{T + 4 + 15 * k}" width="10" height="10" fill="{col}"/><text x="{L + 22}" y="{T + 13 + 15 * k}">{html.escape(label)}</text>')
+        out.append(
+            f'<rect x="{L + 8}" y="{T + 4 + 15 * k}" width="10" height="10" fill="{col}"/><text x="{L + 22}" y="{T + 13 + 15 * k}">{html.escape(label)}</text>'
+        )
     out.append("</svg></figure>")
     return "".join(out)
 
@@ -82,18 +94,29 @@ def render_scaling_html(sc: Scaling, tables: list[ViewTable], lines: list[str]) 
     extra = sc.prediction["value"] if sc.prediction else None
     figs = []
     for ph in sc.phases:
-        time_plot = _plot("time per iteration", sc.values, [(ph.fits[m], name, col) for m, name, col in SERIES], fmt_ns, extra)
+        time_plot = _plot(
+            "time per iteration", sc.values, [(ph.fits[m], name, col) for m, name, col in SERIES], fmt_ns, extra
+        )
         mem = ph.fits.get("memory")
-        mem_plot = _plot("GPU memory (own, while open)", sc.values, [(mem, MEMORY[1], MEMORY[2])], fmt_bytes, extra) if mem else ""
-        figs.append(f'<div class="ph"><h3><bdi>{html.escape(ph.phase)}</bdi></h3><div class="row">{time_plot}{mem_plot}</div></div>')
+        mem_plot = (
+            _plot("GPU memory (own, while open)", sc.values, [(mem, MEMORY[1], MEMORY[2])], fmt_bytes, extra)
+            if mem
+            else ""
+        )
+        figs.append(
+            f'<div class="ph"><h3><bdi>{html.escape(ph.phase)}</bdi></h3><div class="row">{time_plot}{mem_plot}</div></div>'
+        )
     notes = "".join(f'<p class="sub">{html.escape(line)}</p>' for line in ([sc.refused] if sc.refused else []) + lines)
     sections = "".join(f"<section><h2>{html.escape(t.title)}</h2>{_table_html(t)}</section>" for t in tables)
-    css = _CSS + ".ph{margin:0 0 18px}.ph h3{font-size:14px;margin:0 0 4px}.row{display:flex;flex-wrap:wrap;gap:18px}figure.sp{margin:0}figcaption{font-size:12px;color:var(--mut)}"
+    css = (
+        _CSS
+        + ".ph{margin:0 0 18px}.ph h3{font-size:14px;margin:0 0 4px}.row{display:flex;flex-wrap:wrap;gap:18px}figure.sp{margin:0}figcaption{font-size:12px;color:var(--mut)}"
+    )
     # A bidi override in one path must not reorder the others: each path is isolated.
     src = " · ".join(f"{html.escape(_short(r.spec.value))}: <bdi>{html.escape(r.spec.path)}</bdi>" for r in sc.runs)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nvtxsim scaling</title>'
-        f"<style>{css}</style></head><body><header><h1>nvtxsim scaling: {html.escape(sc.param)}</h1><p class=\"src\">{src}</p>{notes}</header><main>"
+        f'<style>{css}</style></head><body><header><h1>nvtxsim scaling: {html.escape(sc.param)}</h1><p class="src">{src}</p>{notes}</header><main>'
         f'<section><h2>Per phase, log-log</h2><p class="sub">dots: median per iteration with its ± relative standard error; dashed: the fit that predicts (time: a + b·N^k; memory: a + b·N + c·N², all terms ≥ 0)</p>{"".join(figs)}</section>'
         f"{sections}</main><footer>made by nvtxsim {html.escape(__version__)} · self-contained, works offline</footer></body></html>\n"
     )

@@ -21,7 +21,14 @@ def table_text(t: ViewTable, *, width: int | None = None, color: bool = False) -
     """``t`` for a terminal ``width`` columns wide (None: whole, as wide as it needs)."""
     from nvtxsim.reporting.renderers import terminal
 
-    return terminal.render(t.columns, _plain_rows(t), heading=terminal.fit_parts(t.title.split(" · "), width), width=width, color=color, notes=t.notes)
+    return terminal.render(
+        t.columns,
+        _plain_rows(t),
+        heading=terminal.fit_parts(t.title.split(" · "), width),
+        width=width,
+        color=color,
+        notes=t.notes,
+    )
 
 
 def markdown_text(t: ViewTable) -> str:

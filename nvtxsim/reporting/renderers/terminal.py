@@ -33,11 +33,33 @@ SEE_ALL = (
 #: Column keys kept first when the terminal is narrow; keys not listed follow in table order.
 PRIORITY = (
     # summary, threads, processes
-    "instances", "cpu_total_ns", "cpu_mean_ns", "cpu_p99_ns", "gpu_busy_total_ns", "gpu_proj_total_ns", "gpu_ops", "gpu_mem_peak_bytes",
-    "cpu_median_ns", "cpu_p90_ns", "cpu_max_ns", "gpu_kernels", "gpu_proj_median_ns", "memcpy_htod_bytes", "memcpy_dtoh_bytes", "gpu_mem_net_bytes",
+    "instances",
+    "cpu_total_ns",
+    "cpu_mean_ns",
+    "cpu_p99_ns",
+    "gpu_busy_total_ns",
+    "gpu_proj_total_ns",
+    "gpu_ops",
+    "gpu_mem_peak_bytes",
+    "cpu_median_ns",
+    "cpu_p90_ns",
+    "cpu_max_ns",
+    "gpu_kernels",
+    "gpu_proj_median_ns",
+    "memcpy_htod_bytes",
+    "memcpy_dtoh_bytes",
+    "gpu_mem_net_bytes",
     # compare
-    "median_delta", "base_median_ns", "new_median_ns", "median_ci", "p99_delta", "base_p99_ns", "new_p99_ns", "p99_ci",
-    "base_n", "new_n",
+    "median_delta",
+    "base_median_ns",
+    "new_median_ns",
+    "median_ci",
+    "p99_delta",
+    "base_p99_ns",
+    "new_p99_ns",
+    "p99_ci",
+    "base_n",
+    "new_n",
 )
 _RANK = {k: i for i, k in enumerate(PRIORITY)}
 #: Text columns of sentences (a finding's evidence and advice): after every number, where there is room,
@@ -64,7 +86,9 @@ def line_width(text: str) -> int:
     wider than the terminal either; wide glyphs (CJK, emoji) count their two cells."""
     if text.isascii():
         return len(text)
-    return cell_width(text) + sum(len(c.encode("utf-8", "surrogatepass")) - 1 for c in text if c > "\x7f" and _char_width(c) == 1)
+    return cell_width(text) + sum(
+        len(c.encode("utf-8", "surrogatepass")) - 1 for c in text if c > "\x7f" and _char_width(c) == 1
+    )
 
 
 def fit_width(text: str, cells: int, cut: Callable[[str, int], str]) -> str:
@@ -204,7 +228,10 @@ def _choose(columns: Sequence[Column], need: list[int], width: int) -> tuple[lis
     """Indices of the columns shown (table order) and their widths, for ``width`` cells."""
     text = [i for i, c in enumerate(columns) if c.unit in TEXT_UNITS and c.key not in PROSE]
     prose = [i for i, c in enumerate(columns) if c.unit in TEXT_UNITS and c.key in PROSE]
-    rest = sorted((i for i, c in enumerate(columns) if c.unit not in TEXT_UNITS), key=lambda i: (_RANK.get(columns[i].key, len(_RANK)), i))
+    rest = sorted(
+        (i for i, c in enumerate(columns) if c.unit not in TEXT_UNITS),
+        key=lambda i: (_RANK.get(columns[i].key, len(_RANK)), i),
+    )
     floor = list(need)
     for i in text + prose:
         floor[i] = min(need[i], max(cell_width(columns[i].header), 12))
@@ -235,10 +262,14 @@ def _share(widths: list[int], need: list[int], among: list[int], cells: int) -> 
             cells -= 1
 
 
-def table_lines(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, width: int | None, color: bool = False) -> list[str]:
+def table_lines(
+    columns: Sequence[Column], rows: Sequence[Sequence[str]], *, width: int | None, color: bool = False
+) -> list[str]:
     """The table's lines (header first), fitted to ``width``, plus a line naming the left-out columns."""
     units = [c.unit for c in columns]
-    cells = [[_cell_text(str(v), u) if width is not None else printable(str(v)) for v, u in zip(row, units)] for row in rows]
+    cells = [
+        [_cell_text(str(v), u) if width is not None else printable(str(v)) for v, u in zip(row, units)] for row in rows
+    ]
     need = [max([cell_width(c.header)] + [cell_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
     if width is None:
         lines, shown = _table_at(columns, cells, list(range(len(columns))), need)
@@ -259,7 +290,9 @@ def table_lines(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wid
     return lines
 
 
-def _table_at(columns: Sequence[Column], cells: list[list[str]], shown: list[int], widths: list[int]) -> tuple[list[str], list[int]]:
+def _table_at(
+    columns: Sequence[Column], cells: list[list[str]], shown: list[int], widths: list[int]
+) -> tuple[list[str], list[int]]:
     """The header and rows of the ``shown`` columns at ``widths`` cells each."""
 
     def line(values: Sequence[str]) -> str:

@@ -1,4 +1,5 @@
 """Seed capture for the reliability tests: a small RL-shaped loop under nsys 2022.4 (see tests/data/reliability/README.md)."""
+
 import os
 import threading
 import time
@@ -8,15 +9,18 @@ from nvtxsim.emit import ranges as emit
 
 policy = nvtxsim.phase("policy")
 
+
 @nvtxsim.phase("reward")
 def reward(i):
     return i * 0.5
+
 
 def render_worker():
     for i in range(6):
         with nvtxsim.phase("render"):
             with nvtxsim.phase("camera_readout", payload=i):
                 time.sleep(0.0002)
+
 
 t = threading.Thread(target=render_worker)
 t.start()
