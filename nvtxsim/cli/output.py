@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import codecs
 import io
 import os
@@ -247,3 +248,22 @@ def is_stream(path: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def add_output_arguments(p: argparse.ArgumentParser, formats: Iterable[str]) -> None:
+    """``-f/--format``, ``-o/--output``, ``--force``, ``--wide``: the output options of every command that
+    renders a report, the same everywhere (without ``--format``, ``-o FILE``'s suffix picks it: see cli.main)."""
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=tuple(formats),
+        default="table",
+        help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="on a terminal too, show every column and whole names (default: fit the terminal's width)",
+    )

@@ -13,7 +13,7 @@ from nvtxsim.analysis.compare import CompareSettings, compare
 from nvtxsim.analysis.projection import resolve_domain
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.cli.arguments import parse_kinds
-from nvtxsim.cli.output import check_writable, deliver, layout
+from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
 from nvtxsim.cli.progress import load_with_progress
 from nvtxsim.errors import float_option, int_option
 from nvtxsim.export.reader import Export
@@ -88,20 +88,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("base", metavar="BASE", help="baseline export (.sqlite, .sqlite.gz or .nsys-rep)")
     p.add_argument("new", metavar="NEW", help="export to compare against the baseline")
-    p.add_argument(
-        "--format",
-        "-f",
-        choices=FORMATS,
-        default="table",
-        help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)",
-    )
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
-    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    p.add_argument(
-        "--wide",
-        action="store_true",
-        help="on a terminal too, show every column and whole names (default: fit the terminal's width)",
-    )
+    add_output_arguments(p, FORMATS)
     p.add_argument(
         "--domain",
         metavar="NAME",

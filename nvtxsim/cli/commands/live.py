@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from nvtxsim.cli.output import check_writable, deliver, layout
+from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
 from nvtxsim.errors import NvtxsimError
 
 
@@ -51,14 +51,5 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", metavar="FILE.jsonl", help="the file live timing wrote")
-    p.add_argument(
-        "--format",
-        "-f",
-        choices=FORMATS,
-        default="table",
-        help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)",
-    )
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
-    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    p.add_argument("--wide", action="store_true", help="on a terminal too, show every column and whole names")
+    add_output_arguments(p, FORMATS)
     p.set_defaults(func=run)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from nvtxsim.cli.arguments import add_view_arguments, domain_from_args, request_from_args
-from nvtxsim.cli.output import check_writable, deliver, layout
+from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
 from nvtxsim.cli.progress import load_with_progress, progress_after
 from nvtxsim.errors import int_option
 from nvtxsim.reporting.escaping import printable
@@ -126,20 +126,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="PATH",
         help="nsys export (.sqlite, .sqlite.gz or .nsys-rep); several: one per rank, reported per rank and merged",
     )
-    p.add_argument(
-        "--format",
-        "-f",
-        choices=tuple(FORMATS),
-        default="table",
-        help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)",
-    )
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
-    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    p.add_argument(
-        "--wide",
-        action="store_true",
-        help="on a terminal too, show every column and whole names (default: fit the terminal's width)",
-    )
+    add_output_arguments(p, FORMATS)
     p.add_argument(
         "--cache",
         action=argparse.BooleanOptionalAction,

@@ -23,7 +23,7 @@ from nvtxsim.analysis.scaling import (
 )
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.cli.arguments import domain_from_args
-from nvtxsim.cli.output import check_writable, deliver, layout
+from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
 from nvtxsim.cli.progress import load_with_progress
 from nvtxsim.errors import NvtxsimError, int_option
 
@@ -114,20 +114,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="NAME",
         help="name of the parameter that differs between the runs (e.g. num_envs)",
     )
-    p.add_argument(
-        "--format",
-        "-f",
-        choices=FORMATS,
-        default="table",
-        help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)",
-    )
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
-    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    p.add_argument(
-        "--wide",
-        action="store_true",
-        help="on a terminal too, show every column and whole names (default: fit the terminal's width)",
-    )
+    add_output_arguments(p, FORMATS)
     p.add_argument(
         "--by",
         metavar="NAME",
