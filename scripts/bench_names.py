@@ -31,22 +31,9 @@ sys.path.insert(1, str(HERE.parent / "tests"))
 
 from synth import make_names_export  # noqa: E402
 
-VIEWS = (
-    "summary",
-    "tree",
-    "iterations",
-    "slowest",
-    "kernels",
-    "copies",
-    "syncs",
-    "gpu",
-    "gpus",
-    "threads",
-    "processes",
-    "memory",
-    "findings",
-    "overlap",
-)
+from nvtxsim.reporting.views import VIEWS as ALL_VIEWS  # noqa: E402
+
+VIEWS = tuple(v for v in ALL_VIEWS if v != "all")  # every view the report has
 #: case → report arguments (after the export path)
 CASES = {
     **{f"view {v}": ["--view", v, "-f", "json"] for v in VIEWS},
