@@ -163,19 +163,16 @@ def _forest(c: Comparison) -> str:
 
 
 def _html(c: Comparison, t: ViewTable) -> str:
-    from nvtxsim._version import __version__
-    from nvtxsim.reporting.renderers.html import _CSS, _table_html
+    from nvtxsim.reporting.renderers.html import standalone_page, table_html
 
     verdict = (
         f'<p class="warn">regressed: {html.escape(", ".join(p.phase for p in c.regressions))}</p>'
         if c.regressions
         else '<p class="sub">no regression</p>'
     )
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nvtxsim compare</title>'
-        f'<style>{_CSS}</style></head><body><header><h1>nvtxsim compare</h1><p class="src">{html.escape(t.title)}</p>{verdict}</header><main>'
+    main = (
         f'<section><h2>Median change per phase</h2><p class="sub">dot: Δ median; bar: {int(c.settings.confidence * 100)} % bootstrap interval'
         f"{'; dashed: --fail-above' if c.settings.fail_above is not None else ''}</p>{_forest(c)}</section>"
-        f"<section><h2>All phases</h2>{_table_html(t)}</section>{_findings_html(c)}</main>"
-        f"<footer>made by nvtxsim {html.escape(__version__)} · self-contained, works offline</footer></body></html>\n"
+        f"<section><h2>All phases</h2>{table_html(t)}</section>{_findings_html(c)}"
     )
+    return standalone_page("nvtxsim compare", "nvtxsim compare", html.escape(t.title), verdict, main)

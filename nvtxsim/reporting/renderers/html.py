@@ -19,7 +19,7 @@ from nvtxsim.reporting.summary import heading_parts
 from nvtxsim.reporting.viewtable import ViewTable
 
 
-def _table_html(t: ViewTable, limit: int | None = None) -> str:
+def table_html(t: ViewTable, limit: int | None = None) -> str:
     head = "".join(
         f'<th class="{"l" if c.unit in ("str", "tree") else "r"}">{html.escape(c.header)}</th>' for c in t.columns
     )
@@ -47,6 +47,18 @@ def _table_html(t: ViewTable, limit: int | None = None) -> str:
         return f'<p class="note">Nothing to show.</p>{notes}'
     sortable = "" if t.name == "tree" else " sortable"
     return f'<div class="tw"><table class="data{sortable}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>{more}{notes}'
+
+
+def standalone_page(title: str, heading: str, src: str, notes: str, main: str, css: str = "") -> str:
+    """The shell of the one-export-set pages (compare, scaling, live): the report's style, a header, the
+    sections, the footer. ``heading``, ``src``, ``notes`` and ``main`` are HTML already escaped by the caller."""
+    from nvtxsim._version import __version__
+
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<style>{_CSS}{css}</style></head><body><header><h1>{heading}</h1><p class="src">{src}</p>{notes}</header><main>'
+        f"{main}</main><footer>made by nvtxsim {html.escape(__version__)} · self-contained, works offline</footer></body></html>\n"
+    )
 
 
 def views_shown(views: list[str]) -> list[str]:
@@ -84,7 +96,7 @@ def render(model: ReportModel, *, width: int | None = None, color: bool = False)
     }
     for t in tables:
         sections.append(
-            f'<section id="v-{t.name}"><h2>{html.escape(titles.get(t.name, t.name))}</h2><p class="sub">{html.escape(t.title)}</p>{_table_html(t, 400)}</section>'
+            f'<section id="v-{t.name}"><h2>{html.escape(titles.get(t.name, t.name))}</h2><p class="sub">{html.escape(t.title)}</p>{table_html(t, 400)}</section>'
         )
     heading = [
         f"<bdi>{html.escape(part)}</bdi>" for part in heading_parts(s, counts_sep=" · ")

@@ -165,8 +165,7 @@ def _plot(key: str, cpu: list[tuple[int, float]], gpu: list[tuple[int, float]]) 
 
 
 def render_live_html(log: LiveLog, t: ViewTable) -> str:
-    from nvtxsim._version import __version__
-    from nvtxsim.reporting.renderers.html import _CSS, _table_html
+    from nvtxsim.reporting.renderers.html import standalone_page, table_html
 
     main_pid = log.windows[0].get("pid") if log.windows else None
     windows = [w for w in log.windows if w.get("pid") == main_pid]  # one line per process would zigzag
@@ -180,20 +179,17 @@ def render_live_html(log: LiveLog, t: ViewTable) -> str:
     if len(log.pids) > 1:
         notes += f'<p class="sub">plots: process {html.escape(str(main_pid))} (the first in the file)</p>'
     css = (
-        _CSS
-        + ".grid2{display:flex;flex-wrap:wrap;gap:10px 24px}figure.lp{margin:0;max-width:"
+        ".grid2{display:flex;flex-wrap:wrap;gap:10px 24px}figure.lp{margin:0;max-width:"
         + str(W)
         + "px}figcaption{font-size:12.5px;font-weight:600;overflow-wrap:anywhere}"
     )
     plots = "".join(figs) or '<p class="note">Nothing to plot.</p>'
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nvtxsim live</title>'
-        f'<style>{css}</style></head><body><header><h1>nvtxsim live timing</h1><p class="src">{html.escape(t.title)}</p>{notes}</header><main>'
+    main = (
         f'<section><h2>Each phase over training</h2><p class="sub">mean time per range in each window of iterations '
         f'(CPU: perf_counter; GPU: CUDA events on the launching stream)</p><div class="grid2">{plots}</div>{more}</section>'
-        f"<section><h2>Totals</h2>{_table_html(t)}</section></main>"
-        f"<footer>made by nvtxsim {html.escape(__version__)} · self-contained, works offline</footer></body></html>\n"
+        f"<section><h2>Totals</h2>{table_html(t)}</section>"
     )
+    return standalone_page("nvtxsim live", "nvtxsim live timing", html.escape(t.title), notes, main, css)
 
 
 __all__ = ["FORMATS", "live_table", "render_live", "render_live_html"]

@@ -88,8 +88,7 @@ def _short(x: float) -> str:
 
 def render_scaling_html(sc: Scaling, tables: list[ViewTable], lines: list[str]) -> str:
     """One self-contained page: a log-log plot per phase (the shape of the growth at a glance), then the tables."""
-    from nvtxsim._version import __version__
-    from nvtxsim.reporting.renderers.html import _CSS, _table_html
+    from nvtxsim.reporting.renderers.html import standalone_page, table_html
 
     extra = sc.prediction["value"] if sc.prediction else None
     figs = []
@@ -107,16 +106,12 @@ def render_scaling_html(sc: Scaling, tables: list[ViewTable], lines: list[str]) 
             f'<div class="ph"><h3><bdi>{html.escape(ph.phase)}</bdi></h3><div class="row">{time_plot}{mem_plot}</div></div>'
         )
     notes = "".join(f'<p class="sub">{html.escape(line)}</p>' for line in ([sc.refused] if sc.refused else []) + lines)
-    sections = "".join(f"<section><h2>{html.escape(t.title)}</h2>{_table_html(t)}</section>" for t in tables)
-    css = (
-        _CSS
-        + ".ph{margin:0 0 18px}.ph h3{font-size:14px;margin:0 0 4px}.row{display:flex;flex-wrap:wrap;gap:18px}figure.sp{margin:0}figcaption{font-size:12px;color:var(--mut)}"
-    )
+    sections = "".join(f"<section><h2>{html.escape(t.title)}</h2>{table_html(t)}</section>" for t in tables)
+    css = ".ph{margin:0 0 18px}.ph h3{font-size:14px;margin:0 0 4px}.row{display:flex;flex-wrap:wrap;gap:18px}figure.sp{margin:0}figcaption{font-size:12px;color:var(--mut)}"
     # A bidi override in one path must not reorder the others: each path is isolated.
     src = " · ".join(f"{html.escape(_short(r.spec.value))}: <bdi>{html.escape(r.spec.path)}</bdi>" for r in sc.runs)
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>nvtxsim scaling</title>'
-        f'<style>{css}</style></head><body><header><h1>nvtxsim scaling: {html.escape(sc.param)}</h1><p class="src">{src}</p>{notes}</header><main>'
+    main = (
         f'<section><h2>Per phase, log-log</h2><p class="sub">dots: median per iteration with its ± relative standard error; dashed: the fit that predicts (time: a + b·N^k; memory: a + b·N + c·N², all terms ≥ 0)</p>{"".join(figs)}</section>'
-        f"{sections}</main><footer>made by nvtxsim {html.escape(__version__)} · self-contained, works offline</footer></body></html>\n"
+        f"{sections}"
     )
+    return standalone_page("nvtxsim scaling", f"nvtxsim scaling: {html.escape(sc.param)}", src, notes, main, css)
