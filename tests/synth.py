@@ -13,6 +13,17 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: Row inserts every synthetic export shares (the row tuples follow these column lists).
+RUNTIME_SQL = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)"
+KERNEL_SQL = (
+    "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)"
+)
+NVTX_SQL = "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+NVTX_SHORT_SQL = (
+    "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,text,globalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?)"
+)
+
+
 DDL = """
 CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE EXPORT_META_DATA (name TEXT NOT NULL, value TEXT);
@@ -368,15 +379,15 @@ def make_export(
     # An unclosed push/pop range (program exited inside it).
     nvtx_rows.append((10, None, 59, None, None, None, None, global_tid(1000, 1000), None, sid("iteration"), 1))
     con.executemany(
-        "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        NVTX_SQL,
         nvtx_rows,
     )
     con.executemany(
-        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)",
+        RUNTIME_SQL,
         runtime_rows,
     )
     con.executemany(
-        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)",
+        KERNEL_SQL,
         kernel_rows,
     )
     con.executemany(
@@ -547,15 +558,15 @@ def make_loop_export(
         nvtx.append((it_start, t, 59, None, None, tid, strings[key], 1))
         t += 1000
     con.executemany(
-        "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,text,globalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?)",
+        NVTX_SHORT_SQL,
         nvtx,
     )
     con.executemany(
-        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)",
+        RUNTIME_SQL,
         calls,
     )
     con.executemany(
-        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)",
+        KERNEL_SQL,
         kernels,
     )
     if memory:
@@ -700,15 +711,15 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
             state["t"] += 3_000
     nvtx.append((0, None, 75, None, None, None, "nvtxsim", main, None, None, 1))
     con.executemany(
-        "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        NVTX_SQL,
         nvtx,
     )
     con.executemany(
-        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)",
+        RUNTIME_SQL,
         runtime,
     )
     con.executemany(
-        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)",
+        KERNEL_SQL,
         kernels,
     )
     con.executemany(
@@ -770,15 +781,15 @@ def make_names_export(path: Path, names: int) -> None:
         nvtx.append((it0, t, 59, None, None, tids[0], strings["iteration"], 1))
         t += 500
     con.executemany(
-        "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,text,globalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?)",
+        NVTX_SHORT_SQL,
         nvtx,
     )
     con.executemany(
-        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)",
+        RUNTIME_SQL,
         calls,
     )
     con.executemany(
-        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)",
+        KERNEL_SQL,
         kernels,
     )
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", copies)
@@ -930,16 +941,16 @@ class CudaLoop:
             (0, None, 75, None, None, None, d, self.main, None, None, i) for d, i in self.domains.items()
         ]
         con.executemany(
-            "INSERT INTO NVTX_EVENTS (start,end,eventType,rangeId,category,color,text,globalTid,endGlobalTid,textId,domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            NVTX_SQL,
             nvtx,
         )
         if self.cuda:
             con.executemany(
-                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,eventClass,globalTid,correlationId,nameId,returnValue) VALUES (?,?,?,?,?,?,?)",
+                RUNTIME_SQL,
                 self.runtime,
             )
             con.executemany(
-                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL)",
+                KERNEL_SQL,
                 self.kernels,
             )
             con.executemany(
