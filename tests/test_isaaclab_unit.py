@@ -185,11 +185,59 @@ def test_events_sensor_and_policy_factory_names():
         "events.interval",
         "events.reset",
         "camera_readout",
-        "sensor.TiledCamera(/World/envs/env_.*/Camera)",
         "sensor_readout",
-        "sensor.Contact",
         "policy",
     ]
+
+
+def test_sensor_subranges_only_where_a_scene_has_several_of_a_kind():
+    """Two cameras and one contact sensor: each camera's readout names it by its scene key; the lone
+    contact sensor's readout is sensor_readout alone; no name holds a prim path."""
+    from nvtxsim.isaaclab.ranges import register_sensors
+
+    class Camera:
+        def __init__(self):
+            self.cfg = type("Cfg", (), {"prim_path": "/World/envs/env_.*/Camera"})()
+
+        def _update_buffers_impl(self, env_ids):
+            return env_ids
+
+    class ContactSensor:
+        cfg = None
+
+        def _update_buffers_impl(self, env_ids):
+            return env_ids
+
+    front, wrist, feet, loose = Camera(), Camera(), ContactSensor(), Camera()
+    register_sensors({"front_cam": front, "wrist_cam": wrist, "feet": feet})
+    readout = SensorReadoutPhase("camera_readout")
+    cam = readout.wrap(Camera._update_buffers_impl)
+    contact = readout.wrap(ContactSensor._update_buffers_impl)
+    with RangeRecorder() as rec:
+        cam(front, [0])
+        cam(wrist, [0])
+        contact(feet, [0])
+        cam(loose, [0])  # in no registered scene: its kind only
+    assert [s.name for s in rec.spans] == [
+        "camera_readout",
+        "sensor.front_cam",
+        "camera_readout",
+        "sensor.wrist_cam",
+        "sensor_readout",
+        "camera_readout",
+    ]
+
+
+def test_wrapped_call_opens_no_range_inside_its_wrapper():
+    """physics_manager.step inside sim_step is sim_step's whole body: one range; called alone it has its own."""
+    outer = GuardedPhase("sim_step")
+    inner = GuardedPhase("physics_manager.step", inside=("sim_step",))
+    step = inner.wrap(lambda: 7)
+    wrapped = outer.wrap(lambda: step())
+    with RangeRecorder() as rec:
+        assert wrapped() == 7
+        assert step() == 7
+    assert [s.name for s in rec.spans] == ["sim_step", "physics_manager.step"]
 
 
 def test_ranges_cost_nothing_when_not_recording():

@@ -153,14 +153,15 @@ def assert_env_step_nesting(
     # lazy sensor readout happens inside the observation phase, labelled with the sensor
     hits, total = inside(spans, par, "camera_readout", "observation")
     assert total >= steps and hits >= steps
-    labels = [s.name for s in spans if s.name.startswith("sensor.")]
-    assert labels and all(n.endswith("(/World/envs/env_.*/Camera)") for n in labels)
-    assert inside(spans, par, labels[0], "camera_readout") == (len(labels), len(labels))
+    # one camera in the scene: its readout is camera_readout alone (a sub-range would repeat its numbers),
+    # and no range name holds a prim path
+    assert not [s.name for s in spans if s.name.startswith("sensor.") or "/World" in s.name]
     if resets:
         assert count["reset"] >= 1 and count["scene.reset"] >= 1
         assert inside(spans, par, "scene.reset", "reset")[0] == count["scene.reset"]
     if _major(version) == 3:
-        assert children_count(spans, par, "sim_step", "physics_manager.step") == [1] * (steps * decimation)
+        # physics_manager.step is sim_step's whole body: no second row with the same numbers
+        assert count["sim_step"] == steps * decimation and count.get("physics_manager.step", 0) == 0
         if kind in ("direct", "manager"):
             # 3.x: the renderer runs inside the camera readout (lazy render)
             assert inside(spans, par, "render", "camera_readout")[0] >= steps

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nvtxsim.isaaclab import phasemap as M
-from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, warn_missing
+from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, note_missing
 
 #: Runner/trainer/agent classes whose construction triggers instrument_runner: module -> class names.
 RUNNER_CLASSES: dict[str, tuple[str, ...]] = {
@@ -87,7 +87,7 @@ def instrument_env_object(env: Any) -> None:
             return
         _handle.absorb(h)
         if h.missing:
-            warn_missing(h.missing, stacklevel=2)
+            note_missing(h.missing)
         key = type(base)
         if key not in _state["announced"]:
             _state["announced"].add(key)
@@ -104,7 +104,7 @@ def instrument_runner_object(runner: Any) -> None:
             return
         _handle.absorb(h)
         if h.missing:
-            warn_missing(h.missing, stacklevel=2)
+            note_missing(h.missing)
         key = type(runner)
         if key not in _state["announced"]:
             _state["announced"].add(key)

@@ -9,8 +9,14 @@ from typing import Any
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.isaaclab import loop
 from nvtxsim.isaaclab import phasemap as M
-from nvtxsim.isaaclab.patching import IsaacLabInstrumentation, patch_defining, patch_function, warn_missing
-from nvtxsim.isaaclab.ranges import phase_for, phase_named
+from nvtxsim.isaaclab.patching import (
+    IsaacLabInstrumentation,
+    note_missing,
+    patch_defining,
+    patch_function,
+    warn_missing,
+)
+from nvtxsim.isaaclab.ranges import phase_for, phase_named, register_sensors
 from nvtxsim.isaaclab.resolve import defining_class, detect_version, package_in_use, resolve
 
 # Instance attributes of an env -> (class name that must be on their MRO, {method: (range, kind)}).
@@ -125,12 +131,14 @@ def _patch_instances(handle: IsaacLabInstrumentation, env: Any) -> None:
             patch_defining(handle, type(sim), name, phase_named(rng))
         manager = _instance_dict(sim).get("physics_manager")  # 3.x: a PhysicsManager subclass (the class itself)
         if isinstance(manager, type):
-            patch_defining(handle, manager, "step", phase_named(M.PHYSICS_MANAGER_STEP))
+            patch_defining(handle, manager, "step", phase_named(M.PHYSICS_MANAGER_STEP, inside=(M.P.SIM_STEP,)))
     scene = d.get("scene")
     if scene is not None and _has_class_named(scene, "InteractiveScene"):
         for name, rng in _SCENE_METHODS.items():
             patch_defining(handle, type(scene), name, phase_named(rng))
         sensors = _instance_dict(scene).get("_sensors")
+        if isinstance(sensors, dict):
+            register_sensors(sensors)
         for sensor in sensors.values() if isinstance(sensors, dict) else ():
             for name in _SENSOR_METHODS:
                 patch_defining(handle, type(sensor), name, phase_named(M.P.CAMERA_READOUT, kind="sensor"))
@@ -175,7 +183,8 @@ def instrument(
     that defines them (``type(env.unwrapped).__mro__``); scene, sim, managers,
     sensors and renderers where they are defined, so the patch covers every env
     of those classes. Entries missing in the installed version are skipped with
-    one warning; properties are never wrapped. ``count_steps`` makes every env step
+    one warning when ``targets`` are the caller's own (entries of nvtxsim's map that this release lacks are
+    listed under ``NVTXSIM_VERBOSE=1`` and by ``nvtxsim isaaclab check``); properties are never wrapped. ``count_steps`` makes every env step
     call :func:`nvtxsim.step` (capture windows: ``nvtxsim profile --iterations A:B``).
     Returns a handle: ``.patched``, ``.missing``, ``.restore()``; a context manager.
     ``idle`` only names what would be wrapped (``instrument_runner`` while nothing records).
@@ -188,6 +197,7 @@ def instrument(
         )
     if version is None:
         version = detect_version()
+    own_map = targets is None
     targets = tuple(M.ENV_TARGETS + M.CLASS_TARGETS) if targets is None else tuple(targets)
     handle = IsaacLabInstrumentation(version=version, idle=idle)
     loop.note_num_envs(base)
@@ -199,5 +209,5 @@ def instrument(
     _patch_instances(handle, base)
     _patch_renderers(handle)
     if warn and handle.missing:
-        warn_missing(handle.missing)
+        (note_missing if own_map else warn_missing)(handle.missing)
     return handle

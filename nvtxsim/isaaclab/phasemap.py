@@ -16,7 +16,8 @@ Scopes:
 * ``function``: a module-level function, patched in the module's namespace.
 
 Kinds (how the range is named): ``phase`` (fixed name), ``sensor`` (readout of a
-sensor, labelled with its class and prim path), ``events`` (``events.<mode>``),
+sensor: ``camera_readout`` or ``sensor_readout``, and the sensor's scene name where a
+scene has several of that kind), ``events`` (``events.<mode>``),
 ``policy_factory`` (the returned inference policy is wrapped in ``policy``), ``loop``
 (no range of its own: the call only begins/ends an RL loop level, ``phase`` names it).
 
@@ -62,6 +63,7 @@ class Target:
     optional: bool = False  # backend/library entry: used only where its package is in use; never warned about
     note: str = ""
     alternative: str = ""  # the attribute that replaces this one in other releases of the library ("update")
+    inside: tuple[str, ...] = ()  # no range while one of these is open: it is the call's whole wrapper
 
     @property
     def owner(self) -> str | None:
@@ -208,7 +210,15 @@ CLASS_TARGETS: tuple[Target, ...] = (
         note="batched eager readout from scene.update",
     ),
     # 3.0 backends (used only where their package is imported)
-    _t("isaaclab_physx.physics.physx_manager", "PhysxManager.step", PHYSICS_MANAGER_STEP, versions=(3,), optional=True),
+    # A range of their own only when called outside SimulationContext.step, whose whole body they are.
+    _t(
+        "isaaclab_physx.physics.physx_manager",
+        "PhysxManager.step",
+        PHYSICS_MANAGER_STEP,
+        versions=(3,),
+        optional=True,
+        inside=(P.SIM_STEP,),
+    ),
     _t(
         "isaaclab_newton.physics.newton_manager",
         "NewtonManager.step",
@@ -216,6 +226,7 @@ CLASS_TARGETS: tuple[Target, ...] = (
         versions=(3,),
         optional=True,
         note="CUDA-graph replay: measures a launch",
+        inside=(P.SIM_STEP,),
     ),
     _t(
         "isaaclab_physx.renderers.isaac_rtx_renderer", "IsaacRtxRenderer.render", P.RENDER, versions=(3,), optional=True

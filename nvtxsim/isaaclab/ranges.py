@@ -7,9 +7,12 @@
   this thread. Isaac Lab nests its own hooks (3.0 ``_compute_observations`` calls
   the task's ``_get_observations``; ``_reset_envs_from_buffer`` calls ``_reset_idx``;
   the readout calls ``render_into_camera``), and per-phase totals must not count
-  the inner call twice.
+  the inner call twice. With ``inside`` it also opens none inside a range that is
+  the call's whole wrapper (``physics_manager.step`` inside ``sim_step``): a wrapper
+  and the call it wraps would make two rows with the same numbers.
 * :class:`SensorReadoutPhase`: ``camera_readout`` (cameras, ray casters) or
-  ``sensor_readout`` (others), with a sub-range ``sensor.<Class>(<prim_path>)``.
+  ``sensor_readout`` (others); where a scene holds several sensors of one kind, a
+  sub-range ``sensor.<name>`` with the sensor's name in the scene.
 * :class:`EventsPhase`: ``events.<mode>`` from ``EventManager.apply(mode, ...)``.
 * :class:`PolicyFactoryPhase`: wraps the callable that ``get_inference_policy`` returns.
 * :class:`LoopPhase`: an RL-library method that also begins/ends the loop levels
@@ -24,6 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -74,11 +78,17 @@ def run_in(names: list[str], fn: Callable[..., Any], args: tuple, kwargs: dict) 
 
 
 class GuardedPhase(phase):
-    """A phase whose wrapper opens no range while one of the same name is open on this thread."""
+    """A phase whose wrapper opens no range while one of the same name, or of ``inside``, is open on this thread."""
 
-    __slots__ = ()
+    __slots__ = ("inside",)
+
+    def __init__(self, name: str, *, inside: tuple[str, ...] = ()) -> None:
+        super().__init__(name)
+        self.inside = frozenset(inside)
 
     def range_names(self, args: tuple, kwargs: dict) -> list[str]:
+        if self.inside and not self.inside.isdisjoint(_open_names()):
+            return []
         return [self.name]
 
     def wrap(self, fn: F) -> F:
@@ -123,25 +133,42 @@ class IterationPhase(GuardedPhase):
         return cast(F, wrapper)
 
 
-_SENSOR_LABELS: dict[tuple[type, Any], list[str]] = {}
+_SENSOR_NAMES: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+
+
+def _readout_phase(sensor: Any) -> str:
+    return phasemap.P.CAMERA_READOUT if phasemap.is_camera_like(type(sensor)) else phasemap.SENSOR_READOUT
+
+
+def register_sensors(sensors: dict[str, Any]) -> None:
+    """Name the readout ranges of a scene's sensors (``scene.sensors``: name -> sensor).
+
+    A readout is ``camera_readout`` or ``sensor_readout``; only where the scene holds several sensors of
+    one of these kinds does each get a sub-range ``sensor.<name>`` (the key the task gave it): with one
+    camera the sub-range would repeat its parent's numbers, and a prim path (``/World/envs/env_.*/Camera``)
+    says less than the name the user chose."""
+    by_phase: dict[str, list[tuple[str, Any]]] = {}
+    for name, sensor in sensors.items():
+        by_phase.setdefault(_readout_phase(sensor), []).append((str(name), sensor))
+    for outer, members in by_phase.items():
+        for name, sensor in members:
+            try:
+                _SENSOR_NAMES[sensor] = [outer, f"sensor.{name}"] if len(members) > 1 else [outer]
+            except TypeError:  # not weakly referenceable or unhashable: the readout keeps its kind only
+                pass
 
 
 def sensor_range_names(sensor: Any) -> list[str]:
-    """``[camera_readout|sensor_readout, sensor.<Class>(<prim_path>)]`` for a sensor instance."""
-    cls = type(sensor)
-    cfg = getattr(sensor, "__dict__", {}).get("cfg")
-    prim = getattr(cfg, "prim_path", None)
-    key = (cls, prim if isinstance(prim, str) else None)
-    names = _SENSOR_LABELS.get(key)
-    if names is None:
-        outer = phasemap.P.CAMERA_READOUT if phasemap.is_camera_like(cls) else phasemap.SENSOR_READOUT
-        label = f"sensor.{cls.__name__}" + (f"({key[1]})" if key[1] else "")
-        names = _SENSOR_LABELS[key] = [outer, label]
-    return names
+    """The ranges of one sensor's readout: its kind, and its name where the scene has several of that kind."""
+    try:
+        names = _SENSOR_NAMES.get(sensor)
+    except TypeError:
+        names = None
+    return names if names is not None else [_readout_phase(sensor)]
 
 
 class SensorReadoutPhase(GuardedPhase):
-    """Readout of a sensor's buffers: the phase plus a sub-range naming the sensor class and prim path."""
+    """Readout of a sensor's buffers: its kind's phase, plus the sensor's name where several share the kind."""
 
     __slots__ = ()
 
@@ -257,12 +284,12 @@ def phase_for(target: phasemap.Target, *, count_steps: bool = False) -> phase:
         return runner_phase(target.package, target.attr, None if target.kind == "loop" else target.phase)
     if target.phase == phasemap.P.ITERATION:
         return IterationPhase(target.phase, count_steps=count_steps)
-    return GuardedPhase(target.phase)
+    return GuardedPhase(target.phase, inside=target.inside)
 
 
-def phase_named(name: str, *, kind: str = "phase", count_steps: bool = False) -> phase:
+def phase_named(name: str, *, kind: str = "phase", count_steps: bool = False, inside: tuple[str, ...] = ()) -> phase:
     """Like :func:`phase_for`, from a range name and kind."""
-    return phase_for(phasemap.Target("", "", name, kind=kind), count_steps=count_steps)
+    return phase_for(phasemap.Target("", "", name, kind=kind, inside=inside), count_steps=count_steps)
 
 
 __all__ = [
@@ -277,4 +304,5 @@ __all__ = [
     "phase_named",
     "cached_phase",
     "sensor_range_names",
+    "register_sensors",
 ]

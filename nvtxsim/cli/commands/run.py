@@ -154,7 +154,9 @@ def run(args: argparse.Namespace) -> int:
             raise NvtxsimError(f"{argv[0]}: is a directory without __main__.py")
     if not args.no_instrument:
         from nvtxsim.isaaclab import auto
+        from nvtxsim.isaaclab.patching import set_verbose
 
+        set_verbose(args.verbose)
         auto.install(count_steps=not args.no_count_steps, quiet=True if args.quiet else None)
     return execute(argv, module=args.module)
 
@@ -181,5 +183,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--no-instrument", action="store_true", help="run without instrumentation (for comparisons)")
     p.add_argument("-q", "--quiet", action="store_true", help="no 'nvtxsim: instrumented ...' lines on stderr")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also name the phase-map entries this Isaac Lab lacks (nvtxsim isaaclab check lists them all)",
+    )
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]", help="the program and its arguments")
     p.set_defaults(func=run)
