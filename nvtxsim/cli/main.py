@@ -127,9 +127,30 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str], command: str | None
     return args
 
 
+def _split_run(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``nvtxsim [...] run OPTIONS PROGRAM...``: nvtxsim's own part, and the program's argv untouched.
+
+    The program's arguments are never parsed as nvtxsim's: argparse would take ``--help``, ``--q`` or
+    ``--n`` after the script for abbreviations of ``run``'s own options."""
+    i = argv.index("run") + 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return argv[:i], argv[i + 1 :]
+        if arg == "-m":
+            return argv[: i + 1], argv[i + 1 :]
+        if not arg.startswith("-") or arg == "-":
+            break
+        i += 1
+    return argv[:i], argv[i:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
+    program: list[str] | None = None
+    if command == "run":
+        argv, program = _split_run(argv)
     if command != "run":  # NVTXSIM_LIVE in the environment is for the program, not for nvtxsim's own commands
         from nvtxsim.emit import live
 
@@ -140,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(only=command)
     try:
         args = _parse(parser, argv, command)
+        if program is not None:
+            args.argv = program
     except NvtxsimError as exc:  # a numeric option out of range (errors.int_option/float_option): one line
         print(f"nvtxsim: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
