@@ -34,6 +34,7 @@ def _args() -> argparse.Namespace:
     p.add_argument("--renderer", default="", help="extra preset, e.g. newton_renderer for camera tasks")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--log_dir", default="/tmp/il3_logs")
+    p.add_argument("--device", default="cuda:0", help="cpu: one env only (CPU MuJoCo), for a dry run")
     return p.parse_args()
 
 
@@ -57,7 +58,7 @@ def _configs(args: argparse.Namespace) -> tuple[object, object]:
     agent_cfg = load_cfg_from_registry(args.task, f"{args.library}_cfg_entry_point")
     env_cfg.scene.num_envs = args.num_envs
     env_cfg.seed = args.seed
-    env_cfg.sim.device = "cuda:0"
+    env_cfg.sim.device = args.device
     robot = getattr(env_cfg.scene, "cartpole", None) or getattr(env_cfg.scene, "robot", None)
     robot.spawn.usd_path = _offline_cartpole_usd()
     if hasattr(env_cfg.scene, "ground"):
@@ -68,16 +69,14 @@ def _configs(args: argparse.Namespace) -> tuple[object, object]:
 def _train_rsl_rl(env: object, agent_cfg: object, args: argparse.Namespace) -> float:
     import importlib.metadata
 
-    from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, handle_deprecated_rsl_rl_cfg
-    from rsl_rl.runners import OnPolicyRunner
+    from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, create_rsl_rl_runner, handle_deprecated_rsl_rl_cfg
 
     agent_cfg = handle_deprecated_rsl_rl_cfg(agent_cfg, importlib.metadata.version("rsl-rl-lib"))
     agent_cfg.max_iterations = args.max_iterations
     agent_cfg.seed = args.seed
-    agent_cfg.device = "cuda:0"
-    agent_cfg.logger = "tensorboard"
+    agent_cfg.device = args.device
     vec = RslRlVecEnvWrapper(env, clip_actions=agent_cfg.clip_actions)
-    runner = OnPolicyRunner(vec, agent_cfg.to_dict(), log_dir=args.log_dir, device="cuda:0")
+    runner = create_rsl_rl_runner(vec, agent_cfg, log_dir=args.log_dir)
     times: list[float] = []
     update = runner.alg.update
 
