@@ -65,7 +65,7 @@ def report(path: str | os.PathLike[str], **options: Any) -> ReportModel:
 
 
 def load(path: str | os.PathLike[str], **options: Any) -> Export:
-    """Read one export (.sqlite, .sqlite.gz, .nsys-rep) into numpy columns: an :class:`~nvtxsim.export.columns.Export`.
+    """Read one export (.sqlite, .sqlite.gz or .sqlite.xz, .nsys-rep) into numpy columns: an :class:`~nvtxsim.export.columns.Export`.
 
     Options: ``cuda`` (read the CUDA tables, default True), ``cache`` (the parsed-columns cache beside
     the export; default: NVTXSIM_CACHE), ``backend`` ("memory", "streamed"; default: by size).

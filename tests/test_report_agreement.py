@@ -22,6 +22,7 @@ from nvtxsim.analysis.projection import project, summarize
 from nvtxsim.export.reader import load
 
 GPU_DATA = REPO / "tests" / "data" / "gpu"
+ISAACLAB3_DATA = REPO / "tests" / "data" / "isaaclab3"  # real Isaac Lab 3.0 trainings on the H200
 
 
 def _ours_by_label(path: Path, domain=None):
@@ -196,8 +197,24 @@ def test_real_capture_two_threads_nested(tmp_path):
 
 
 def _gpu_exports():
-    """Every committed H200 export (scripts/gpu/stats_csvs.sh writes nsys's CSVs beside each)."""
-    return sorted(GPU_DATA.rglob("*.sqlite.gz")) if GPU_DATA.is_dir() else []
+    """Every committed H200 export, gzipped or xz (nsys's CSVs were written beside each on the H200)."""
+    roots = [d for d in (GPU_DATA, ISAACLAB3_DATA) if d.is_dir()]
+    return sorted(p for d in roots for pattern in ("*.sqlite.gz", "*.sqlite.xz") for p in d.rglob(pattern))
+
+
+def _decompress(src: Path, dst: Path) -> None:
+    import lzma
+
+    with (lzma.open(src) if src.suffix == ".xz" else gzip.open(src)) as inp, open(dst, "wb") as out:
+        shutil.copyfileobj(inp, out)
+
+
+def test_the_real_exports_are_committed():
+    """A missing file must fail here, not turn the agreement tests into fewer cases."""
+    names = {p.name.split(".")[0] for p in _gpu_exports()}
+    for name in ("demo_h200", "rsl_rl_4096", "il3_direct_rsl_rl", "il3_manager_rsl_rl", "il3_camera_rsl_rl", "il3_direct_skrl"):
+        assert name in names, name
+    assert {f"il3_camera_sweep_{n}" for n in (1024, 2048, 4096, 8192, 16384)} <= names
 
 
 def _csv_text(path):
@@ -208,10 +225,9 @@ def _csv_text(path):
 
 @pytest.mark.parametrize("gz", _gpu_exports(), ids=lambda p: p.name.split(".")[0])
 def test_gpu_exports_agree_with_nsys_csvs(tmp_path, gz):
-    name = gz.name[: -len(".sqlite.gz")]
+    name = gz.name.split(".")[0]
     path = tmp_path / f"{name}.sqlite"
-    with gzip.open(gz) as src, open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
+    _decompress(gz, path)
     ours = _ours_by_label(path, domain=None)
     sum_csv = gz.parent / f"{name}_nvtx_sum.csv"
     proj_csv = gz.parent / f"{name}_nvtx_gpu_proj_sum.csv"

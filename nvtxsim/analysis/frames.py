@@ -55,7 +55,7 @@ class Frames:
 
 
 def load_frames(path: str | os.PathLike[str], *, domain: str | None = None, by: str = "iteration") -> Frames:
-    """Load an export (.sqlite, .sqlite.gz, .nsys-rep) as pandas DataFrames.
+    """Load an export (.sqlite, .sqlite.gz or .sqlite.xz, .nsys-rep) as pandas DataFrames.
 
     ``domain`` limits the ranges, like ``nvtxsim report --domain`` (default: every domain);
     ``by`` names the range that marks one loop iteration, for the ``iterations`` frame.

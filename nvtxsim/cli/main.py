@@ -74,7 +74,7 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> No
             break
     else:
         return
-    if arg.endswith((".sqlite", ".sqlite.gz", ".nsys-rep")) or os.path.isfile(arg):
+    if arg.endswith((".sqlite", ".sqlite.gz", ".sqlite.xz", ".nsys-rep")) or os.path.isfile(arg):
         parser.error(f"unknown command {arg!r}; to report on an export: nvtxsim report {arg}")
     close = difflib.get_close_matches(arg, list(_MODULE_OF), n=1)
     hint = f" (did you mean {close[0]}?)" if close else f"; commands: {', '.join(_MODULE_OF)}"

@@ -1,4 +1,4 @@
-"""Private temporary copies of an export: an inflated ``.sqlite.gz``, or a WAL-mode export with its ``-wal``.
+"""Private temporary copies of an export: an inflated ``.sqlite.gz`` or ``.sqlite.xz``, or a WAL-mode export with its ``-wal``.
 
 Why: the export itself is only ever opened read-only and immutable (no journal, no lock, no
 ``-shm`` beside it). Rows that sit in a ``-wal`` file are invisible that way, and a gzip stream
@@ -93,18 +93,26 @@ def inflate_limit(folder: Path) -> tuple[int, str]:
     return share, f"{int(FREE_SHARE * 100)} % of the {_human(free)} free in {folder}"
 
 
+#: Compressed export suffix → (module opening it, the name users know the format by).
+COMPRESSED = {".gz": ("gzip", "gzip"), ".xz": ("lzma", "xz")}
+
+
 def inflate(path: Path, dst: Path, limit: int | None = None) -> None:
-    """Decompress ``path`` into ``dst``, refusing past the size limit (a gzip bomb or a full disk: one clear line)."""
-    import gzip
+    """Decompress ``path`` (gzip or xz, by suffix) into ``dst``, refusing past the size limit (a bomb or a full
+    disk: one clear line)."""
+    import importlib
+    import lzma
     import zlib
 
+    module, kind = COMPRESSED.get(path.suffix, COMPRESSED[".gz"])
+    opener = importlib.import_module(module).open
     if limit is None:
         limit, why = inflate_limit(dst.parent)
     else:
         why = "the given limit"
     written = 0
     try:
-        with gzip.open(path) as src, open(dst, "wb") as out:
+        with opener(path) as src, open(dst, "wb") as out:
             while True:
                 chunk = src.read(1 << 20)
                 if not chunk:
@@ -123,9 +131,9 @@ def inflate(path: Path, dst: Path, limit: int | None = None) -> None:
             raise NvtxsimError(
                 f"{path}: no space left to inflate it in {dst.parent} ({_human(written)} written); set TMPDIR to a larger disk"
             ) from None
-        raise NvtxsimError(f"{path}: not a readable gzip file ({exc})") from None
-    except (EOFError, zlib.error) as exc:
-        raise NvtxsimError(f"{path}: not a readable gzip file ({exc})") from None
+        raise NvtxsimError(f"{path}: not a readable {kind} file ({exc})") from None
+    except (EOFError, zlib.error, lzma.LZMAError) as exc:
+        raise NvtxsimError(f"{path}: not a readable {kind} file ({exc})") from None
 
 
 def _human(n: float) -> str:

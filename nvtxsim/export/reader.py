@@ -1,4 +1,4 @@
-"""Load stage: one export (.sqlite, .sqlite.gz, .nsys-rep) → :class:`~nvtxsim.export.columns.Export`.
+"""Load stage: one export (.sqlite, .sqlite.gz or .sqlite.xz, .nsys-rep) → :class:`~nvtxsim.export.columns.Export`.
 
 The entry point of the export stage. It picks the route - the parsed-columns cache
 (:mod:`nvtxsim.export.cache`), a gzip inflated to a temporary file, an ``.nsys-rep``
@@ -23,7 +23,7 @@ from nvtxsim.export import cache as _cache
 from nvtxsim.export import streamed
 from nvtxsim.export.columns import ApiCalls, Export, GpuOps, Ranges  # noqa: F401  (the loaded types, importable from here)
 from nvtxsim.export.extras import read_extras
-from nvtxsim.export.private_copy import copy_with_wal, inflate, pending_wal, private_dir
+from nvtxsim.export.private_copy import COMPRESSED, copy_with_wal, inflate, pending_wal, private_dir
 from nvtxsim.export.tables import (
     all_strings,
     capture_end,
@@ -66,8 +66,8 @@ def load(
 
 
 def _load(path: Path, *, cuda: bool, backend: Backend | None) -> Export:
-    if path.suffix == ".gz":
-        return _load_gzip(path, cuda=cuda, backend=backend)
+    if path.suffix in COMPRESSED:
+        return _load_compressed(path, cuda=cuda, backend=backend)
     if path.suffix == ".nsys-rep":
         from nvtxsim.capture.nsys import ensure_sqlite  # capture stage owns nsys (imported only for .nsys-rep)
 
@@ -138,12 +138,12 @@ def _streamed_source(
     return src
 
 
-def _load_gzip(path: Path, *, cuda: bool, backend: Backend | None) -> Export:
-    """Gzipped exports (as shipped in tests/data) are inflated to a private temporary file (size-limited)."""
+def _load_compressed(path: Path, *, cuda: bool, backend: Backend | None) -> Export:
+    """Gzipped or xz exports (as shipped in tests/data) are inflated to a private temporary file (size-limited)."""
     check_regular(path)
 
     def inflated(folder: Path) -> Path:
-        inner = folder / (path.name[: -len(".gz")] or "export.sqlite")
+        inner = folder / (path.name[: -len(path.suffix)] or "export.sqlite")
         inflate(path, inner)
         return inner
 

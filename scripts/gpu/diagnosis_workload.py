@@ -61,6 +61,7 @@ def _args() -> argparse.Namespace:
     p.add_argument("--spike-at", default="", help="comma-separated iterations in which reward busy-waits")
     p.add_argument("--spike-ms", type=float, default=60.0)
     p.add_argument("--update-every", type=int, default=10)
+    p.add_argument("--slow-policy-ms", type=float, default=0.0, help="policy busy-waits this long every iteration")
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args()
 
@@ -117,6 +118,10 @@ class Loop:
     def policy(self) -> None:
         with torch.no_grad():
             self.actions = self.act_fn(self.state)
+        if self.args.slow_policy_ms > 0:  # a planted slowdown of this phase in every iteration
+            end = time.perf_counter() + self.args.slow_policy_ms / 1e3
+            while time.perf_counter() < end:
+                pass
 
     def reward(self, it: int) -> None:
         r = (self.state[:, :8] * self.actions).sum(dim=1)

@@ -86,7 +86,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Compare two nsys exports phase by phase: change of the median and p99 with bootstrap confidence "
         "intervals; --fail-above PCT exits 1 when a phase slowed down by more than PCT percent (CI gate).",
     )
-    p.add_argument("base", metavar="BASE", help="baseline export (.sqlite, .sqlite.gz or .nsys-rep)")
+    p.add_argument("base", metavar="BASE", help="baseline export (.sqlite, .sqlite.gz, .sqlite.xz or .nsys-rep)")
     p.add_argument("new", metavar="NEW", help="export to compare against the baseline")
     add_output_arguments(p, FORMATS)
     p.add_argument(

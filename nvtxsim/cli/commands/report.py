@@ -124,7 +124,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "paths",
         nargs="+",
         metavar="PATH",
-        help="nsys export (.sqlite, .sqlite.gz or .nsys-rep); several: one per rank, reported per rank and merged",
+        help="nsys export (.sqlite, .sqlite.gz, .sqlite.xz or .nsys-rep); several: one per rank, reported per rank and merged",
     )
     add_output_arguments(p, FORMATS)
     p.add_argument(

@@ -106,7 +106,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "runs",
         nargs="+",
         metavar="RUN=VALUE",
-        help="an export (.sqlite, .sqlite.gz or .nsys-rep) and the parameter's value in that run",
+        help="an export (.sqlite, .sqlite.gz, .sqlite.xz or .nsys-rep) and the parameter's value in that run",
     )
     p.add_argument(
         "--param",

@@ -22,5 +22,5 @@ for f in "$work"/*.sqlite; do
   echo "$b: sqlite.gz $(stat -c %s "$f.gz") B"
 done
 rm -f "$work"/*.nsys-rep
-tar -C "$work" -cf "$OUT/$name.tar" .
-echo "$name: $(du -h "$OUT/$name.tar" | cut -f1) in $((SECONDS - t0)) s"
+tar -C "$work" -cf "${CAPTURE_TAR_DIR:-$OUT}/$name.tar" .
+echo "$name: $(du -h "${CAPTURE_TAR_DIR:-$OUT}/$name.tar" | cut -f1) in $((SECONDS - t0)) s"
