@@ -118,7 +118,7 @@ class Memo:
         return key in self._values
 
     def seed(self, key: Hashable, value: Any) -> None:
-        """Give ``key`` a value computed elsewhere (a rank's projection, computed in a worker process)."""
+        """Give ``key`` a value computed before the selection was made (a rank's projection, :mod:`.ranks`)."""
         self._values[key] = value
 
 
@@ -213,6 +213,11 @@ class Detail:
     @memoised
     def label_names(self) -> np.ndarray:
         return self.export.label_names()
+
+    @memoised
+    def label_index(self) -> dict[tuple[str, str], int]:
+        """(domain, name) → label index: built once, so a phase lookup costs no pass over every label."""
+        return {d_n: i for i, d_n in enumerate(self.export.labels)}
 
     def range_label(self, i: int) -> str:
         return str(self.label_names[self.export.ranges.label[i]])

@@ -28,6 +28,10 @@ MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
 GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 MEMORY_TABLE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
+SYNC_TABLE = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+#: ``syncType`` values of SYNC_TABLE (ENUM_CUPTI_SYNC_TYPE) for which the host waits, one row per call, and
+#: the kind of call each records (2, a stream waiting on an event, is no host wait).
+SYNC_TYPE_CALLS = {1: "cudaEventSynchronize", 3: "cudaStreamSynchronize", 4: "cudaDeviceSynchronize"}
 
 #: Op kinds of the loaded GPU columns (GRAPH: a graph-level CUDA graph execution).
 KERNEL, MEMCPY, MEMSET, GRAPH = 0, 1, 2, 3

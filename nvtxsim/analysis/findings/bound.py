@@ -52,9 +52,7 @@ def _gpu_idle(ctx: Context, idx: np.ndarray) -> np.ndarray:
     """Per range: its time with no GPU op of its process running. A streamed export whose GPU ops are
     not in memory yet gets its CPU time (no cap): reading every op for this would cost more than the
     findings' whole budget."""
-    from nvtxsim.export.streamed import source_of
-
-    if source_of(ctx.ex) is not None and not ctx.d.memo.is_computed("ops"):
+    if ctx.ex.backend == "streamed" and not ctx.d.memo.is_computed("ops"):
         return (ctx.r.end - ctx.r.start)[idx].astype(np.int64)
     return gpu_idle_per_range(ctx.d, idx)
 

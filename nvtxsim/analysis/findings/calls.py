@@ -15,8 +15,8 @@ from nvtxsim.analysis.gpu import is_sync_api
 from nvtxsim.analysis.launches import api_name
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.columns import ApiCalls, Export
-from nvtxsim.export.schema import PID_MASK, RUNTIME_TABLE
-from nvtxsim.export.tables import connect
+from nvtxsim.export.schema import PID_MASK, SYNC_TYPE_CALLS
+from nvtxsim.export.streamed import COPY_TAG, source_of
 
 
 def is_copy_api(name: str) -> bool:
@@ -35,39 +35,18 @@ def notable_calls(detail: Detail) -> ApiCalls:
     ids = _notable_ids(detail) if api is not None else []
     if not ids:
         return empty
-    from nvtxsim.export.streamed import source_of
-
-    src = source_of(ex)
     assert api is not None
-    if src is not None and "name_id" not in api.__dict__:
-        a = src.watched if src.watched is not None else _query_calls(src.path, ids)
+    src = source_of(ex)
+    if src is not None and not api.is_read("name_id"):
+        a = src.watched if src.watched is not None else src.calls_named(ids)
         return ApiCalls(*(a[:, i].copy() for i in range(5)))
     m = np.isin(api.name_id, ids)
     return ApiCalls(api.start[m], api.end[m], api.global_tid[m], api.correlation_id[m], api.name_id[m])
 
 
-def _query_calls(path, ids: list[int]) -> np.ndarray:
-    conn = connect(path)
-    try:
-        rows = conn.execute(
-            f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME_TABLE} WHERE nameId IN ({','.join(map(str, ids))}) "
-            "AND start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL"
-        ).fetchall()
-    finally:
-        conn.close()
-    return np.array(rows, dtype=np.int64).reshape(-1, 5)
-
-
-SYNC_TABLE = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
-#: Names of the calls a streamed export's pass keeps (tags < 0, see :func:`prefetch`): CUPTI records one
-#: synchronization row per explicit synchronize call (syncType 1 event, 3 stream, 4 context; 2 is a stream
-#: waiting on an event, no host wait), and the host copies give their launching calls.
-WATCH_NAMES = {
-    -1: "cudaEventSynchronize",
-    -3: "cudaStreamSynchronize",
-    -4: "cudaDeviceSynchronize",
-    -10: "cudaMemcpyAsync",
-}
+#: Names of the calls a streamed export's pass keeps, by their tags (see :func:`prefetch`): the explicit
+#: synchronize calls by the kind CUPTI records, and the host copies' launching calls.
+WATCH_NAMES = {-sync_type: name for sync_type, name in SYNC_TYPE_CALLS.items()} | {COPY_TAG: "cudaMemcpyAsync"}
 
 
 def api_label(export: Export, name_id: int) -> str:
@@ -80,29 +59,15 @@ def prefetch(detail: Detail) -> None:
     the synchronize calls and the host copies' calls on its way, by correlation id (from the small
     synchronization and memcpy tables): no second scan of the calls, no extra column read. Their names
     are then the CUDA call kinds (WATCH_NAMES); synchronous ``cudaMemcpy`` calls are not among them."""
-    from nvtxsim.export.streamed import source_of
-
     ex = detail.export
     src = source_of(ex) if ex.api is not None else None
     if src is None or src.projection is not None or detail.memo.is_computed("gpu"):
         return
-    parts = []
-    if SYNC_TABLE in ex.tables:
-        conn = connect(src.path)
-        try:
-            cols = {row[1] for row in conn.execute(f"PRAGMA table_info({SYNC_TABLE})")}
-            if {"globalPid", "correlationId", "syncType"} <= cols:
-                rows = conn.execute(
-                    f"SELECT globalPid, -syncType, correlationId FROM {SYNC_TABLE} WHERE syncType IN (1, 3, 4) "
-                    "AND globalPid IS NOT NULL AND correlationId IS NOT NULL"
-                ).fetchall()
-                parts.append(np.array(rows, dtype=np.int64).reshape(-1, 3)[:, [0, 2, 1]])
-        finally:
-            conn.close()
+    parts = [src.explicit_syncs(ex.tables)]
     hc = getattr(ex.extras, "host_copies", None)
     if hc is not None and len(hc):
-        parts.append(np.column_stack([hc.global_pid, hc.correlation_id, np.full(len(hc), -10, dtype=np.int64)]))
-    src.watch = np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.int64)
+        parts.append(np.column_stack([hc.global_pid, hc.correlation_id, np.full(len(hc), COPY_TAG, dtype=np.int64)]))
+    src.watch = np.concatenate(parts)
 
 
 def named(export: Export, calls: ApiCalls, pred: Callable[[str], bool]) -> np.ndarray:

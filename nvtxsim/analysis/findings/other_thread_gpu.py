@@ -117,9 +117,7 @@ def detect(ctx: Context, facts: Facts) -> list[Finding]:
     """The rows of :func:`overlap_rows` go to ``other_threads``; a finding per phase open elsewhere."""
     threads = ctx.threads
     if threads is None:
-        from nvtxsim.export.streamed import source_of
-
-        threads = source_of(ctx.ex) is None
+        threads = ctx.ex.backend != "streamed"
         if not threads:
             facts.note(NOT_LOOKED_FOR)
     rows = overlap_rows(ctx.d, ctx) if threads else []
