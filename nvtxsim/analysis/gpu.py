@@ -27,7 +27,7 @@ import numpy as np
 from nvtxsim.analysis.launches import api_name, contained, copy_direction, is_graph_launch, queue_delay, unique_pairs
 from nvtxsim.analysis.projection import _group_quantiles, _union_length
 from nvtxsim.analysis.selection import Detail
-from nvtxsim.export.schema import GRAPH, KERNEL, MEMCPY, MEMSET, PID_MASK
+from nvtxsim.schema import GRAPH, KERNEL, MEMCPY, MEMSET, PID_MASK
 
 SYNC_API = re.compile(
     r"^(cuda(Device|Stream|Event|Thread)Synchronize|cu(Ctx|Stream|Event)Synchronize"

@@ -26,8 +26,8 @@ from nvtxsim.analysis import stream
 from nvtxsim.analysis.launches import Launches, chunks, contained_chunks, expand_segments, launches, unique_pairs
 from nvtxsim.errors import NvtxsimError, debug
 from nvtxsim.export.columns import Export, distinct
-from nvtxsim.export.schema import KERNEL, MEMCPY, MEMSET, SUMMARY_DIRECTIONS, summary_direction
 from nvtxsim.export.streamed import Source, source_of
+from nvtxsim.schema import KERNEL, MEMCPY, MEMSET, SUMMARY_DIRECTIONS, summary_direction
 
 _PAIR_CHUNK = 4_000_000  # (range, op) pairs held at once
 

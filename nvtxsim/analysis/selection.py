@@ -23,7 +23,7 @@ from nvtxsim.analysis.projection import RangeGpu, Report, project, select_ranges
 from nvtxsim.analysis.tree import Nesting, RangeTree, build, nest
 from nvtxsim.errors import NvtxsimError, float_option
 from nvtxsim.export.columns import Export
-from nvtxsim.export.schema import PID_MASK, pid_of, tid_of
+from nvtxsim.schema import PID_MASK, pid_of, tid_of
 
 __all__ = ["Detail", "Memo", "compile_match", "pid_of", "tid_of"]
 

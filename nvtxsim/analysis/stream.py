@@ -32,8 +32,8 @@ import numpy as np
 from nvtxsim.analysis.launches import contained, expand_segments, launch_key
 from nvtxsim.export.columns import Export
 from nvtxsim.export.pages import Unsupported
-from nvtxsim.export.schema import KERNEL, MEMCPY, PID_MASK, SUMMARY_DIRECTIONS, summary_direction
 from nvtxsim.export.streamed import Scan, Source, release_memory
+from nvtxsim.schema import KERNEL, MEMCPY, PID_MASK, SUMMARY_DIRECTIONS, summary_direction
 
 _CALL_BATCH_BYTES = 4 << 20  # pages per parsed batch (tests make both tiny to exercise the windows)
 _GPU_BATCH_BYTES = 4 << 20

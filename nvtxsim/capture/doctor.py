@@ -25,6 +25,7 @@ from typing import Any
 from nvtxsim.capture import nsys as capture
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.phases import Window
+from nvtxsim.schema import NVTX_TABLE, PUSHPOP, STRINGS_TABLE
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
 
@@ -274,8 +275,8 @@ def _count_ranges(sqlite_path: Path, name: str) -> int:
     con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
     try:
         row = con.execute(
-            "SELECT COUNT(*) FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
-            "WHERE e.eventType = 59 AND COALESCE(e.text, s.value) = ?",
+            f"SELECT COUNT(*) FROM {NVTX_TABLE} e LEFT JOIN {STRINGS_TABLE} s ON s.id = e.textId "
+            f"WHERE e.eventType = {PUSHPOP} AND COALESCE(e.text, s.value) = ?",
             (name,),
         ).fetchone()
         return int(row[0])

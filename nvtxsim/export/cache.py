@@ -53,7 +53,7 @@ _CODE = (
     "export/reader.py",
     "export/tables.py",
     "export/columns.py",
-    "export/schema.py",
+    "schema.py",
     "export/pages.py",
     "export/streamed.py",
     "export/extras.py",

@@ -25,7 +25,6 @@ import numpy as np
 
 from nvtxsim.export.columns import ApiCalls, Export, GpuOps
 from nvtxsim.export.pages import Select, Unsupported
-from nvtxsim.export.schema import API_WHERE, GPU_WHERE, RUNTIME_TABLE, SYNC_TABLE, SYNC_TYPE_CALLS
 from nvtxsim.export.tables import (
     API_FIELDS,
     GPU_FIELDS,
@@ -37,6 +36,7 @@ from nvtxsim.export.tables import (
     gpu_tables,
     ints,
 )
+from nvtxsim.schema import API_WHERE, GPU_WHERE, RUNTIME_TABLE, SYNC_TABLE, SYNC_TYPE_CALLS
 
 #: Exports with at least this many CUDA calls + GPU ops are streamed (env NVTXSIM_STREAM_ROWS overrides).
 STREAM_MIN_ROWS = 3_000_000
@@ -103,7 +103,7 @@ class Source:
 
     def explicit_syncs(self, tables: frozenset[str]) -> np.ndarray:
         """(globalPid, correlationId, -syncType) of the synchronize calls the host waited in (CUPTI's
-        synchronization table, one row per call; :data:`~nvtxsim.export.schema.SYNC_TYPE_CALLS`)."""
+        synchronization table, one row per call; :data:`~nvtxsim.schema.SYNC_TYPE_CALLS`)."""
         if SYNC_TABLE not in tables:
             return np.zeros((0, 3), dtype=np.int64)
         conn = self.connect()

@@ -15,8 +15,8 @@ from nvtxsim.analysis.gpu import is_sync_api
 from nvtxsim.analysis.launches import api_name
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.columns import ApiCalls, Export
-from nvtxsim.export.schema import PID_MASK, SYNC_TYPE_CALLS
 from nvtxsim.export.streamed import COPY_TAG, source_of
+from nvtxsim.schema import PID_MASK, SYNC_TYPE_CALLS
 
 
 def is_copy_api(name: str) -> bool:

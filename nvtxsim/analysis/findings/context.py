@@ -25,7 +25,7 @@ from nvtxsim.analysis.selection import Detail
 from nvtxsim.analysis.tree import RangeTree, build
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import ApiCalls, Export
-from nvtxsim.export.schema import PID_MASK
+from nvtxsim.schema import PID_MASK
 
 T = TypeVar("T")
 

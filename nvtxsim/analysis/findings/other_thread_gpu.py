@@ -23,7 +23,7 @@ from nvtxsim.analysis.findings.model import OUTSIDE, OUTSIDE_LOOP, Finding
 from nvtxsim.analysis.launches import innermost, ops_of
 from nvtxsim.analysis.projection import _union_length
 from nvtxsim.analysis.selection import Detail
-from nvtxsim.export.schema import PID_MASK
+from nvtxsim.schema import PID_MASK
 
 NAME = "other_thread_gpu"
 MIN_SHARE = 0.001

@@ -16,6 +16,7 @@ from nvtxsim.analysis.findings.calls import api_label
 from nvtxsim.analysis.findings.context import Context, blocked
 from nvtxsim.analysis.findings.kind import Facts, Kind, Units
 from nvtxsim.analysis.findings.model import Finding
+from nvtxsim.schema import COPY_DTOH, COPY_HTOD
 
 NAME = "pageable_copy"
 MIN_SHARE = 0.001
@@ -29,7 +30,7 @@ def _implicit_sync_copies(hc) -> np.ndarray:
     few values; ``.item()`` on older PyTorch)."""
     if hc is None or not len(hc):
         return np.zeros(0, dtype=bool)
-    return hc.pageable & (hc.copy_kind == 2) & (hc.bytes < BIG_COPY_BYTES)
+    return hc.pageable & (hc.copy_kind == COPY_DTOH) & (hc.bytes < BIG_COPY_BYTES)
 
 
 def _pinned_rate(hc, direction: int) -> float | None:
@@ -52,7 +53,7 @@ def _evidence(ctx: Context, ops: np.ndarray, cs: np.ndarray, cost: int) -> dict:
         "gbps": round(nbytes / gpu_ns, 2) if gpu_ns else None,
         "directions": {},
     }
-    for d, name in ((1, "H→D"), (2, "D→H")):
+    for d, name in ((COPY_HTOD, "H→D"), (COPY_DTOH, "D→H")):
         m = hc.copy_kind[ops] == d
         if m.any():
             rate = _pinned_rate(hc, d)

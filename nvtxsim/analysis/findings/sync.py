@@ -21,6 +21,7 @@ from nvtxsim.analysis.findings.context import Context, blocked
 from nvtxsim.analysis.findings.kind import Facts, Kind, Units
 from nvtxsim.analysis.findings.model import Finding
 from nvtxsim.analysis.gpu import is_sync_api
+from nvtxsim.schema import COPY_DTOH
 
 NAME = "sync"
 MIN_SHARE = 0.001
@@ -46,7 +47,7 @@ def _sync_calls(ctx: Context, claimed: np.ndarray) -> tuple[np.ndarray, np.ndarr
     if len(claimed):
         calls = np.setdiff1d(calls, claimed)
     hc = ctx.host_copies
-    blocking = hc.pageable & (hc.copy_kind == 2) if hc is not None and len(hc) else np.zeros(0, dtype=bool)
+    blocking = hc.pageable & (hc.copy_kind == COPY_DTOH) if hc is not None and len(hc) else np.zeros(0, dtype=bool)
     copy_calls = ctx.copy_calls[blocking] if blocking.any() else np.zeros(0, dtype=np.int64)
     copy_calls = np.setdiff1d(copy_calls[copy_calls >= 0], claimed)
     return np.union1d(calls, copy_calls), copy_calls
