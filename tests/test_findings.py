@@ -485,7 +485,7 @@ def test_setup_work_before_the_loop_is_no_finding(tmp_path):
     evaluation between iterations does. --view overlap lists both."""
     from synth import CudaLoop
 
-    from nvtxsim.analysis.findings import OUTSIDE_LOOP, context, overlap_rows
+    from nvtxsim.analysis.findings import OUTSIDE_LOOP, Context, overlap_rows
 
     b = CudaLoop()
     for _ in range(50):
@@ -500,7 +500,7 @@ def test_setup_work_before_the_loop_is_no_finding(tmp_path):
     d = Detail(load(p))
     (f,) = [f for f in analyse(d).items if f.kind == "unattributed_gpu"]
     assert f.phase == OUTSIDE and f.evidence["launches"] == 20
-    rows = {r.phase: r.launches for r in overlap_rows(d, context(d))}
+    rows = {r.phase: r.launches for r in overlap_rows(d, Context(d))}
     assert rows == {OUTSIDE: 20, OUTSIDE_LOOP: 50}
 
 

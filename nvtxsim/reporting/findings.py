@@ -157,7 +157,7 @@ def findings_table(fs: Findings) -> ViewTable:
 
 def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> ViewTable:
     """Other threads' GPU work by the phase open at launch: a time-overlap attribution beside nsys's columns."""
-    from nvtxsim.analysis.findings import OUTSIDE, OUTSIDE_LOOP, context, overlap_rows
+    from nvtxsim.analysis.findings import OUTSIDE, OUTSIDE_LOOP, Context, overlap_rows
 
     busy = {p.label: p.gpu_busy_total_ns for p in d.report.phases}
     rows = [
@@ -170,7 +170,7 @@ def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> V
             "threads": r.threads,
             "threads_text": ", ".join(f"{t} ×{n}" for t, n in r.threads.items()),
         }
-        for r in overlap_rows(d, context(d, by, skip_first))
+        for r in overlap_rows(d, Context(d, by, skip_first))
     ]
     cols = [
         C("phase", "Phase (open at launch)"),

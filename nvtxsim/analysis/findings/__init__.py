@@ -11,7 +11,7 @@ Thresholds and their reasoning for users: docs/findings.md.
 from __future__ import annotations
 
 from nvtxsim.analysis.findings.calls import prefetch
-from nvtxsim.analysis.findings.context import Context, context
+from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES
 from nvtxsim.analysis.findings.diff import FindingsDiff, diff
 from nvtxsim.analysis.findings.kind import Kind, Units
@@ -38,7 +38,6 @@ __all__ = [
     "OtherThreadGpu",
     "Units",
     "analyse",
-    "context",
     "diff",
     "kind",
     "overlap_rows",

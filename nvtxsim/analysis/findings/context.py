@@ -63,12 +63,13 @@ def user_ranges(export: Export, ranges: np.ndarray) -> np.ndarray:
 
 
 class Context:
-    """Shared per-report data: nesting, per-label self numbers, iterations, the reference time.
+    """Shared per-report data: nesting, iterations (keyed on ``by``, the first ``skip_first`` left out), the
+    kept ranges, the reference time, the owner of a call.
 
     ``threads``: whether the kinds that join every CUDA call to its GPU work (other threads' work)
     run; None = unless the export is streamed."""
 
-    def __init__(self, detail: Detail, by: str | None, skip_first: int, threads: bool | None = None) -> None:
+    def __init__(self, detail: Detail, by: str | None = None, skip_first: int = 0, threads: bool | None = None) -> None:
         self.d = detail
         self.ex = detail.export
         self.r = detail.export.ranges
@@ -216,8 +217,3 @@ def blocked(owner: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
         return 0
     codes, inv = np.unique(owner, return_inverse=True)
     return int(_union_length(inv.reshape(-1), start, end, len(codes)).sum())
-
-
-def context(detail: Detail, by: str | None = None, skip_first: int = 0) -> Context:
-    """The shared data of the findings for ``detail`` (iterations keyed on ``by``, the first ``skip_first`` left out)."""
-    return Context(detail, by, skip_first)

@@ -84,7 +84,7 @@ def _call_labels(ctx: Context, calls: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def overlap_rows(detail: Detail, ctx: Context | None = None) -> list[OtherThreadGpu]:
     """GPU work nsys attributes to no range, split by the phase open on another thread at launch time
     (``--view overlap``, and this kind's and unattributed_gpu's findings)."""
-    ctx = ctx or Context(detail, None, 0)
+    ctx = ctx or Context(detail)
     from nvtxsim.analysis.unattributed import outside_calls
 
     api, ops, link = ctx.ex.api, detail.ops, detail.link

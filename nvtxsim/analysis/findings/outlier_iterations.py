@@ -6,7 +6,7 @@ iterations' time above the median. When CUDA calls of the overrunning phase make
 overrun, the cause is named (``evidence.cause``) and the advice fits it; a slow iteration whose
 overrun is a wait in a sync or copy that has its own finding is that finding's (its cost already
 holds the wait): its index goes to that finding's ``slow_iterations``, not into a second,
-overlapping cost. The excess of the outliers kept is CPU time the bound kinds no longer test.
+overlapping cost. The excess of the outliers kept is explained CPU time: the bound kinds leave it out.
 """
 
 from __future__ import annotations

@@ -36,14 +36,12 @@ REGISTRY: tuple[Kind, ...] = (
 KINDS = tuple(k.name for k in REGISTRY)
 ADVICE = {k.name: k.advice for k in REGISTRY}
 INFORMATIONAL = tuple(k.name for k in REGISTRY if k.informational)
+_BY_NAME = {k.name: k for k in REGISTRY}
 
 
 def kind(name: str) -> Kind | None:
     """The registered kind called ``name``, None for an unknown name."""
     return _BY_NAME.get(name)
-
-
-_BY_NAME = {k.name: k for k in REGISTRY}
 
 
 def run_order(kinds: tuple[Kind, ...]) -> tuple[Kind, ...]:
