@@ -139,6 +139,9 @@ class memoised(Generic[T]):
             return self
         return obj.memo.get(self.name, self.compute, obj)
 
+    def __set__(self, obj: Detail, value: T) -> None:
+        raise AttributeError(f"Detail.{self.name} is computed once; give it a value with Detail.memo.seed")
+
 
 class Detail:
     """An export, the ranges selected for the report (domain, name pattern) and its derived data (:attr:`memo`)."""
