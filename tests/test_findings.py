@@ -8,9 +8,14 @@ from pathlib import Path
 import pytest
 from synth import OUTLIER_ITERATIONS, PLANTED, make_planted
 
-from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, KINDS, OUTSIDE, SEVERITIES, find
+from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, KINDS, OUTSIDE, SEVERITIES, analyse
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import load
+
+
+def find(detail: Detail, **options) -> list:
+    """The findings of ``detail``, most costly first."""
+    return analyse(detail, **options).items
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +205,7 @@ def test_cli_fail_on_json_html_and_compare(tmp_path):
 
 def test_streamed_export_reads_only_the_calls_it_needs(tmp_path, monkeypatch):
     """A streamed export: the same findings (but the thread kinds, with a note), its CUDA call columns never materialised."""
-    from nvtxsim.analysis.findings import analyse, prefetch
+    from nvtxsim.analysis.findings import prefetch
 
     p = tmp_path / "planted.sqlite"
     make_planted(p)
@@ -274,8 +279,6 @@ def test_export_without_cuda_trace_gets_no_gpu_diagnoses(tmp_path):
     """CPU-only captures (no CUPTI tables): no CPU-/launch-/GPU-bound guesses from GPU numbers that are 0 for want of a trace."""
     import sqlite3
 
-    from nvtxsim.analysis.findings import analyse
-
     p = tmp_path / "planted.sqlite"
     make_planted(p)
     con = sqlite3.connect(p)
@@ -299,8 +302,6 @@ def test_export_without_cuda_trace_gets_no_gpu_diagnoses(tmp_path):
 def _loop(tmp_path, build, name="loop", **kw):
     """Findings of a :class:`synth.CudaLoop` built by ``build(b, i)`` per iteration (``key``: the range around it)."""
     from synth import CudaLoop
-
-    from nvtxsim.analysis.findings import analyse
 
     b = CudaLoop(cuda=kw.pop("cuda", True))
     key = kw.pop("key", "iteration")
@@ -398,7 +399,6 @@ def test_backward_on_another_thread_and_a_stall(tmp_path):
 
 def test_library_ranges_are_seen_through(tmp_path):
     """Under --domain all, a CUB range inside the program's phase: the finding is the phase's, not CUB's."""
-    from nvtxsim.analysis.findings import analyse
 
     def step(b, i):
         b.phase(
@@ -485,7 +485,7 @@ def test_setup_work_before_the_loop_is_no_finding(tmp_path):
     evaluation between iterations does. --view overlap lists both."""
     from synth import CudaLoop
 
-    from nvtxsim.analysis.findings import OUTSIDE_LOOP, analyse, context, other_thread_gpu
+    from nvtxsim.analysis.findings import OUTSIDE_LOOP, Context, overlap_rows
 
     b = CudaLoop()
     for _ in range(50):
@@ -500,7 +500,7 @@ def test_setup_work_before_the_loop_is_no_finding(tmp_path):
     d = Detail(load(p))
     (f,) = [f for f in analyse(d).items if f.kind == "unattributed_gpu"]
     assert f.phase == OUTSIDE and f.evidence["launches"] == 20
-    rows = {r.phase: r.launches for r in other_thread_gpu(d, context(d))}
+    rows = {r.phase: r.launches for r in overlap_rows(d, Context(d))}
     assert rows == {OUTSIDE: 20, OUTSIDE_LOOP: 50}
 
 

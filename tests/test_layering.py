@@ -5,7 +5,8 @@ together. The rule (docs/architecture.md):
 
     export → analysis → reporting → cli        capture → cli        emit → isaaclab
 
-Root modules: ``errors``, ``phases``, ``envflags`` and ``_version`` are vocabulary every stage may use;
+Root modules: ``errors``, ``phases``, ``envflags``, ``files``, ``schema`` (the facts of nsys's export format,
+which capture's doctor reads too) and ``_version`` are vocabulary every stage may use;
 ``__init__`` (the public API facade) and ``__main__`` may import anything; nothing inside
 the package imports the facade.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nvtxsim"
-SHARED = {"errors", "phases", "_version", "files", "envflags"}
+SHARED = {"errors", "phases", "_version", "files", "envflags", "schema"}
 #: stage → the stages it may import (besides itself and the shared root modules).
 ALLOWED: dict[str, set[str]] = {
     "emit": set(),
@@ -143,3 +144,102 @@ def test_the_walker_sees_lazy_and_relative_imports() -> None:
     src = "def f():\n    from nvtxsim.reporting import views\n\nclass C:\n    def g(self):\n        from ..cli import output\n"
     path = PACKAGE / "analysis" / "gpu.py"
     assert _imports("nvtxsim.analysis.gpu", path, src) == {"nvtxsim.reporting.views", "nvtxsim.cli.output"}
+
+
+# --------------------------------------------------------------------------- analysis does no I/O but reading
+
+#: Calls that write, move or delete files (any receiver: ``path.write_text``, ``shutil.rmtree``, ``np.savez`` ...).
+WRITE_CALLS = frozenset(
+    {
+        "write_text",
+        "write_bytes",
+        "touch",
+        "mkdir",
+        "makedirs",
+        "unlink",
+        "rmdir",
+        "rmtree",
+        "rename",
+        "copyfile",
+        "copy2",
+        "copytree",
+        "copyfileobj",
+        "savez",
+        "savez_compressed",
+        "tofile",
+        "to_csv",
+        "to_parquet",
+        "mkstemp",
+        "mkdtemp",
+        "TemporaryDirectory",
+        "NamedTemporaryFile",
+        "replace_via_temp",
+        "symlink_to",
+    }
+)
+OS_WRITES = frozenset({"replace", "remove", "rename", "unlink", "truncate", "ftruncate", "write", "link", "symlink"})
+#: Standard modules that exist to write or talk SQL: the export stage reads the file, analysis reads columns.
+IO_MODULES = frozenset({"sqlite3", "shutil", "tempfile"})
+#: The export stage's one entry point: ``load()`` may write the export's own cache and private copies, which
+#: is export's persistence, decided there; an analysis that takes a path (ranks, frames) loads through it.
+ENTRY_POINT = "nvtxsim.export.reader"
+
+
+def _writes(source: str) -> list[str]:
+    """The calls in ``source`` that write files: WRITE_CALLS, ``os.replace`` and the like, an ``open`` for writing."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+        if (
+            name in WRITE_CALLS
+            or (owner == "os" and name in OS_WRITES)
+            or (owner in ("np", "numpy") and name == "save")
+        ):
+            found.append(f"{name} (line {node.lineno})")
+        elif name in ("open", "fdopen"):
+            for arg in node.args[1:2] + [k.value for k in node.keywords if k.arg in ("mode", "flags")]:
+                text = ast.unparse(arg)
+                if (isinstance(arg, ast.Constant) and set(str(arg.value)) & set("wax+")) or any(
+                    flag in text for flag in ("O_WRONLY", "O_RDWR", "O_CREAT")
+                ):
+                    found.append(f"{name}({text}) (line {node.lineno})")
+    return found
+
+
+WRITERS = {name for name, path in MODULES.items() if _writes(path.read_text(encoding="utf-8"))}
+
+
+def _reached(module: str) -> set[str]:
+    """The package modules ``module`` imports, directly or through others (not past the export's entry point)."""
+    seen, todo = set(), [module]
+    while todo:
+        for target in GRAPH.get(todo.pop(), ()):
+            if target not in seen and target != ENTRY_POINT:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_the_writer_check_finds_the_modules_that_write() -> None:
+    assert {"nvtxsim.files", "nvtxsim.export.cache", "nvtxsim.export.private_copy", "nvtxsim.cli.output"} <= WRITERS
+    src = "import os\ndef f(p):\n    open(p, 'ab').close()\n    os.replace(p, p)\n    with open(p) as fh:\n        fh.read()\n"
+    assert sorted(w.split(" ")[0] for w in _writes(src)) == ["open('ab')", "replace"]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _stage(m) == "analysis"))
+def test_analysis_writes_no_file_and_imports_no_module_that_does(module: str) -> None:
+    """Analysis is a function of the loaded columns: persistence (the cache) is the export stage's."""
+    assert not _writes(MODULES[module].read_text(encoding="utf-8")), f"{module} writes files"
+    writers = sorted(_reached(module) & WRITERS)
+    assert not writers, f"{module} imports modules that write files: {writers}"
+    stdlib = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            stdlib.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            stdlib.add(node.module.split(".")[0])
+    assert not stdlib & IO_MODULES, f"{module} imports {sorted(stdlib & IO_MODULES)}: SQL and files are export's"

@@ -13,8 +13,8 @@ from nvtxsim.analysis.projection import RangeGpu, project, select_ranges, summar
 from nvtxsim.analysis.ranks import rank_spread, report_many
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.reader import Export, Ranges, load
-from nvtxsim.export.schema import SUMMARY_DIRECTIONS as DIRECTIONS
 from nvtxsim.reporting.pipeline import make_report
+from nvtxsim.schema import SUMMARY_DIRECTIONS as DIRECTIONS
 
 GPU_DATA = Path(__file__).resolve().parent / "data" / "gpu"
 

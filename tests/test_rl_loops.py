@@ -172,7 +172,7 @@ def test_loop_levels_in_the_nsys_export(captures, lib):
     spans = from_export(str(captures[lib]))
     assert_loop_structure(spans, lib)
     from nvtxsim.export.reader import load
-    from nvtxsim.export.schema import STARTEND
+    from nvtxsim.schema import STARTEND
 
     r = load(str(captures[lib]), cuda=False).ranges
     loop = [i for i in range(len(r)) if r.name[i] in ("step", "rollout", "learning_iteration")]

@@ -90,12 +90,12 @@ def test_cut_lines_keep_numbers_whole() -> None:
 
 
 def test_findings_block_cuts_between_words() -> None:
-    from nvtxsim.analysis.findings import for_detail
+    from nvtxsim.analysis.findings import analyse
     from nvtxsim.analysis.selection import Detail
     from nvtxsim.export.reader import load
     from nvtxsim.reporting.findings import block_lines
 
-    findings = for_detail(Detail(load(DEMO), domain="nvtxsim"))
+    findings = analyse(Detail(load(DEMO), domain="nvtxsim"))
     full = block_lines(findings, 10_000)
     for width in range(30, 81, 5):
         for line in block_lines(findings, width):

@@ -13,7 +13,7 @@ import numpy as np
 
 from nvtxsim.analysis.projection import PhaseStats, summarize
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
-from nvtxsim.export.schema import PID_MASK
+from nvtxsim.schema import PID_MASK
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.schema import KIND_NAMES, PID_BITS, PID_SHIFT, TID_MASK
 
 
 class MissingDependency(NvtxsimError, ImportError):
@@ -112,8 +113,8 @@ def _ranges_frame(d: Any, pd: Any) -> Any:
             "start_ns": r.start[sel],
             "end_ns": r.end[sel],
             "duration_ns": (r.end - r.start)[sel],
-            "pid": (tids >> 24) & 0xFFFFFF,
-            "tid": tids & 0xFFFFFF,
+            "pid": (tids >> PID_SHIFT) & PID_BITS,
+            "tid": tids & TID_MASK,
             "thread": [d.thread_name(int(t)) for t in tids],
             "style": np.where(r.style[sel] == 0, "pushpop", "startend"),
             "cross_thread": r.cross_thread[sel],
@@ -136,7 +137,6 @@ def _ranges_frame(d: Any, pd: Any) -> Any:
 def _gpu_ops_frame(d: Any, pd: Any, api_names: dict[int, str]) -> Any:
     """One row per GPU op: kind, name, times, device, stream, bytes, launching call and the range that launched it."""
     from nvtxsim.analysis.launches import copy_direction
-    from nvtxsim.export.schema import KIND_NAMES
 
     ex = d.export
     r = ex.ranges
@@ -152,7 +152,7 @@ def _gpu_ops_frame(d: Any, pd: Any, api_names: dict[int, str]) -> Any:
     queue = np.zeros(n_ops, dtype=np.int64)
     if has_call.any():
         c = call_of[has_call]
-        launch_tid[has_call] = api.global_tid[c] & 0xFFFFFF
+        launch_tid[has_call] = api.global_tid[c] & TID_MASK
         queue[has_call] = np.maximum(ops.start[has_call] - api.end[c], 0)
     kind_names = np.array([KIND_NAMES.get(k, "?") for k in range(4)], dtype=object)
     op_name = np.empty(n_ops, dtype=object)
@@ -177,7 +177,7 @@ def _gpu_ops_frame(d: Any, pd: Any, api_names: dict[int, str]) -> Any:
             "stream": ops.stream_id,
             "bytes": ops.bytes,
             "direction": copy_direction(ops),
-            "pid": (ops.global_pid >> 24) & 0xFFFFFF,
+            "pid": (ops.global_pid >> PID_SHIFT) & PID_BITS,
             "correlation_id": ops.correlation_id,
             "launch_tid": _nullable(pd, launch_tid, has_call),
             "launch_api": [api_names.get(int(api.name_id[c]), "") if c >= 0 else "" for c in call_of]
@@ -200,8 +200,8 @@ def _api_calls_frame(d: Any, pd: Any, api_names: dict[int, str]) -> Any:
                 "start_ns": api.start,
                 "end_ns": api.end,
                 "duration_ns": api.end - api.start,
-                "pid": (api.global_tid >> 24) & 0xFFFFFF,
-                "tid": api.global_tid & 0xFFFFFF,
+                "pid": (api.global_tid >> PID_SHIFT) & PID_BITS,
+                "tid": api.global_tid & TID_MASK,
                 "correlation_id": api.correlation_id,
                 "gpu_ops": link.count,
             }
@@ -223,7 +223,7 @@ def _iterations_frame(d: Any, pd: Any, by: str) -> Any:
         recs = {
             "iteration": np.repeat(it.index, n_ph),
             "range_id": np.repeat(r.row[it.key_range], n_ph),  # the key range of the iteration
-            "tid": np.repeat(r.global_tid[it.key_range] & 0xFFFFFF, n_ph),
+            "tid": np.repeat(r.global_tid[it.key_range] & TID_MASK, n_ph),
             "phase": np.tile(np.array(it.phases, dtype=object), len(it)),
             "cpu_ns": it.cpu.reshape(-1),
             "gpu_busy_ns": it.gpu.reshape(-1),

@@ -27,7 +27,7 @@ import numpy as np
 from nvtxsim.analysis.launches import api_name, contained, copy_direction, is_graph_launch, queue_delay, unique_pairs
 from nvtxsim.analysis.projection import _group_quantiles, _union_length
 from nvtxsim.analysis.selection import Detail
-from nvtxsim.export.schema import GRAPH, KERNEL, MEMCPY, MEMSET, PID_MASK
+from nvtxsim.schema import GRAPH, KERNEL, MEMCPY, MEMSET, PID_MASK
 
 SYNC_API = re.compile(
     r"^(cuda(Device|Stream|Event|Thread)Synchronize|cu(Ctx|Stream|Event)Synchronize"
@@ -394,7 +394,7 @@ def overview(detail: Detail) -> list[GpuPhaseRow]:
     graph_n, graph_gpu = _graph_columns(detail, per_label, nl)
     rows = []
     for p in phases:
-        lab = _label_index(detail, p.domain, p.name)
+        lab = detail.label_index[(p.domain, p.name)]
         has_q = q_n[lab] > 0
         c = int(cpu[lab])
         rows.append(
@@ -482,13 +482,6 @@ def _graph_columns(detail: Detail, per_label, nl: int) -> tuple[np.ndarray, np.n
         gb = _union_length(pairs.range[is_g], ops.start[pairs.op[is_g]], ops.end[pairs.op[is_g]], len(r))
         graph_gpu = per_label(gb[detail.selected])
     return graph_n, graph_gpu
-
-
-def _label_index(detail: Detail, domain: str, name: str) -> int:
-    cache = detail.__dict__.get("_label_index")
-    if cache is None:  # built once per Detail: a phase lookup must not cost a pass over every label
-        cache = detail.__dict__["_label_index"] = {d_n: i for i, d_n in enumerate(detail.export.labels)}
-    return cache[(domain, name)]
 
 
 # --------------------------------------------------------------------------- per GPU

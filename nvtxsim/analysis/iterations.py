@@ -24,7 +24,7 @@ from nvtxsim import phases
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import Ranges
-from nvtxsim.export.schema import PID_MASK
+from nvtxsim.schema import PID_MASK
 
 QUANTILES = (0.5, 0.9, 0.99)
 

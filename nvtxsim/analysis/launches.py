@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from nvtxsim.export.columns import Export, distinct
-from nvtxsim.export.schema import COPY_KINDS, GRAPH, MEMCPY, MEMSET, PID_MASK
+from nvtxsim.schema import COPY_KINDS, GRAPH, MEMCPY, MEMSET, PID_MASK
 
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 _GRAPH_LAUNCH = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch)$")

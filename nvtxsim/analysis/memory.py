@@ -24,7 +24,7 @@ import numpy as np
 
 from nvtxsim.export.columns import Export
 from nvtxsim.export.extras import MemoryEvents
-from nvtxsim.export.schema import PID_MASK
+from nvtxsim.schema import PID_BITS, PID_MASK, PID_SHIFT
 
 
 @dataclass
@@ -76,7 +76,7 @@ def _process_keys(event_gpid: np.ndarray, range_gtid: np.ndarray) -> tuple[np.nd
     bare PID bits when no event matches that way (a writer that leaves the host/VM bits out)."""
     ev, rg = event_gpid & PID_MASK, range_gtid & PID_MASK
     if len(ev) and len(rg) and not np.isin(ev, rg).any():
-        return (event_gpid >> 24) & 0xFFFFFF, (range_gtid >> 24) & 0xFFFFFF
+        return (event_gpid >> PID_SHIFT) & PID_BITS, (range_gtid >> PID_SHIFT) & PID_BITS
     return ev, rg
 
 

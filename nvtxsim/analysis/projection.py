@@ -25,10 +25,9 @@ import numpy as np
 from nvtxsim.analysis import stream
 from nvtxsim.analysis.launches import Launches, chunks, contained_chunks, expand_segments, launches, unique_pairs
 from nvtxsim.errors import NvtxsimError, debug
-from nvtxsim.export import cache
 from nvtxsim.export.columns import Export, distinct
-from nvtxsim.export.schema import KERNEL, MEMCPY, MEMSET, SUMMARY_DIRECTIONS, summary_direction
 from nvtxsim.export.streamed import Source, source_of
+from nvtxsim.schema import KERNEL, MEMCPY, MEMSET, SUMMARY_DIRECTIONS, summary_direction
 
 _PAIR_CHUNK = 4_000_000  # (range, op) pairs held at once
 
@@ -144,8 +143,7 @@ def project_stream(export: Export) -> RangeGpu | None:
         return RangeGpu.empty(0)
     out = _streamed(export, src)
     if out is not None:
-        src.projection = out
-        cache.store_projection(export)
+        src.keep_projection(out)  # the export holds it (and its cache, if it came through one, stores it)
     return out
 
 
@@ -296,7 +294,10 @@ def row_dict(row: Any) -> dict:
     deep copy of every value (a dict or list value is copied one level): ten times faster, which
     matters with 100,000 phases."""
     names, nested = _row_shape(row.__class__)
-    own = getattr(row, "__dict__", None)
+    try:
+        own: dict | None = vars(row)  # the row's fields, when they are all it holds
+    except TypeError:  # a row class with __slots__
+        own = None
     d = own.copy() if own is not None and len(own) == len(names) else {n: getattr(row, n) for n in names}
     for n in nested:
         v = d[n]

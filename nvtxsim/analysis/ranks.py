@@ -27,7 +27,7 @@ from nvtxsim.analysis.projection import RangeGpu, Report, project, resolve_domai
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import Export, Ranges
 from nvtxsim.export.reader import load
-from nvtxsim.export.schema import SUMMARY_DIRECTIONS
+from nvtxsim.schema import SUMMARY_DIRECTIONS
 
 _COUNTS = ("ranges", "cuda_api_calls", "gpu_ops", "kernels", "memcpys", "memsets")
 DASK_TIMEOUT = "20s"  # connecting to the scheduler

@@ -2,7 +2,9 @@
 
 Each view (tree, iterations, kernels, ...) asks for what it needs; everything is
 computed at most once per report (projection, GPU activity, (range, op) pairs,
-nesting), so asking for several views costs little more than asking for one.
+nesting, findings) and kept in the selection's :class:`Memo`, so asking for several views
+costs little more than asking for one, and an analysis can ask what has been computed
+already (:meth:`Memo.is_computed`) to choose the cheaper of two routes.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Iterable
-from functools import cached_property
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -21,9 +23,11 @@ from nvtxsim.analysis.projection import RangeGpu, Report, project, select_ranges
 from nvtxsim.analysis.tree import Nesting, RangeTree, build, nest
 from nvtxsim.errors import NvtxsimError, float_option
 from nvtxsim.export.columns import Export
-from nvtxsim.export.schema import PID_MASK, pid_of, tid_of
+from nvtxsim.schema import PID_MASK, pid_of, tid_of
 
-__all__ = ["Detail", "compile_match", "pid_of", "tid_of"]
+__all__ = ["Detail", "Memo", "compile_match", "pid_of", "tid_of"]
+
+T = TypeVar("T")
 
 
 def compile_match(pattern: str | None) -> re.Pattern | None:
@@ -92,8 +96,55 @@ def _disarm(previous: object) -> None:
         signal.signal(signal.SIGALRM, previous)  # type: ignore[arg-type]
 
 
+class Memo:
+    """Values computed at most once, by key: the derived data of one :class:`Detail`.
+
+    Explicit rather than ``functools.cached_property`` so that an analysis can ask whether a value
+    is there (a streamed export's GPU ops cost a read of every op: a finding that can do without
+    them does, unless another view has read them already) without looking inside another object."""
+
+    def __init__(self) -> None:
+        self._values: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable, compute: Callable[..., T], *args: Any) -> T:
+        """The value of ``key``, computed by ``compute(*args)`` the first time it is asked for."""
+        try:
+            return self._values[key]
+        except KeyError:
+            value = self._values[key] = compute(*args)
+            return value
+
+    def is_computed(self, key: Hashable) -> bool:
+        return key in self._values
+
+    def seed(self, key: Hashable, value: Any) -> None:
+        """Give ``key`` a value computed before the selection was made (a rank's projection, :mod:`.ranks`)."""
+        self._values[key] = value
+
+
+class memoised(Generic[T]):
+    """A read-only property of a :class:`Detail` computed once, into its :class:`Memo` under the property's name."""
+
+    def __init__(self, compute: Callable[[Any], T]) -> None:
+        self.compute = compute
+        self.__doc__ = compute.__doc__
+        self.name = compute.__name__
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> memoised[T]: ...
+    @overload
+    def __get__(self, obj: Detail, owner: type) -> T: ...
+    def __get__(self, obj: Detail | None, owner: type) -> memoised[T] | T:
+        if obj is None:
+            return self
+        return obj.memo.get(self.name, self.compute, obj)
+
+    def __set__(self, obj: Detail, value: T) -> None:
+        raise AttributeError(f"Detail.{self.name} is computed once; give it a value with Detail.memo.seed")
+
+
 class Detail:
-    """An export, the ranges selected for the report (domain, name pattern) and cached analyses."""
+    """An export, the ranges selected for the report (domain, name pattern) and its derived data (:attr:`memo`)."""
 
     def __init__(
         self, export: Export, *, domain: str | None = "nvtxsim", match: str | None = None, gpu: RangeGpu | None = None
@@ -107,45 +158,46 @@ class Detail:
             ok = matching(pat, export.label_names())
             idx = idx[ok[export.ranges.label[idx]]]
         self.selected: np.ndarray = idx
+        self.memo = Memo()
         if gpu is not None:
-            self.__dict__["gpu"] = gpu
+            self.memo.seed("gpu", gpu)
 
     # ------------------------------------------------------------------ shared analyses
 
-    @cached_property
+    @memoised
     def gpu(self) -> RangeGpu:
         return project(self.export)
 
-    @cached_property
+    @memoised
     def report(self) -> Report:
         rep = summarize(self.export, self.gpu, domain=self.domain, select=self.selected if self.match else None)
         if self.match and not rep.phases and len(self.export.ranges):
             rep.warnings.append(f"no phase name matches --match {self.match!r}")
         return rep
 
-    @cached_property
+    @memoised
     def ops(self) -> Ops:
         return gpu_activity(self.export)
 
-    @cached_property
+    @memoised
     def link(self) -> Launches:
         return launches(self.export, self.ops)
 
-    @cached_property
+    @memoised
     def pairs(self) -> OpPairs:
         """(range, op) pairs of the selected ranges under nsys's rule (cross-thread ranges left out)."""
         return op_pairs(self.export, self.ops, self.link, self.selected)
 
-    @cached_property
+    @memoised
     def nesting(self) -> Nesting:
         """Parent and depth of the selected ranges."""
         return nest(self.export, self.selected)
 
-    @cached_property
+    @memoised
     def tree(self) -> RangeTree:
         return build(self.export, self.selected, self.ops, self.link, nesting=self.nesting)
 
-    @cached_property
+    @memoised
     def op_owner(self) -> np.ndarray:
         """Per GPU op (``ops``): the selected range that launched it (index into ``Export.ranges``), -1 if none."""
         pos = op_owners(self.export, self.nesting, self.link, len(self.ops))
@@ -161,9 +213,14 @@ class Detail:
 
     # ------------------------------------------------------------------ names
 
-    @cached_property
+    @memoised
     def label_names(self) -> np.ndarray:
         return self.export.label_names()
+
+    @memoised
+    def label_index(self) -> dict[tuple[str, str], int]:
+        """(domain, name) → label index: built once, so a phase lookup costs no pass over every label."""
+        return {d_n: i for i, d_n in enumerate(self.export.labels)}
 
     def range_label(self, i: int) -> str:
         return str(self.label_names[self.export.ranges.label[i]])

@@ -24,7 +24,6 @@ calls with one launch key, correlation ids outside 0..2^31.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,9 +31,9 @@ import numpy as np
 
 from nvtxsim.analysis.launches import contained, expand_segments, launch_key
 from nvtxsim.export.columns import Export
-from nvtxsim.export.pages import Select, Unsupported
-from nvtxsim.export.schema import KERNEL, MEMCPY, PID_MASK, SUMMARY_DIRECTIONS, summary_direction
-from nvtxsim.export.streamed import Source, _trim
+from nvtxsim.export.pages import Unsupported
+from nvtxsim.export.streamed import Scan, Source, release_memory
+from nvtxsim.schema import KERNEL, MEMCPY, PID_MASK, SUMMARY_DIRECTIONS, summary_direction
 
 _CALL_BATCH_BYTES = 4 << 20  # pages per parsed batch (tests make both tiny to exercise the windows)
 _GPU_BATCH_BYTES = 4 << 20
@@ -121,17 +120,14 @@ class _GpuStream:
 
     NAMES = ["start", "end", "global_pid", "correlation_id", "bytes", "copy_kind"]
 
-    def __init__(self, src: Source, conn: sqlite3.Connection) -> None:
+    def __init__(self, scan: Scan) -> None:
         # One [kind, batch iterator, buffered rows, last start, exhausted] per GPU table.
         self.iters: list[list[Any]] = []
-        for kind, table, cols in src.gpu_tables:
-            plan = Select.compile(src.gpu_sql(self.NAMES, kind, table, cols), len(self.NAMES))
-            if plan is None:
-                raise Fallback("GPU table not readable by the fast path")
+        for kind, table, cols in scan.src.gpu_tables:
             self.iters.append(
                 [
                     kind,
-                    plan.batches(conn, batch_bytes=_GPU_BATCH_BYTES),
+                    scan.gpu(self.NAMES, kind, table, cols, _GPU_BATCH_BYTES),
                     np.zeros((0, len(self.NAMES)), dtype=np.int64),
                     _NEG,
                     False,
@@ -221,14 +217,11 @@ class _Projector:
         code = self.codes.map(pid, add=add)
         return np.where(code >= 0, launch_key(code, corr), -1)
 
-    def pass1(self, conn: sqlite3.Connection) -> None:
+    def pass1(self, scan: Scan) -> None:
         multi = []
         for kind, table, cols in self.src.gpu_tables:
-            plan = Select.compile(self.src.gpu_sql(["global_pid", "correlation_id"], kind, table, cols), 2)
-            if plan is None:
-                raise Fallback("GPU table not readable by the fast path")
             count = 0
-            for batch in plan.batches(conn, batch_bytes=_GPU_BATCH_BYTES):
+            for batch in scan.gpu(["global_pid", "correlation_id"], kind, table, cols, _GPU_BATCH_BYTES):
                 count += len(batch)
                 if not len(batch):
                     continue
@@ -399,35 +392,11 @@ class _Projector:
         return np.column_stack([batch[pos], tags[np.searchsorted(keys, k[pos])]])
 
     def run(self) -> dict:
-        conn = self.src.connect()
         try:
-            self.pass1(conn)
-            gpu = _GpuStream(self.src, conn)
-            names = ["start", "end", "global_tid", "correlation_id"]
-            plan = Select.compile(self.src.api_sql(names), len(names))
-            if plan is None:
-                raise Fallback("runtime table not readable by the fast path")
-            last = _NEG
-            watched: list[np.ndarray] = []
-            watch = self._watch_keys()
-            for batch in _windows(plan.batches(conn, batch_bytes=_CALL_BATCH_BYTES)):
-                self.api_count += len(batch)
-                cs = batch[:, 0]
-                if cs[0] < last or np.any(cs[1:] < cs[:-1]):
-                    raise Fallback("runtime table not sorted by start")
-                last = int(cs[-1])
-                key = self.keys(batch[:, 2] & PID_MASK, batch[:, 3], add=False)
-                if watch is not None:
-                    watched.append(self._watched(batch, key, *watch))
-                self.add_calls(cs, batch[:, 1], batch[:, 2], key)
-                # Every call that starts before `last` has been read: ops starting before it can be resolved.
-                self.add_ops(*gpu.take(last))
-                self.compact()
-            self.add_ops(*gpu.take(None))
+            with self.src.scan() as scan:
+                watched, watch = self._pass2(scan)
         except Unsupported as exc:
             raise Fallback(str(exc)) from None
-        finally:
-            conn.close()
         if self.unmatched:
             lost = np.concatenate(self.unmatched)
             if len(lost) and self.seen.test(lost).any():
@@ -444,6 +413,30 @@ class _Projector:
             "busy": self.busy,
             "copy_bytes": self.copy,
         }
+
+    def _pass2(self, scan: Scan) -> tuple[list[np.ndarray], Any]:
+        """Pass 1, then the calls and ops in start order; returns the watched calls' parts (and the watch keys)."""
+        self.pass1(scan)
+        gpu = _GpuStream(scan)
+        calls = scan.api(["start", "end", "global_tid", "correlation_id"], _CALL_BATCH_BYTES)
+        last = _NEG
+        watched: list[np.ndarray] = []
+        watch = self._watch_keys()
+        for batch in _windows(calls):
+            self.api_count += len(batch)
+            cs = batch[:, 0]
+            if cs[0] < last or np.any(cs[1:] < cs[:-1]):
+                raise Fallback("runtime table not sorted by start")
+            last = int(cs[-1])
+            key = self.keys(batch[:, 2] & PID_MASK, batch[:, 3], add=False)
+            if watch is not None:
+                watched.append(self._watched(batch, key, *watch))
+            self.add_calls(cs, batch[:, 1], batch[:, 2], key)
+            # Every call that starts before `last` has been read: ops starting before it can be resolved.
+            self.add_ops(*gpu.take(last))
+            self.compact()
+        self.add_ops(*gpu.take(None))
+        return watched, watch
 
 
 def _windows(batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
@@ -468,4 +461,4 @@ def project_columns(export: Export, src: Source) -> dict:
     try:
         return _Projector(export, src).run()
     finally:
-        _trim()
+        release_memory()

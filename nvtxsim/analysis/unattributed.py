@@ -72,10 +72,8 @@ def outside_phases(detail: Detail, *, in_memory_only: bool = False) -> OutsideGp
 
     ``in_memory_only``: None for a streamed (very large) export instead of reading every op into memory.
     """
-    from nvtxsim.export.streamed import source_of
-
     ex = detail.export
-    if ex.api is None or not ex.has_cuda or (in_memory_only and source_of(ex) is not None):
+    if ex.api is None or not ex.has_cuda or (in_memory_only and ex.backend == "streamed"):
         return None
     ops, api = detail.ops, ex.api
     if len(ops) == 0:

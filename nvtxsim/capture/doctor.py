@@ -25,6 +25,7 @@ from typing import Any
 from nvtxsim.capture import nsys as capture
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.phases import Window
+from nvtxsim.schema import NVTX_TABLE, PUSHPOP, STRINGS_TABLE
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
 
@@ -274,8 +275,8 @@ def _count_ranges(sqlite_path: Path, name: str) -> int:
     con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
     try:
         row = con.execute(
-            "SELECT COUNT(*) FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
-            "WHERE e.eventType = 59 AND COALESCE(e.text, s.value) = ?",
+            f"SELECT COUNT(*) FROM {NVTX_TABLE} e LEFT JOIN {STRINGS_TABLE} s ON s.id = e.textId "
+            f"WHERE e.eventType = {PUSHPOP} AND COALESCE(e.text, s.value) = ?",
             (name,),
         ).fetchone()
         return int(row[0])
@@ -285,34 +286,47 @@ def _count_ranges(sqlite_path: Path, name: str) -> int:
         con.close()
 
 
+def _probe_env() -> dict[str, str]:
+    """The environment of the probe: this nvtxsim first on the path, never disabled."""
+    env = dict(os.environ)
+    pkg_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.pop("NVTXSIM_DISABLE", None)
+    return env
+
+
+def _run_probe(nsys: capture.Nsys, tmpdir: Path) -> capture.CaptureResult:
+    """Profile the probe script in ``tmpdir`` (twice at most: nsys sessions started at the same moment can fail spuriously)."""
+    script = tmpdir / "probe.py"
+    script.write_text(_PROBE)
+    req = capture.ProfileRequest(
+        command=[sys.executable, str(script), str(tmpdir / "backend.json")],
+        output=tmpdir / "probe",
+        trace=("nvtx", "osrt"),
+        window=Window(1, 3),
+    )
+    env = _probe_env()
+    for _attempt in range(2):
+        with open(tmpdir / "nsys.log", "w") as log:
+            result = capture.run_profile(nsys, req, env=env, log=log, timeout=300)
+        if result.report is not None:
+            break
+    return result
+
+
 def check_probe(d: Diagnosis, nsys: capture.Nsys) -> None:
     """Profile a 4-iteration nvtxsim loop with window 1:3; expect exactly 2 iteration ranges."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nvtxsim-doctor-") as tmp:
         tmpdir = Path(tmp)
-        script, info_path = tmpdir / "probe.py", tmpdir / "backend.json"
-        script.write_text(_PROBE)
-        req = capture.ProfileRequest(
-            command=[sys.executable, str(script), str(info_path)],
-            output=tmpdir / "probe",
-            trace=("nvtx", "osrt"),
-            window=Window(1, 3),
-        )
-        env = dict(os.environ)
-        pkg_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        env.pop("NVTXSIM_DISABLE", None)
-        log_path = tmpdir / "nsys.log"
         try:
-            for _attempt in range(2):  # nsys sessions started at the same moment can fail spuriously
-                with open(log_path, "w") as log:
-                    result = capture.run_profile(nsys, req, env=env, log=log, timeout=300)
-                if result.report is not None:
-                    break
+            result = _run_probe(nsys, tmpdir)
         except NvtxsimError as exc:
             d.add("probe", FAIL, f"test capture failed: {exc}", "run `nvtxsim doctor --json` and read facts.probe")
             return
-        tail = [ln for ln in log_path.read_text(errors="replace").splitlines() if ln.strip() and "%" not in ln][-5:]
+        log = (tmpdir / "nsys.log").read_text(errors="replace").splitlines()
+        tail = [ln for ln in log if ln.strip() and "%" not in ln][-5:]
+        info_path = tmpdir / "backend.json"
         backend = json.loads(info_path.read_text()) if info_path.exists() else None
         d.facts["probe"] = {
             "returncode": result.returncode,
@@ -327,40 +341,41 @@ def check_probe(d: Diagnosis, nsys: capture.Nsys) -> None:
                 f"test capture: {result.problem}; nsys said: {' | '.join(tail) or 'nothing'}",
                 "fix the problems above (importer, nvtx); `nsys profile` must write a report",
             )
-            return
-        if result.sqlite is None:
+        elif result.sqlite is None:
             d.add(
                 "probe",
                 FAIL,
                 f"test capture recorded but SQLite export failed: {result.problem}",
                 "check the importer libraries above; `nsys export --type sqlite` must work",
             )
-            return
-        n = _count_ranges(result.sqlite, "iteration")
-        d.facts["probe"]["window_iterations"] = n
-        secs = time.perf_counter() - t0
-        if n == 2:
-            extra = ", gate lifted by nvtxsim" if backend and backend.get("gate_bypassed") else ""
-            d.add(
-                "probe",
-                OK,
-                f"test capture with window 1:3 recorded exactly iterations 1..2{extra}; "
-                f"SQLite export works ({secs:.1f} s)",
-            )
-        elif n == 0:
-            d.add(
-                "probe",
-                FAIL,
-                f"test capture recorded no nvtxsim ranges (backend: {backend})",
-                "see the nvtx line above; import nvtxsim before other code uses nvtx",
-            )
         else:
-            d.add(
-                "probe",
-                WARN,
-                f"test capture with window 1:3 recorded {n} iteration ranges, expected 2",
-                "capture windows may be unreliable with this nsys; profile without --iterations",
-            )
+            _judge_window(d, _count_ranges(result.sqlite, "iteration"), backend, time.perf_counter() - t0)
+
+
+def _judge_window(d: Diagnosis, n: int, backend: dict | None, secs: float) -> None:
+    """The probe's verdict from the ``n`` iteration ranges its window 1:3 recorded (2 expected)."""
+    d.facts["probe"]["window_iterations"] = n
+    if n == 2:
+        extra = ", gate lifted by nvtxsim" if backend and backend.get("gate_bypassed") else ""
+        d.add(
+            "probe",
+            OK,
+            f"test capture with window 1:3 recorded exactly iterations 1..2{extra}; SQLite export works ({secs:.1f} s)",
+        )
+    elif n == 0:
+        d.add(
+            "probe",
+            FAIL,
+            f"test capture recorded no nvtxsim ranges (backend: {backend})",
+            "see the nvtx line above; import nvtxsim before other code uses nvtx",
+        )
+    else:
+        d.add(
+            "probe",
+            WARN,
+            f"test capture with window 1:3 recorded {n} iteration ranges, expected 2",
+            "capture windows may be unreliable with this nsys; profile without --iterations",
+        )
 
 
 def summarize_capture(d: Diagnosis, nsys: capture.Nsys | None, has_gpu: bool) -> None:

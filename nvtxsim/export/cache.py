@@ -27,6 +27,7 @@ Use: ``nvtxsim report --cache`` (or ``NVTXSIM_CACHE=1``) reads and writes it; ``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import json
@@ -52,7 +53,7 @@ _CODE = (
     "export/reader.py",
     "export/tables.py",
     "export/columns.py",
-    "export/schema.py",
+    "schema.py",
     "export/pages.py",
     "export/streamed.py",
     "export/extras.py",
@@ -358,6 +359,7 @@ def lookup(path: str | os.PathLike[str], *, cuda: bool = True, backend: str | No
         return None
     got.path = source
     got.cache_entry = Entry(entry, ident)
+    _keep_projections(got)
     return got
 
 
@@ -369,8 +371,18 @@ def store(path: str | os.PathLike[str], export: Export, *, cuda: bool = True, ba
         entry = entry_path(source, create=True)
         _write(entry, ident, export)
         export.cache_entry = Entry(entry, ident)
+        _keep_projections(export)
     except (OSError, _Uncacheable, ValueError, TypeError):
         pass
+
+
+def _keep_projections(export: Export) -> None:
+    """A streamed export with an entry: when the analysis stage hands its source the projection it
+    computed (``Source.keep_projection``), the entry is rewritten to hold it (the next report of the
+    file skips the pass over its CUDA tables)."""
+    src = source_of(export)
+    if src is not None:
+        src.on_projection = functools.partial(store_projection, export)
 
 
 def store_projection(export: Export) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -47,8 +47,15 @@ class ApiCalls:
     correlation_id: np.ndarray
     name_id: np.ndarray  # int64 StringIds id of the API name
 
+    #: Who holds the columns: "memory" (read in bulk), or "streamed" (read from the file on first use).
+    backend: ClassVar[str] = "memory"
+
     def __len__(self) -> int:
         return len(self.start)
+
+    def is_read(self, name: str) -> bool:
+        """Whether column ``name`` is in memory (a streamed export reads each column on first use)."""
+        return True
 
 
 @dataclass
@@ -66,8 +73,13 @@ class GpuOps:
     copy_kind: np.ndarray  # int16 CUPTI copyKind for memcpys, -1 otherwise
     name_id: np.ndarray  # int64 StringIds id of the kernel name, -1 otherwise
 
+    backend: ClassVar[str] = "memory"  # as ApiCalls.backend
+
     def __len__(self) -> int:
         return len(self.start)
+
+    def is_read(self, name: str) -> bool:
+        return True
 
 
 @dataclass
@@ -91,6 +103,14 @@ class Export:
     @property
     def has_cuda(self) -> bool:
         return self.api is not None and self.gpu is not None
+
+    @property
+    def backend(self) -> str:
+        """``streamed`` when the CUDA columns are read from the export on first use (an export too large to
+        hold, :mod:`nvtxsim.export.streamed`), else ``memory``."""
+        api, gpu = self.api, self.gpu
+        streamed = api is not None and gpu is not None and api.backend == gpu.backend == "streamed"
+        return "streamed" if streamed else "memory"
 
     @property
     def nsys_version(self) -> str:

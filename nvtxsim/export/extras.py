@@ -18,7 +18,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nvtxsim.export.schema import DEVICE_MEMORY_KINDS, GRAPH_TRACE_TABLE, MEMCPY_TABLE, MEMORY_TABLE, PAGEABLE, PINNED
+from nvtxsim.export.tables import as_text, columns_of
+from nvtxsim.schema import (
+    COPY_DTOH,
+    COPY_HTOD,
+    DEVICE_MEMORY_KINDS,
+    GPU_INFO_TABLE,
+    GRAPH_TABLE_PREFIX,
+    GRAPH_TRACE_TABLE,
+    MEMCPY_TABLE,
+    MEMORY_ALLOC,
+    MEMORY_FREE,
+    MEMORY_TABLE,
+    PAGEABLE,
+    PINNED,
+    PROCESSES_TABLE,
+    STRINGS_TABLE,
+    THREAD_NAMES_TABLE,
+)
 
 
 @dataclass
@@ -89,34 +106,26 @@ class Extras:
     host_copies: HostCopies | None = None  # H→D / D→H memcpys with memory kinds, when the export has them
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {_text(r[1]) for r in conn.execute(f'PRAGMA table_info("{table}")')}
-
-
-def _text(v: object) -> str:
-    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-
-
 def _names_by_id(conn: sqlite3.Connection, sql: str) -> dict[int, str]:
     """``sql`` yields (key, StringIds id or text): resolve ids through StringIds."""
     rows = conn.execute(sql).fetchall()
     ids = {int(r[1]) for r in rows if isinstance(r[1], int)}
     strings: dict[int, str] = {}
     if ids:
-        for sid, value in conn.execute("SELECT id, value FROM StringIds"):
+        for sid, value in conn.execute(f"SELECT id, value FROM {STRINGS_TABLE}"):
             if sid in ids:
-                strings[int(sid)] = _text(value)
+                strings[int(sid)] = as_text(value)
     out: dict[int, str] = {}
     for key, v in rows:
         if key is None or v is None:
             continue
-        out.setdefault(int(key), strings.get(int(v), "") if isinstance(v, int) else _text(v))
+        out.setdefault(int(key), strings.get(int(v), "") if isinstance(v, int) else as_text(v))
     return out
 
 
 def _read_memory(conn: sqlite3.Connection) -> MemoryEvents | None:
     """Allocations and frees of GPU memory; None when the table lacks the needed columns."""
-    cols = _columns(conn, MEMORY_TABLE)
+    cols = columns_of(conn, MEMORY_TABLE)
     if not {"start", "bytes", "memoryOperationType"} <= cols:
         return None
     kinds = ", ".join(str(k) for k in DEVICE_MEMORY_KINDS)
@@ -124,7 +133,7 @@ def _read_memory(conn: sqlite3.Connection) -> MemoryEvents | None:
     pid = "ifnull(globalPid,0)" if "globalPid" in cols else "0"
     dev = "ifnull(deviceId,-1)" if "deviceId" in cols else "-1"
     cur = conn.execute(
-        f"SELECT start, {pid}, {dev}, CASE memoryOperationType WHEN 0 THEN bytes WHEN 1 THEN -bytes ELSE 0 END "
+        f"SELECT start, {pid}, {dev}, CASE memoryOperationType WHEN {MEMORY_ALLOC} THEN bytes WHEN {MEMORY_FREE} THEN -bytes ELSE 0 END "
         f"FROM {MEMORY_TABLE} WHERE start IS NOT NULL AND bytes IS NOT NULL{where} ORDER BY start"
     )
     a = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64).reshape(-1, 4)
@@ -134,12 +143,12 @@ def _read_memory(conn: sqlite3.Connection) -> MemoryEvents | None:
 def _host_copies(conn: sqlite3.Connection, tables: frozenset[str]) -> HostCopies | None:
     if MEMCPY_TABLE not in tables:
         return None
-    cols = _columns(conn, MEMCPY_TABLE)
+    cols = columns_of(conn, MEMCPY_TABLE)
     if not {"start", "end", "globalPid", "correlationId", "bytes", "copyKind", "srcKind", "dstKind"} <= cols:
         return None
     cur = conn.execute(
         f"SELECT start, end, globalPid, correlationId, ifnull(bytes,0), copyKind, ifnull(srcKind,-1), ifnull(dstKind,-1) FROM {MEMCPY_TABLE} "
-        "WHERE copyKind IN (1, 2) AND start IS NOT NULL AND end IS NOT NULL AND globalPid IS NOT NULL AND correlationId IS NOT NULL"
+        f"WHERE copyKind IN ({COPY_HTOD}, {COPY_DTOH}) AND start IS NOT NULL AND end IS NOT NULL AND globalPid IS NOT NULL AND correlationId IS NOT NULL"
     )
     a = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64).reshape(-1, 8)
     return HostCopies(*(a[:, i].copy() for i in range(8)))
@@ -151,33 +160,29 @@ def read_extras(conn: sqlite3.Connection, tables: frozenset[str], *, cuda: bool 
     conn.text_factory = bytes  # names may hold bad UTF-8
     try:
         if (
-            "ThreadNames" in tables
-            and {"nameId", "globalTid"} <= _columns(conn, "ThreadNames")
-            and "StringIds" in tables
+            THREAD_NAMES_TABLE in tables
+            and {"nameId", "globalTid"} <= columns_of(conn, THREAD_NAMES_TABLE)
+            and STRINGS_TABLE in tables
         ):
-            ex.thread_names = _names_by_id(
-                conn,
-                "SELECT globalTid, nameId FROM ThreadNames ORDER BY priority DESC"
-                if "priority" in _columns(conn, "ThreadNames")
-                else "SELECT globalTid, nameId FROM ThreadNames",
-            )
-        if "PROCESSES" in tables and {"globalPid", "name"} <= _columns(conn, "PROCESSES"):
+            order = " ORDER BY priority DESC" if "priority" in columns_of(conn, THREAD_NAMES_TABLE) else ""
+            ex.thread_names = _names_by_id(conn, f"SELECT globalTid, nameId FROM {THREAD_NAMES_TABLE}{order}")
+        if PROCESSES_TABLE in tables and {"globalPid", "name"} <= columns_of(conn, PROCESSES_TABLE):
             ex.process_names = {
-                int(k): _text(v)
-                for k, v in conn.execute("SELECT globalPid, name FROM PROCESSES")
+                int(k): as_text(v)
+                for k, v in conn.execute(f"SELECT globalPid, name FROM {PROCESSES_TABLE}")
                 if k is not None and v is not None
             }
-        if "TARGET_INFO_GPU" in tables and {"id", "name"} <= _columns(conn, "TARGET_INFO_GPU"):
+        if GPU_INFO_TABLE in tables and {"id", "name"} <= columns_of(conn, GPU_INFO_TABLE):
             ex.gpu_names = {
-                int(k): _text(v)
-                for k, v in conn.execute("SELECT id, name FROM TARGET_INFO_GPU")
+                int(k): as_text(v)
+                for k, v in conn.execute(f"SELECT id, name FROM {GPU_INFO_TABLE}")
                 if k is not None and v is not None
             }
         if not cuda:
             return ex
-        ex.graph_tables = tuple(sorted(t for t in tables if t.startswith("CUDA_GRAPH")))
+        ex.graph_tables = tuple(sorted(t for t in tables if t.startswith(GRAPH_TABLE_PREFIX)))
         if GRAPH_TRACE_TABLE in tables:
-            cols = _columns(conn, GRAPH_TRACE_TABLE)
+            cols = columns_of(conn, GRAPH_TRACE_TABLE)
             if {"start", "end", "globalPid", "correlationId"} <= cols:
                 sel = ["start", "end", "globalPid", "correlationId"] + [
                     f"ifnull({c},-1)" if c in cols else "-1" for c in ("deviceId", "streamId", "graphId")

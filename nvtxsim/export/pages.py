@@ -397,13 +397,18 @@ def table_layout(conn, table: str) -> tuple[int, list[str], int | None]:
         raise Unsupported(f"{table}: not a plain table")
     if _WITHOUT_ROWID.search(row[1]):
         raise Unsupported(f"{table}: WITHOUT ROWID")
-    info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
+    info = table_info(conn, table)
     names = [r[1] for r in info]
     pks = [r for r in info if r[5]]
     alias = None
     if len(pks) == 1 and (pks[0][2] or "").upper() == "INTEGER":
         alias = int(pks[0][0])
     return int(row[0]), names, alias
+
+
+def table_info(conn, table: str) -> list[tuple]:
+    """SQLite's rows describing ``table``'s columns: (cid, name, declared type, notnull, default, pk)."""
+    return conn.execute(f'PRAGMA table_info("{table}")').fetchall()
 
 
 def database_file(conn) -> str | None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +25,18 @@ import numpy as np
 
 from nvtxsim.export.columns import ApiCalls, Export, GpuOps
 from nvtxsim.export.pages import Select, Unsupported
-from nvtxsim.export.schema import API_WHERE, GPU_WHERE, RUNTIME_TABLE
-from nvtxsim.export.tables import API_FIELDS, GPU_FIELDS, api_columns, api_sql, connect, gpu_sql, gpu_tables, ints
+from nvtxsim.export.tables import (
+    API_FIELDS,
+    GPU_FIELDS,
+    api_columns,
+    api_sql,
+    columns_of,
+    connect,
+    gpu_sql,
+    gpu_tables,
+    ints,
+)
+from nvtxsim.schema import API_WHERE, GPU_WHERE, RUNTIME_TABLE, SYNC_TABLE, SYNC_TYPE_CALLS
 
 #: Exports with at least this many CUDA calls + GPU ops are streamed (env NVTXSIM_STREAM_ROWS overrides).
 STREAM_MIN_ROWS = 3_000_000
@@ -46,16 +58,65 @@ class Source:
     gpu_tables: list[tuple[int, str, set[str]]]  # (kind, table, columns) in load order
     api_count: int | None = None
     gpu_counts: dict[int, int] | None = None
-    #: The per-range GPU projection (an ``analysis.projection.RangeGpu``) once computed or read from the cache.
+    #: The per-range GPU projection (an ``analysis.projection.RangeGpu``) once computed (:meth:`keep_projection`)
+    #: or read from the cache.
     projection: Any = field(default=None, repr=False)
     #: CUDA calls the projection's pass keeps on its way, named by (globalPid, correlationId, tag) rows (set
-    #: before it runs, by the findings); ``watched`` then holds them as (start, end, global_tid,
-    #: correlation_id, tag) rows: no second scan and no extra column read.
+    #: before it runs, by the findings; tags: :data:`COPY_TAG`, or minus the ``syncType`` of
+    #: :meth:`explicit_syncs`); ``watched`` then holds them as (start, end, global_tid, correlation_id, tag)
+    #: rows: no second scan and no extra column read.
     watch: Any = field(default=None, repr=False)
     watched: Any = field(default=None, repr=False)
+    #: Called when a projection is kept: an export loaded through the cache rewrites its entry to hold it.
+    on_projection: Callable[[], None] | None = field(default=None, repr=False)
 
     def connect(self) -> sqlite3.Connection:
         return connect(self.path)
+
+    def keep_projection(self, projection: Any) -> None:
+        """Hold the projection the analysis stage computed (and persist it, when the export came through the cache)."""
+        self.projection = projection
+        if self.on_projection is not None:
+            self.on_projection()
+
+    @contextmanager
+    def scan(self) -> Iterator[Scan]:
+        """One connection for a pass over the CUDA tables in batches (:class:`Scan`)."""
+        conn = self.connect()
+        try:
+            yield Scan(self, conn)
+        finally:
+            conn.close()
+
+    def calls_named(self, ids: list[int]) -> np.ndarray:
+        """The CUDA calls whose name is one of the StringIds ``ids``, as (start, end, global_tid,
+        correlation_id, name_id) rows: one filtered query, no column read in full."""
+        conn = self.connect()
+        try:
+            rows = conn.execute(
+                f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME_TABLE} WHERE nameId IN ({','.join(map(str, ids))}) "
+                "AND start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL"
+            ).fetchall()
+        finally:
+            conn.close()
+        return np.array(rows, dtype=np.int64).reshape(-1, 5)
+
+    def explicit_syncs(self, tables: frozenset[str]) -> np.ndarray:
+        """(globalPid, correlationId, -syncType) of the synchronize calls the host waited in (CUPTI's
+        synchronization table, one row per call; :data:`~nvtxsim.schema.SYNC_TYPE_CALLS`)."""
+        if SYNC_TABLE not in tables:
+            return np.zeros((0, 3), dtype=np.int64)
+        conn = self.connect()
+        try:
+            if not {"globalPid", "correlationId", "syncType"} <= columns_of(conn, SYNC_TABLE):
+                return np.zeros((0, 3), dtype=np.int64)
+            rows = conn.execute(
+                f"SELECT globalPid, -syncType, correlationId FROM {SYNC_TABLE} WHERE syncType IN ({', '.join(map(str, SYNC_TYPE_CALLS))}) "
+                "AND globalPid IS NOT NULL AND correlationId IS NOT NULL"
+            ).fetchall()
+        finally:
+            conn.close()
+        return np.array(rows, dtype=np.int64).reshape(-1, 3)[:, [0, 2, 1]]
 
     def api_sql(self, names: list[str]) -> str:
         return api_sql(names, self.api_cols)
@@ -102,6 +163,33 @@ class Source:
         return self.api_count, dict(self.gpu_counts)
 
 
+#: The tag of a host copy's launching call among the calls the projection's pass keeps (:attr:`Source.watch`).
+COPY_TAG = -10
+
+
+class Scan:
+    """A streamed export read in batches of int64 rows through the page fast path, over one connection.
+
+    Every iterator raises :class:`~nvtxsim.export.pages.Unsupported` when a table cannot be read that way."""
+
+    def __init__(self, src: Source, conn: sqlite3.Connection) -> None:
+        self.src, self.conn = src, conn
+
+    def gpu(self, names: list[str], kind: int, table: str, cols: set[str], batch_bytes: int) -> Iterator[np.ndarray]:
+        """Columns ``names`` of one GPU table (one of ``src.gpu_tables``), in table order."""
+        plan = Select.compile(self.src.gpu_sql(names, kind, table, cols), len(names))
+        if plan is None:
+            raise Unsupported("GPU table not readable by the fast path")
+        return plan.batches(self.conn, batch_bytes=batch_bytes)
+
+    def api(self, names: list[str], batch_bytes: int) -> Iterator[np.ndarray]:
+        """Columns ``names`` of the CUDA calls, in table order."""
+        plan = Select.compile(self.src.api_sql(names), len(names))
+        if plan is None:
+            raise Unsupported("runtime table not readable by the fast path")
+        return plan.batches(self.conn, batch_bytes=batch_bytes)
+
+
 def _row_estimate(conn: sqlite3.Connection, table: str) -> int:
     """Rows of ``table`` for the stream-or-not decision: its largest rowid (one b-tree descent;
     nsys never deletes rows, so it is the count), or ``count(*)`` (a full scan) without rowids."""
@@ -132,7 +220,7 @@ def open_source(conn: sqlite3.Connection, tables: frozenset[str], path: Path, *,
 # --------------------------------------------------------------------------- lazy columns
 
 
-def _trim() -> None:
+def release_memory() -> None:
     """Hand freed buffers back to the OS, so later steps of a report start from a low RSS."""
     try:
         import ctypes
@@ -146,9 +234,13 @@ class LazyApiCalls(ApiCalls):
     """:class:`ApiCalls` whose columns are read from the export on first use, one at a time."""
 
     _FIELDS = API_FIELDS
+    backend = "streamed"
 
     def __init__(self, source: Source) -> None:  # noqa: D107 (no dataclass __init__: fields are lazy)
         self._source = source
+
+    def is_read(self, name: str) -> bool:
+        return name in vars(self)
 
     def __getattr__(self, name: str):
         if name.startswith("_") or name not in self._FIELDS:
@@ -158,7 +250,7 @@ class LazyApiCalls(ApiCalls):
             value = self._source.column(conn, self._source.api_sql([name]), self._source.api_count)
         finally:
             conn.close()
-            _trim()
+            release_memory()
         self.__dict__[name] = value
         return value
 
@@ -173,9 +265,13 @@ class LazyGpuOps(GpuOps):
     """:class:`GpuOps` whose columns are read from the export on first use, one at a time."""
 
     _FIELDS = ("kind",) + GPU_FIELDS
+    backend = "streamed"
 
     def __init__(self, source: Source) -> None:  # noqa: D107
         self._source = source
+
+    def is_read(self, name: str) -> bool:
+        return name in vars(self)
 
     def __getattr__(self, name: str):
         if name.startswith("_") or name not in self._FIELDS:
@@ -191,7 +287,7 @@ class LazyGpuOps(GpuOps):
                 parts = [src.column(conn, src.gpu_sql([name], k, t, c), counts.get(k)) for k, t, c in src.gpu_tables]
             finally:
                 conn.close()
-                _trim()
+                release_memory()
             value = np.concatenate(parts) if len(parts) > 1 else parts[0]
             if name == "copy_kind":
                 value = value.astype(np.int16)

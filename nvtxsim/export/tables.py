@@ -21,8 +21,10 @@ import numpy as np
 
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import ApiCalls, GpuOps, Ranges, distinct
-from nvtxsim.export.pages import ROWID_NAMES, select_ints
-from nvtxsim.export.schema import (
+from nvtxsim.export.pages import ROWID_NAMES, select_ints, table_info
+from nvtxsim.phases import UNMATCHED_POP_MARK
+from nvtxsim.schema import (
+    ANALYSIS_TABLE,
     API_REQUIRED,
     API_WHERE,
     DOMAIN_CREATE,
@@ -43,7 +45,6 @@ from nvtxsim.export.schema import (
     START_END_TYPES,
     STRINGS_TABLE,
 )
-from nvtxsim.phases import UNMATCHED_POP_MARK
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -111,7 +112,14 @@ def table_names(conn: sqlite3.Connection) -> frozenset[str]:
 
 
 def columns_of(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
+    """The column names of ``table`` (decoded when the connection returns text as bytes): the one question
+    every optional table is asked before it is read."""
+    return {as_text(r[1]) for r in table_info(conn, table)}
+
+
+def as_text(v: object) -> str:
+    """A text value of an export as ``str``, also when the connection returns bytes (names may hold bad UTF-8)."""
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
 
 
 def ints(conn: sqlite3.Connection, sql: str, ncols: int, params: Sequence[Any] = ()) -> np.ndarray:
@@ -150,7 +158,7 @@ def strings_for(conn: sqlite3.Connection, tables: frozenset[str], ids: np.ndarra
     out: dict[int, str] = {}
     conn.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
-        for sid, value in conn.execute("SELECT id, value FROM StringIds"):
+        for sid, value in conn.execute(f"SELECT id, value FROM {STRINGS_TABLE}"):
             if sid in wanted:
                 out[int(sid)] = value if isinstance(value, str) else str(value)
     finally:
@@ -165,7 +173,7 @@ def all_strings(conn: sqlite3.Connection, tables: frozenset[str]) -> dict[int, s
         return strings
     conn.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
-        for sid, value in conn.execute("SELECT id, value FROM StringIds"):
+        for sid, value in conn.execute(f"SELECT id, value FROM {STRINGS_TABLE}"):
             if isinstance(sid, int):
                 strings[sid] = value if isinstance(value, str) else str(value)
     finally:
@@ -259,7 +267,7 @@ def _range_rows(
     both = rid is not None and ids != rid  # eventId identifies ranges; the true rowid joins texts and payloads
     sane = f"BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS}"
     mx = conn.execute(
-        f"SELECT max(max(ifnull(start,0)), max(ifnull(end,0))) FROM NVTX_EVENTS WHERE ifnull(start,0) {sane} AND ifnull(end,0) {sane}"
+        f"SELECT max(max(ifnull(start,0)), max(ifnull(end,0))) FROM {NVTX_TABLE} WHERE ifnull(start,0) {sane} AND ifnull(end,0) {sane}"
     ).fetchone()[0]
     max_ts = int(mx) if mx is not None else 0
     sql = (
@@ -268,7 +276,7 @@ def _range_rows(
         f"{'ifnull(textId,-1)' if 'textId' in cols else '-1'}, "
         f"{'ifnull(domainId,0)' if 'domainId' in cols else '0'}, "
         f"{'text IS NOT NULL' if 'text' in cols else '0'}{f', {rid}' if both else ''} "
-        f"FROM NVTX_EVENTS WHERE eventType IN ({_TYPES})"
+        f"FROM {NVTX_TABLE} WHERE eventType IN ({_TYPES})"
     )
     try:
         a = ints(conn, sql, 12 if both else 11)
@@ -309,7 +317,7 @@ def _sane_ranges(
 
 
 def _gated_warning(conn: sqlite3.Connection) -> list[str]:
-    kinds = {r[0] for r in conn.execute("SELECT DISTINCT eventType FROM NVTX_EVENTS")}
+    kinds = {r[0] for r in conn.execute(f"SELECT DISTINCT eventType FROM {NVTX_TABLE}")}
     if kinds and kinds <= {DOMAIN_CREATE, DOMAIN_DESTROY}:
         return [
             "NVTX_EVENTS holds only domain create/destroy rows: if the program opened ranges, this nsys refused "
@@ -325,7 +333,7 @@ def _plain_texts(conn: sqlite3.Connection, cols: set[str], key: str) -> dict[int
     conn.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
         for r, t in conn.execute(
-            f"SELECT {key}, text FROM NVTX_EVENTS WHERE eventType IN ({_TYPES}) AND text IS NOT NULL"
+            f"SELECT {key}, text FROM {NVTX_TABLE} WHERE eventType IN ({_TYPES}) AND text IS NOT NULL"
         ):
             texts[int(r)] = t if isinstance(t, str) else str(t)
     finally:
@@ -339,7 +347,7 @@ def _domain_names(conn: sqlite3.Connection, tables: frozenset[str], cols: set[st
     if "domainId" not in cols:
         return domains
     has_text_id = "textId" in cols
-    dsql = f"SELECT ifnull(globalTid,0), domainId, text{', textId' if has_text_id else ''} FROM NVTX_EVENTS WHERE eventType = {DOMAIN_CREATE}"
+    dsql = f"SELECT ifnull(globalTid,0), domainId, text{', textId' if has_text_id else ''} FROM {NVTX_TABLE} WHERE eventType = {DOMAIN_CREATE}"
     drows = conn.execute(dsql).fetchall()
     dstr_ids = np.array([r[3] for r in drows if len(r) > 3 and r[3] is not None], dtype=np.int64)
     dstrings = strings_for(conn, tables, dstr_ids)
@@ -400,7 +408,7 @@ def _read_payloads(conn: sqlite3.Connection, cols: set[str], key: str, rows: np.
         return out
     expr = "coalesce(" + ",".join(fields) + ")" if len(fields) > 1 else fields[0]
     got = conn.execute(
-        f"SELECT {key}, {expr} FROM NVTX_EVENTS WHERE eventType IN ({_TYPES}) AND {expr} IS NOT NULL"
+        f"SELECT {key}, {expr} FROM {NVTX_TABLE} WHERE eventType IN ({_TYPES}) AND {expr} IS NOT NULL"
     ).fetchall()
     if got and len(rows):
         r = np.array([g[0] for g in got], dtype=np.int64)
@@ -496,8 +504,8 @@ def read_gpu(conn: sqlite3.Connection, tables: frozenset[str]) -> GpuOps | None:
 
 
 def capture_end(conn: sqlite3.Connection, tables: frozenset[str]) -> int | None:
-    if "ANALYSIS_DETAILS" in tables and "duration" in columns_of(conn, "ANALYSIS_DETAILS"):
-        row = conn.execute("SELECT max(duration) FROM ANALYSIS_DETAILS").fetchone()
+    if ANALYSIS_TABLE in tables and "duration" in columns_of(conn, ANALYSIS_TABLE):
+        row = conn.execute(f"SELECT max(duration) FROM {ANALYSIS_TABLE}").fetchone()
         if row and row[0] is not None:
             return int(row[0])
     return None
@@ -518,10 +526,10 @@ def unmatched_pop_warning(conn: sqlite3.Connection, tables: frozenset[str]) -> l
     if "text" in cols:
         where.append("text = ?")
     if "textId" in cols and STRINGS_TABLE in tables:
-        where.append("textId IN (SELECT id FROM StringIds WHERE value = ?)")
+        where.append(f"textId IN (SELECT id FROM {STRINGS_TABLE} WHERE value = ?)")
     if not where:
         return []
-    sql = f"SELECT count(*) FROM NVTX_EVENTS WHERE eventType = {MARK} AND ({' OR '.join(where)})"
+    sql = f"SELECT count(*) FROM {NVTX_TABLE} WHERE eventType = {MARK} AND ({' OR '.join(where)})"
     n = conn.execute(sql, [UNMATCHED_POP_MARK] * len(where)).fetchone()[0] or 0
     if not n:
         return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 
-from nvtxsim.analysis.findings import Finding, Findings
+from nvtxsim.analysis.findings import Finding, Findings, Units, kind
 from nvtxsim.analysis.projection import Report
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.reporting.escaping import markdown_cell, printable
@@ -30,46 +30,15 @@ def _pct(x: float | None) -> str:
     return f"{100 * x:.1f} %" if x < 0.01 else f"{100 * x:.0f} %"
 
 
-def _threads(threads: dict) -> str:
-    names = list(threads)
-    return names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "") if names else "?"
+#: How evidence text writes its numbers (each kind's ``evidence_text`` says which numbers, in which words).
+UNITS = Units(ns=fmt_ns, bytes=fmt_bytes, pct=_pct)
 
 
 def evidence_text(f: Finding) -> str:
-    """The numbers behind a finding in a few words."""
-    return ("side thread: " if f.evidence.get("off_loop_thread") else "") + _evidence_text(f)
-
-
-def _evidence_text(f: Finding) -> str:
-    e = f.evidence
-    k = f.kind
-    if k == "sync":
-        per = f" ({e['calls_per_iteration']:g}/it)" if "calls_per_iteration" in e else ""
-        copies = e.get("pageable_d2h_copies", 0)
-        what = f"{e['calls']:,} calls" if e["calls"] else f"{copies:,} small D→H copies to pageable"
-        return f"{what}{per}: " + ", ".join(e["apis"])
-    if k == "pageable_copy":
-        dirs = ", ".join(f"{fmt_bytes(v['bytes'])} {d}" for d, v in e["directions"].items())
-        pinned = [v["pinned_gbps"] for v in e["directions"].values() if v.get("pinned_gbps")]
-        rate = f" at {e['gbps']:.3g} GB/s" if e.get("gbps") else ""
-        return dirs + rate + (f" (pinned: {max(pinned):.3g})" if pinned else "")
-    if k == "launch_bound":
-        return f"{e['launches_per_range']:g} launches/range, {fmt_ns(e['gpu_per_launch_ns'])} GPU each"
-    if k == "cpu_bound":
-        calls = (
-            f", CUDA calls {_pct(e['cuda_calls_share'])} ({next(iter(e['cuda_calls_top']), '')})"
-            if e.get("cuda_calls_top")
-            else ""
-        )
-        return f"GPU busy {_pct(e['gpu_busy_share'])} of its CPU time{calls}"
-    if k == "gpu_bound":
-        return f"GPU {fmt_ns(e['gpu_busy_ns'])} for {fmt_ns(e['cpu_work_ns'])} CPU"
-    if k == "outlier_iterations":
-        its = ", ".join(map(str, e["iterations"][:6])) + ("…" if e["count"] > 6 else "")
-        return f"iterations {its}: up to {fmt_ns(e['max_ns'])}, median {fmt_ns(e['median_ns'])}"
-    if k in ("other_thread_gpu", "unattributed_gpu"):
-        return f"{e['launches']:,} launches from {_threads(e['threads'])}"
-    return ""
+    """The numbers behind a finding in a few words (its kind's text; nothing for a kind this nvtxsim does not know)."""
+    k = kind(f.kind)
+    text = k.evidence_text(f.evidence, UNITS) if k is not None else ""
+    return ("side thread: " if f.evidence.get("off_loop_thread") else "") + text
 
 
 def _cost(f: Finding) -> str:
@@ -188,7 +157,7 @@ def findings_table(fs: Findings) -> ViewTable:
 
 def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> ViewTable:
     """Other threads' GPU work by the phase open at launch: a time-overlap attribution beside nsys's columns."""
-    from nvtxsim.analysis.findings import OUTSIDE, OUTSIDE_LOOP, context, other_thread_gpu
+    from nvtxsim.analysis.findings import OUTSIDE, OUTSIDE_LOOP, Context, overlap_rows
 
     busy = {p.label: p.gpu_busy_total_ns for p in d.report.phases}
     rows = [
@@ -201,7 +170,7 @@ def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> V
             "threads": r.threads,
             "threads_text": ", ".join(f"{t} ×{n}" for t, n in r.threads.items()),
         }
-        for r in other_thread_gpu(d, context(d, by, skip_first))
+        for r in overlap_rows(d, Context(d, by, skip_first))
     ]
     cols = [
         C("phase", "Phase (open at launch)"),

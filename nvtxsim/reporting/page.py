@@ -15,8 +15,8 @@ from nvtxsim.analysis.gpu import DIRECTION_LABELS, short_kernel_name
 from nvtxsim.analysis.iterations import Iterations, per_iteration
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.export.schema import KERNEL, MEMCPY, MEMSET, copy_label
 from nvtxsim.phases import style_for
+from nvtxsim.schema import KERNEL, MEMCPY, MEMSET, copy_label
 
 TIMELINE_ITERATIONS = 3
 TIMELINE_MAX_ITEMS = 20000

@@ -95,9 +95,9 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     detail = Detail(export, domain=domain, match=req.match)
     want_findings = bool(req.findings or req.fail_on) and len(detail.selected) > 0
     if want_findings:
-        from nvtxsim.analysis.findings import for_detail, prefetch
+        from nvtxsim.analysis import findings
 
-        prefetch(detail)  # a streamed export: its few sync/memcpy calls are read while the projection runs
+        findings.prefetch(detail)  # a streamed export: its few sync/memcpy calls are read while the projection runs
     summary = detail.report
     if widened:
         summary.warnings.insert(0, widened)
@@ -106,7 +106,7 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
         summary.warnings.extend(
             outside_warnings(detail, in_memory_only=req.is_classic and fmt not in renderers.PAGE_FORMATS)
         )
-    found = for_detail(detail, by=req.options.by, skip_first=req.options.skip_first) if want_findings else None
+    found = findings.analyse(detail, by=req.options.by, skip_first=req.options.skip_first) if want_findings else None
     if req.findings:
         summary.findings = found
     model = ReportModel(

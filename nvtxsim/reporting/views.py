@@ -384,10 +384,10 @@ def processes(d: Detail, o: ViewOptions) -> ViewTable:
 
 
 def findings(d: Detail, o: ViewOptions) -> ViewTable:
-    from nvtxsim.analysis.findings import for_detail
+    from nvtxsim.analysis.findings import analyse
     from nvtxsim.reporting.findings import findings_table
 
-    return findings_table(for_detail(d, by=o.by, skip_first=o.skip_first))
+    return findings_table(analyse(d, by=o.by, skip_first=o.skip_first))
 
 
 def overlap(d: Detail, o: ViewOptions) -> ViewTable:

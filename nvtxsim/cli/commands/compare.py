@@ -60,9 +60,9 @@ def run(args: argparse.Namespace) -> int:
     result.notes[:0] = [widened] if widened else []
     fail_on = parse_kinds(args.fail_on)
     if args.findings or fail_on:
-        from nvtxsim.analysis.findings import diff, for_detail
+        from nvtxsim.analysis.findings import analyse, diff
 
-        result.findings = diff(*(for_detail(d, by=args.by, skip_first=args.skip_first) for d in (base, new)))
+        result.findings = diff(*(analyse(d, by=args.by, skip_first=args.skip_first) for d in (base, new)))
     to = layout(args.output, wide=args.wide)
     text = render_comparison(result, args.format, width=to.width, color=to.color)
     deliver(text, args.output, force=args.force, protect=[args.base, args.new])

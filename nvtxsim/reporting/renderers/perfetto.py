@@ -17,9 +17,9 @@ import numpy as np
 from nvtxsim.analysis.gpu import short_kernel_name
 from nvtxsim.analysis.launches import copy_direction
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
-from nvtxsim.export.schema import GRAPH, KERNEL, MEMCPY, MEMSET
 from nvtxsim.reporting.escaping import json_text
 from nvtxsim.reporting.model import ReportModel
+from nvtxsim.schema import GRAPH, KERNEL, MEMCPY, MEMSET, TID_MASK
 
 GPU_PID_BASE = 1 << 30  # keeps GPU "processes" apart from real pids (< 2^22 on Linux)
 
@@ -100,7 +100,7 @@ def _thread_meta(d: Detail, threads: set[int]) -> list[dict[str, Any]]:
                 "args": {"name": d.thread_name(gtid)},
             }
         )
-    for gpid in sorted({g & ~0xFFFFFF for g in threads}):
+    for gpid in sorted({g & ~TID_MASK for g in threads}):
         meta.append({"ph": "M", "name": "process_name", "pid": pid_of(gpid), "args": {"name": d.process_name(gpid)}})
     return meta
 

@@ -1,8 +1,9 @@
 """Facts about the Nsight Systems SQLite export, in one place: event types, tables, columns, masks, enums.
 
 Everything here is read from nsys's own schema (the ``ENUM_*`` tables of an export and
-``docs/nsys-export.md``); the reader, the streamed backend, the side tables and the
-analyses take these names from here instead of spelling them again.
+``docs/nsys-export.md``); the reader, the streamed backend, the side tables, the analyses,
+the renderers and ``nvtxsim doctor`` (which counts the ranges of the export it made) take
+these names from here instead of spelling them again. Root vocabulary: every stage may import it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
 GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 MEMORY_TABLE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
+SYNC_TABLE = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+#: ``syncType`` values of SYNC_TABLE (ENUM_CUPTI_SYNC_TYPE) for which the host waits, one row per call, and
+#: the kind of call each records (2, a stream waiting on an event, is no host wait).
+SYNC_TYPE_CALLS = {1: "cudaEventSynchronize", 3: "cudaStreamSynchronize", 4: "cudaDeviceSynchronize"}
 
 #: Op kinds of the loaded GPU columns (GRAPH: a graph-level CUDA graph execution).
 KERNEL, MEMCPY, MEMSET, GRAPH = 0, 1, 2, 3
@@ -40,7 +45,16 @@ GPU_REQUIRED = frozenset({"start", "end", "globalPid", "correlationId"})
 
 #: ``copyKind`` of CUPTI_ACTIVITY_KIND_MEMCPY (ENUM_CUDA_MEMCPY_OPER) → direction label; other values
 #: (array copies, host to host, unknown) are "other".
-COPY_KINDS = {1: "htod", 2: "dtoh", 8: "dtod", 10: "ptop", 11: "unified_htod", 12: "unified_dtoh", 13: "unified_dtod"}
+COPY_HTOD, COPY_DTOH = 1, 2
+COPY_KINDS = {
+    COPY_HTOD: "htod",
+    COPY_DTOH: "dtoh",
+    8: "dtod",
+    10: "ptop",
+    11: "unified_htod",
+    12: "unified_dtoh",
+    13: "unified_dtod",
+}
 #: Copy directions of the summary's byte columns (``memcpy_<direction>_bytes``): peer-to-peer and
 #: unified-memory copies go to "other", as do the kinds COPY_KINDS does not name.
 SUMMARY_DIRECTIONS = ("htod", "dtoh", "dtod", "other")
@@ -51,6 +65,8 @@ PAGEABLE, PINNED = 0, 1
 #: ``memKind`` values that are GPU memory (2 device, 3 array, 4 managed, 5 device static);
 #: pageable/pinned host memory (0, 1) is left out. NULL counts as device.
 DEVICE_MEMORY_KINDS = (2, 3, 4, 5)
+#: ``memoryOperationType`` of MEMORY_TABLE (ENUM_CUDA_DEV_MEM_EVENT_OPER).
+MEMORY_ALLOC, MEMORY_FREE = 0, 1
 
 
 def copy_label(copy_kind: int) -> str:
@@ -69,14 +85,16 @@ def summary_direction(copy_kind: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- ids and times
 
-#: ``globalTid``/``globalPid`` layout: hardware/VM/process bits above bit 24, thread id below.
+#: ``globalTid``/``globalPid`` layout: hardware/VM/process bits above bit 24, thread id below; the
+#: process id is the 24 bits above the thread id.
 PID_MASK = np.int64(-(1 << 24))  # == 0xFFFFFFFFFF000000 as int64: keeps HW, VM and PID bits
 TID_MASK = 0xFFFFFF
+PID_SHIFT, PID_BITS = 24, 0xFFFFFF
 
 
 def pid_of(global_id: int) -> int:
     """Process id inside a ``globalTid``/``globalPid``."""
-    return (int(global_id) >> 24) & 0xFFFFFF
+    return (int(global_id) >> PID_SHIFT) & PID_BITS
 
 
 def tid_of(global_tid: int) -> int:
@@ -100,3 +118,8 @@ GPU_WHERE = (
 
 META_TABLES = ("EXPORT_META_DATA", "META_DATA_EXPORT", "META_DATA_CAPTURE")
 STRINGS_TABLE = "StringIds"
+ANALYSIS_TABLE = "ANALYSIS_DETAILS"  # the capture's duration
+THREAD_NAMES_TABLE = "ThreadNames"
+PROCESSES_TABLE = "PROCESSES"
+GPU_INFO_TABLE = "TARGET_INFO_GPU"
+GRAPH_TABLE_PREFIX = "CUDA_GRAPH"  # CUDA_GRAPH_EVENTS, CUDA_GRAPH_NODE_EVENTS ...: CUDA graphs were recorded

@@ -1,0 +1,106 @@
+"""``outlier_iterations``: iterations longer than 2 × the median, grouped by the phase that overran its median most.
+
+2 × keeps ordinary jitter (±30 % on a shared host) out and catches warm-up, compilation, GC pauses
+and I/O stalls; at least 5 iterations are needed for a median to mean something. Cost: the
+iterations' time above the median. When CUDA calls of the overrunning phase make up half its
+overrun, the cause is named (``evidence.cause``) and the advice fits it; a slow iteration whose
+overrun is a wait in a sync or copy that has its own finding is that finding's (its cost already
+holds the wait): its index goes to that finding's ``slow_iterations``, not into a second,
+overlapping cost. The excess of the outliers kept is explained CPU time: the bound kinds leave it out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nvtxsim.analysis.findings.context import Context
+from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES, cause, own_cuda_calls
+from nvtxsim.analysis.findings.kind import Facts, Kind, Units
+from nvtxsim.analysis.findings.model import Finding
+from nvtxsim.analysis.iterations import culprits
+
+NAME = "outlier_iterations"
+OUTLIER_FACTOR = 2.0  # iterations longer than 2× the median
+MIN_ITERATIONS = 5
+ADVICE = "look for compilation, GC or I/O there; skip warm-up: --skip-first"
+
+
+def _outlier_cause(ctx: Context, f: Finding, ranges: np.ndarray) -> None:
+    """When CUDA calls of the overrunning phase (in its slow iterations) make up most of the overrun,
+    name them and give the advice for that cause instead of the generic one (compilation, GC, I/O):
+    a CPU far ahead of the GPU blocks in launches once CUDA's queue is full; lazy module loading and
+    allocations stall the first iterations."""
+    got = own_cuda_calls(ctx, ranges)
+    if not got or not got[1]:
+        return
+    total, per = got
+    f.evidence.update({"cuda_calls_ns": total, "cuda_calls_top": dict(list(per.items())[:3])})
+    found = cause(per, f.evidence["phase_excess_ns"], tuple(CUDA_CAUSES))
+    if found:
+        f.evidence["cause"] = found
+        f.advice = CUDA_CAUSES[found][1]
+
+
+def outliers(ctx: Context) -> list[Finding]:
+    """Iterations over OUTLIER_FACTOR × the median, grouped by the phase that overran its median the most."""
+    it = ctx.it
+    if it is None or len(it) < MIN_ITERATIONS:
+        return []
+    med = float(np.median(it.duration))
+    slow = np.flatnonzero(it.duration > OUTLIER_FACTOR * med)
+    if len(slow) == 0:
+        return []
+    culprit, excess = culprits(it, slow)  # the key range itself explains nothing
+    out = []
+    for j in np.unique(culprit):
+        k = slow[culprit == j]
+        cost = float((it.duration[k] - med).sum())
+        phase = it.phases[int(j)] if excess[culprit == j].max() > 0 else it.key
+        ev = {
+            "iterations": it.index[k].tolist()[:20],
+            "count": int(len(k)),
+            "median_ns": int(med),
+            "max_ns": int(it.duration[k].max()),
+            "phase_excess_ns": int(np.maximum(excess[culprit == j], 0).sum()),
+        }
+        f = ctx.finding(phase, NAME, cost, ev, ADVICE)
+        if f is not None:
+            if phase != it.key:
+                m = np.isin(it.member_row, k) & (it.member_col == j)
+                _outlier_cause(ctx, f, np.intersect1d(it.members[m], ctx.ranges))
+            out.append(f)
+    return out
+
+
+def merge_waits(found: list[Finding], waits: list[Finding]) -> list[Finding]:
+    """``found`` without the outliers that are a wait of a sync or copy finding of their phase; those
+    findings get the slow iterations' indices instead."""
+    by_phase: dict[str, list[Finding]] = {}
+    for w in waits:
+        by_phase.setdefault(w.phase, []).append(w)
+    out = []
+    for f in found:
+        mine = by_phase.get(f.phase) if f.evidence.get("cause") == "gpu_wait" else None
+        if not mine:
+            out.append(f)
+            continue
+        for w in mine:
+            w.evidence["slow_iterations"] = f.evidence["iterations"]
+    return out
+
+
+def detect(ctx: Context, facts: Facts) -> list[Finding]:
+    out = merge_waits(outliers(ctx), facts.get("waits"))
+    excess: dict[str, int] = {}
+    for f in out:
+        excess[f.phase] = excess.get(f.phase, 0) + f.evidence["phase_excess_ns"]
+    facts.add("blocked_ns", excess)
+    return out
+
+
+def evidence_text(e: dict, u: Units) -> str:
+    its = ", ".join(map(str, e["iterations"][:6])) + ("…" if e["count"] > 6 else "")
+    return f"iterations {its}: up to {u.ns(e['max_ns'])}, median {u.ns(e['median_ns'])}"
+
+
+KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=("waits",), provides=("blocked_ns",), needs_cuda=False)
