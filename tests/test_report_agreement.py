@@ -205,14 +205,21 @@ def _gpu_exports():
 def _decompress(src: Path, dst: Path) -> None:
     import lzma
 
-    with (lzma.open(src) if src.suffix == ".xz" else gzip.open(src)) as inp, open(dst, "wb") as out:
+    with lzma.open(src) if src.suffix == ".xz" else gzip.open(src) as inp, open(dst, "wb") as out:
         shutil.copyfileobj(inp, out)
 
 
 def test_the_real_exports_are_committed():
     """A missing file must fail here, not turn the agreement tests into fewer cases."""
     names = {p.name.split(".")[0] for p in _gpu_exports()}
-    for name in ("demo_h200", "rsl_rl_4096", "il3_direct_rsl_rl", "il3_manager_rsl_rl", "il3_camera_rsl_rl", "il3_direct_skrl"):
+    for name in (
+        "demo_h200",
+        "rsl_rl_4096",
+        "il3_direct_rsl_rl",
+        "il3_manager_rsl_rl",
+        "il3_camera_rsl_rl",
+        "il3_direct_skrl",
+    ):
         assert name in names, name
     assert {f"il3_camera_sweep_{n}" for n in (1024, 2048, 4096, 8192, 16384)} <= names
 

@@ -86,7 +86,12 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001 - the probe reports whatever happens
         say(step="import", ok=False, error=f"{type(exc).__name__}: {exc}")
         return 1
-    say(step="import", ok=True, version=getattr(cupti, "__version__", None), cupti_version=_safe(getattr(cupti, "get_version", lambda: None)))
+    say(
+        step="import",
+        ok=True,
+        version=getattr(cupti, "__version__", None),
+        cupti_version=_safe(getattr(cupti, "get_version", lambda: None)),
+    )
     col = Collector(cupti)
     try:
         cupti.activity_register_callbacks(col.requested, col.completed)
