@@ -11,8 +11,6 @@ from nvtxsim.reporting.escaping import json_text
 from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
 from nvtxsim.reporting.viewtable import Column, ViewTable
 
-C = Column
-
 
 def _pct(v: float | None) -> str:
     if v is None:
@@ -39,19 +37,20 @@ def _row(p: PhaseDelta) -> dict:
 
 
 def comparison_table(c: Comparison) -> ViewTable:
+    # Table order pairs base and new; a narrow terminal keeps the changes first, then the medians, then the rest.
     cols = [
-        C("phase", "Phase"),
-        C("base_n", "N base", "int"),
-        C("new_n", "N new", "int"),
-        C("base_median_ns", "median base", "ns"),
-        C("new_median_ns", "median new", "ns"),
-        C("median_delta", "Δ median", "num"),
-        C("median_ci", "CI", "num"),
-        C("base_p99_ns", "p99 base", "ns"),
-        C("new_p99_ns", "p99 new", "ns"),
-        C("p99_delta", "Δ p99", "num"),
-        C("p99_ci", "CI", "num"),
-        C("flag", "verdict"),
+        Column("phase", "Phase"),
+        Column("base_n", "N base", "int", priority=8),
+        Column("new_n", "N new", "int", priority=9),
+        Column("base_median_ns", "median base", "ns", priority=1),
+        Column("new_median_ns", "median new", "ns", priority=2),
+        Column("median_delta", "Δ median", "num", priority=0),
+        Column("median_ci", "CI", "num", priority=3),
+        Column("base_p99_ns", "p99 base", "ns", priority=5),
+        Column("new_p99_ns", "p99 new", "ns", priority=6),
+        Column("p99_delta", "Δ p99", "num", priority=4),
+        Column("p99_ci", "CI", "num", priority=7),
+        Column("flag", "verdict"),
     ]
     title = f"{c.base.get('path', '')} → {c.new.get('path', '')}"
     notes = list(c.notes)

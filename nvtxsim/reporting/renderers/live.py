@@ -14,8 +14,7 @@ from nvtxsim.analysis.live import LiveLog, series, totals
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.escaping import json_text
 from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
-from nvtxsim.reporting.summary import fmt_ns
-from nvtxsim.reporting.viewtable import Column, ViewTable
+from nvtxsim.reporting.viewtable import Column, ViewTable, fmt_ns
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
 PLOT_MAX = 24  # phases plotted in the HTML page (the table has them all)
@@ -25,7 +24,7 @@ COLUMNS = [
     Column("count", "N", "int"),
     Column("cpu_ns", "CPU total", "ns"),
     Column("per_iteration_ns", "CPU / iteration", "ns"),
-    Column("cpu_mean_ns", "CPU mean", "ns"),
+    Column("cpu_mean_ns", "CPU mean", "ns", priority=0),  # a narrow terminal keeps the mean per range first
     Column("cpu_p90_max_ns", "CPU p90 (max window)", "ns"),
     Column("gpu_ns", "GPU total", "ns"),
     Column("gpu_mean_ns", "GPU mean", "ns"),

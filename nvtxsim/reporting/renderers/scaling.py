@@ -7,8 +7,7 @@ from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.escaping import json_text, markdown_cell
 from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
 from nvtxsim.reporting.renderers.terminal import fit_text
-from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
-from nvtxsim.reporting.viewtable import Column, ViewTable
+from nvtxsim.reporting.viewtable import Column, ViewTable, fmt_bytes, fmt_ns
 
 C = Column
 _UNITS = {"cpu": "ns", "gpu": "ns", "memory": "bytes"}
@@ -48,19 +47,19 @@ def class_table(sc: Scaling) -> ViewTable:
     memory = sc.loop_peak is not None
     # Everything but the phase is "num": shown whole or left out on a narrow terminal, never shortened.
     # Table order is the priority on a narrow terminal: classes, then exponents, then the rest.
-    cols = [C("phase", "Phase"), C("cpu_class", "CPU", "num"), C("gpu_class", "GPU", "num")] + (
-        [C("memory_class", "memory", "num")] if memory else []
+    cols = [Column("phase", "Phase"), Column("cpu_class", "CPU", "num"), Column("gpu_class", "GPU", "num")] + (
+        [Column("memory_class", "memory", "num")] if memory else []
     )
-    cols += [C("cpu_exp", "k CPU", "num"), C("gpu_exp", "k GPU", "num")] + (
-        [C("memory_exp", "k mem", "num")] if memory else []
+    cols += [Column("cpu_exp", "k CPU", "num"), Column("gpu_exp", "k GPU", "num")] + (
+        [Column("memory_exp", "k mem", "num")] if memory else []
     )
-    cols.append(C("cpu_slope", "log-log CPU", "num"))
+    cols.append(Column("cpu_slope", "log-log CPU", "num"))
     cols += [
-        C("cpu_last", f"CPU/iter @{_num(sc.values[-1])}", "num"),
-        C("gpu_last", f"GPU/iter @{_num(sc.values[-1])}", "num"),
+        Column("cpu_last", f"CPU/iter @{_num(sc.values[-1])}", "num"),
+        Column("gpu_last", f"GPU/iter @{_num(sc.values[-1])}", "num"),
     ]
     if memory:
-        cols.append(C("mem_last", f"mem @{_num(sc.values[-1])}", "num"))
+        cols.append(Column("mem_last", f"mem @{_num(sc.values[-1])}", "num"))
     rows = []
     for ph in sc.phases:
         row = {"phase": ph.phase}
@@ -99,17 +98,17 @@ def run_table(sc: Scaling) -> ViewTable:
     """Per phase and run: the per-iteration values the fits used, and the throughput cost."""
     memory = sc.loop_peak is not None
     cols = [
-        C("phase", "Phase"),
-        C("value_text", sc.param, "num"),
-        C("iterations", "iters", "int"),
-        C("cpu_ns", "CPU/iter", "ns"),
-        C("cpu_err", "±", "num"),
-        C("gpu_ns", "GPU/iter", "ns"),
-        C("share_of_iteration", "of iter", "pct"),
+        Column("phase", "Phase"),
+        Column("value_text", sc.param, "num"),
+        Column("iterations", "iters", "int"),
+        Column("cpu_ns", "CPU/iter", "ns"),
+        Column("cpu_err", "±", "num"),
+        Column("gpu_ns", "GPU/iter", "ns"),
+        Column("share_of_iteration", "of iter", "pct"),
     ]
     if memory:
-        cols += [C("memory_bytes", "mem", "bytes"), C("peak_bytes", "peak", "bytes")]
-    cols.append(C("throughput", f"{sc.param}·steps/s", "num"))
+        cols += [Column("memory_bytes", "mem", "bytes"), Column("peak_bytes", "peak", "bytes")]
+    cols.append(Column("throughput", f"{sc.param}·steps/s", "num"))
     rows = []
     for ph in sc.phases:
         for r in ph.per_run:
@@ -141,8 +140,8 @@ def prediction_table(sc: Scaling) -> ViewTable | None:
     if not p:
         return None
     memory = sc.loop_peak is not None
-    cols = [C("phase", "Phase"), C("cpu_ns", "CPU/iter", "ns"), C("gpu_ns", "GPU/iter", "ns")] + (
-        [C("memory_bytes", "mem", "bytes")] if memory else []
+    cols = [Column("phase", "Phase"), Column("cpu_ns", "CPU/iter", "ns"), Column("gpu_ns", "GPU/iter", "ns")] + (
+        [Column("memory_bytes", "mem", "bytes")] if memory else []
     )
     notes = []
     if "phases_sum_cpu_ns" in p:

@@ -9,8 +9,7 @@ import html
 import math
 
 from nvtxsim.analysis.scaling import MetricFit, Scaling
-from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
-from nvtxsim.reporting.viewtable import ViewTable
+from nvtxsim.reporting.viewtable import ViewTable, fmt_bytes, fmt_ns
 
 W, H, L, R, T, B = 420, 250, 64, 14, 14, 36
 SERIES = (("cpu", "CPU", "#2f6fdf"), ("gpu", "GPU busy", "#e07b00"))

@@ -36,7 +36,7 @@ def markdown_text(t: ViewTable) -> str:
     lines = [f"### {esc(t.title)}", ""]
     if t.rows:
         lines.append("| " + " | ".join(esc(c.header) for c in t.columns) + " |")
-        lines.append("|" + "|".join(" --- " if c.unit in ("str", "tree") else " ---: " for c in t.columns) + "|")
+        lines.append("|" + "|".join(" --- " if c.text else " ---: " for c in t.columns) + "|")
         for row in t.rows:
             vals = [_markdown_tree(row, c) if c.unit == "tree" else esc(cell(c, row)) for c in t.columns]
             lines.append("| " + " | ".join(vals) + " |")
