@@ -147,7 +147,7 @@ def test_wide_shows_every_column(tmp_path: Path) -> None:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_compare_fits(width: int, tmp_path: Path) -> None:
     from nvtxsim.analysis.compare import CompareSettings, compare
-    from nvtxsim.reporting.renderers.compare import comparison_table
+    from nvtxsim.reporting.compare import comparison_table
 
     other = ROOT / "tests" / "data" / "gpu" / "demo_h200_threads_graph.sqlite.gz"
     text = tty(["compare", str(DEMO), str(other)], width, tmp_path)

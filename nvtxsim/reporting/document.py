@@ -13,7 +13,7 @@ sections are set apart by a blank line.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -60,7 +60,7 @@ class Prose:
     """Sentences: a heading, warnings, notes, a list."""
 
     kind: ProseKind
-    lines: list[Line]
+    lines: Sequence[Line]
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The report pipeline: request → export → analyses → views → renderer.
+"""The report pipeline: request → export → analyses → views → document → renderer.
 
 One path for every report of one export, from Python (:func:`report`, ``nvtxsim.report``)
 and from the command line (``nvtxsim report`` parses its arguments into a
@@ -8,14 +8,13 @@ and from the command line (``nvtxsim report`` parses its arguments into a
 2. :func:`analyse` picks the domain and the ranges, runs the analyses the request needs (the
    per-phase summary and its warnings, the findings, each view, the HTML plots' data) into a
    :class:`~nvtxsim.reporting.model.ReportModel`;
-3. :func:`render` hands the model to the format's renderer (:mod:`nvtxsim.reporting.renderers`).
+3. :func:`render` hands the model's document to the format's renderer (:mod:`nvtxsim.reporting.renderers`).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from nvtxsim.analysis.gpu import graph_hints
@@ -33,7 +32,6 @@ __all__ = [
     "ReportModel",
     "ViewOptions",
     "analyse",
-    "make_report",
     "parse_views",
     "render",
     "report",
@@ -123,15 +121,3 @@ def render(model: ReportModel | Report, fmt: str, *, width: int | None = None, c
     if isinstance(model, Report):
         model = ReportModel(summary=model, views=[summary_table(model)])
     return renderers.render(model.document(), fmt, width=width, color=color)
-
-
-def make_report(
-    path: str | os.PathLike[str],
-    *,
-    domain: str | None = DEFAULT_DOMAIN,
-    domain_given: bool = False,
-    findings: bool = False,
-) -> Report:
-    """The per-phase summary of one export (its warnings included): :func:`report` less the views."""
-    req = ReportRequest(domain=None if domain == "all" else domain, domain_given=domain_given, findings=findings)
-    return analyse(load(Path(path)), req).summary

@@ -1,10 +1,11 @@
-"""One self-contained, offline HTML report: tables of every view plus three plots.
+"""The html format: one self-contained, offline page per document.
 
-Plots: CPU vs GPU time per phase, per-phase time per iteration, and a zoomable
-timeline of a few iterations (CPU threads with nested phases, GPU streams with
-the ops coloured by the phase that launched them). Everything (data, CSS, the
-small SVG-drawing script) is inline: the file opens from disk, offline, and
-references no network resource.
+A report's page is interactive: a table per view plus three plots (CPU vs GPU time per phase,
+per-phase time per iteration, and a zoomable timeline of a few iterations: CPU threads with nested
+phases, GPU streams with the ops coloured by the phase that launched them), drawn by a small inline
+script from the document's plots data. The other commands' pages are static: a section per figure
+(inline SVG, :mod:`.figures`) and table. Everything (data, CSS, script) is inline: a page opens from
+disk, offline, and references no network resource; text from an export is escaped.
 """
 
 from __future__ import annotations
