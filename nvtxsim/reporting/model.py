@@ -16,7 +16,7 @@ from nvtxsim.reporting.document import Document, FindingsBlock, PageHead, Prose,
 from nvtxsim.reporting.escaping import json_text
 from nvtxsim.reporting.summary import heading_parts, json_document, summary_sections
 from nvtxsim.reporting.views import ViewOptions
-from nvtxsim.reporting.viewtable import ViewTable
+from nvtxsim.reporting.viewtable import ViewTable, fmt_ns
 
 
 @dataclass
@@ -110,8 +110,6 @@ class ReportModel:
 
     def failed_findings(self) -> list[str]:
         """``--fail-on``: one line per finding of a listed kind ("kind in phase: cost")."""
-        from nvtxsim.reporting.viewtable import fmt_ns
-
         if not self.request.fail_on or self.found is None:
             return []
         return [
