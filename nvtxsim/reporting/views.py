@@ -417,7 +417,7 @@ VIEWS: dict[str, View] = {
         View("gpus", "Per GPU", gpus),
         View("threads", "Per thread", threads),
         View("processes", "Per process", processes),
-        View("memory", "memory", memory),
+        View("memory", "GPU memory", memory),
         View("findings", "Findings (all)", findings),
         View("overlap", "Other threads' GPU work (time overlap)", overlap),
     )
