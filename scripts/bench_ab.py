@@ -57,7 +57,9 @@ def timed(tree: Path, export: Path, extra: list[str]) -> tuple[float, float]:
     cmd = [sys.executable, "-m", "nvtxsim", "report", str(export), *extra]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # Run in the tree: ``python -m`` puts the working directory first on sys.path, so from any other
+    # checkout that checkout's package would be timed instead.
+    proc = subprocess.run(cmd, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):

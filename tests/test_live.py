@@ -855,7 +855,9 @@ def test_long_lines_are_one_write(tmp_path, monkeypatch):
 
 def test_live_html_stays_small_for_long_runs(tmp_path):
     from nvtxsim.analysis.live import load
-    from nvtxsim.reporting.renderers.live import PLOT_POINTS, render_live
+    from nvtxsim.reporting.live import live_document
+    from nvtxsim.reporting.renderers import render
+    from nvtxsim.reporting.renderers.figures import PLOT_POINTS
 
     log = tmp_path / "long.jsonl"
     with log.open("w") as fh:
@@ -880,14 +882,15 @@ def test_live_html_stays_small_for_long_runs(tmp_path):
                 )
                 + "\n"
             )
-    page = render_live(load(log), "html")
+    page = render(live_document(load(log)), "html")
     assert page.count("<circle") <= PLOT_POINTS and "900.0 µs" in page  # the spike is kept
     assert "the slowest of 10 windows" in page
 
 
 def test_live_heading_spans_all_processes(tmp_path):
     from nvtxsim.analysis.live import load
-    from nvtxsim.reporting.renderers.live import render_live
+    from nvtxsim.reporting.live import live_document
+    from nvtxsim.reporting.renderers import render
 
     log = tmp_path / "mp.jsonl"
 
@@ -898,5 +901,5 @@ def test_live_heading_spans_all_processes(tmp_path):
         )
 
     log.write_text("\n".join([rec(1, 0, 99), rec(2, 0, 49), rec(1, 100, 199), rec(2, 50, 59)]) + "\n")
-    head = render_live(load(log), "table", width=200).splitlines()[0]
+    head = render(live_document(load(log)), "table", width=200).splitlines()[0]
     assert "iterations 0..199" in head and "(1 in 2)" in head  # was 0..59: the last line's process

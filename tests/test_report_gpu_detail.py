@@ -191,10 +191,10 @@ def test_graph_hints_per_trace_mode(tmp_path):
     assert "graph-level" in hints["graph"] and "--cuda-graph-trace=node" in hints["graph"]
     assert "no GPU activity" in hints["missing"] and "--cuda-graph-trace=node" in hints["missing"]
     # The default summary carries the hint as a warning too.
-    from nvtxsim.reporting.pipeline import make_report
+    from nvtxsim.reporting.pipeline import report
 
-    assert any("no GPU activity" in w for w in make_report(tmp_path / "missing.sqlite").warnings)
-    assert not any("graph" in w for w in make_report(tmp_path / "node.sqlite").warnings)
+    assert any("no GPU activity" in w for w in report(tmp_path / "missing.sqlite", findings=False).warnings)
+    assert not any("graph" in w for w in report(tmp_path / "node.sqlite", findings=False).warnings)
     path = tmp_path / "plain.sqlite"
     make_export(path, 9)
     assert graph_hints(Detail(load(path), domain=None)) == []

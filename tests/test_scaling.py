@@ -13,10 +13,10 @@ import pytest
 from synth import LoopPhase, make_loop_export
 
 from nvtxsim.analysis.scaling import PowerFit, classify, fit_power, memory_budget, parse_runs, parse_size, predict
-from nvtxsim.cli.commands.scaling import sweep as scaling_sweep
 from nvtxsim.cli.main import main
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.reporting.renderers.scaling import as_dict
+from nvtxsim.reporting.scaling import as_dict, scaling_document
+from nvtxsim.reporting.scaling import sweep as scaling_sweep
 
 NS = (1024, 2048, 4096, 8192, 16384)
 HOSTILE = "<img src=x onerror=alert(1)>|x"
@@ -378,7 +378,7 @@ def test_same_export_twice_is_refused(sweep, capsys):
 
 def test_budget_line_is_escaped_and_fits_80_columns(tmp_path):
     """The budget line names the limiting phase (text from the export): escaped per format, wrapped on a terminal."""
-    from nvtxsim.reporting.renderers.scaling import render_scaling
+    from nvtxsim.reporting.renderers import render
 
     runs = []
     evil = "<script>x</script>\u202eevil\nname"
@@ -389,14 +389,14 @@ def test_budget_line_is_escaped_and_fits_80_columns(tmp_path):
     sc = scaling_sweep(runs, "n")
     sc.budget = memory_budget(sc, 1 << 20)
     assert sc.budget["limited_by"].endswith(evil)
-    table = render_scaling(sc, "table", width=80)
+    table = render(scaling_document(sc), "table", width=80)
     assert all(len(line) <= 80 for line in table.splitlines())
     assert "\u202e" not in table and "<script>x</script>\\u202eevil" in table
-    whole = render_scaling(sc, "table")
+    whole = render(scaling_document(sc), "table")
     assert "\u202e" not in whole and "\\u202eevil\\x0aname" in whole
-    md = render_scaling(sc, "markdown")
+    md = render(scaling_document(sc), "markdown")
     assert "<script" not in md and "\u202e" not in md
-    page = render_scaling(sc, "html")
+    page = render(scaling_document(sc), "html")
     assert "<script" not in page and f"<bdi>nvtxsim:{evil.replace('<', '&lt;').replace('>', '&gt;')}</bdi>" in page
 
 

@@ -62,10 +62,9 @@ def glyph_export(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("width", (40, 60, 80, 200))
 def test_glyph_names_fit_and_align(width: int, glyph_export: Path) -> None:
     """Every row's N column ends where the header's does, counted in terminal cells."""
-    from nvtxsim.reporting.pipeline import make_report
-    from nvtxsim.reporting.summary import render_table
+    from nvtxsim.reporting.pipeline import render, report
 
-    text = render_table(make_report(glyph_export, domain=None), width=width)
+    text = render(report(glyph_export, domain="all", findings=False), "table", width=width)
     assert_fits(text, width)
     lines = text.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.startswith("Phase "))
@@ -167,8 +166,8 @@ def test_sentences_yield_to_numbers() -> None:
         Column("phase", "Phase"),
         Column("cost_ns", "cost", "ns"),
         Column("share", "of time", "pct"),
-        Column("evidence_text", "Evidence"),
-        Column("advice", "Advice"),
+        Column("evidence_text", "Evidence", prose=True),
+        Column("advice", "Advice", prose=True),
     ]
     row = [
         "cpu_bound",
@@ -192,11 +191,11 @@ def test_tree_keeps_its_nesting_on_a_terminal(width: int) -> None:
     """The tree view's indentation is its nesting: fitted cells keep it (one_line stripped it)."""
     from nvtxsim.analysis.selection import Detail
     from nvtxsim.export.reader import load
-    from nvtxsim.reporting.renderers.tables import _plain_rows
     from nvtxsim.reporting.views import build
+    from nvtxsim.reporting.viewtable import cell
 
     t = build(Detail(load(DEMO), domain="nvtxsim"), ["tree"])[0]
-    rows = _plain_rows(t)
+    rows = [[cell(c, r) for c in t.columns] for r in t.rows]
     lines = terminal.table_lines(t.columns, rows, width=width)
     at = [c.unit for c in t.columns].index("tree")
     start = lines[0].index(t.columns[at].header)

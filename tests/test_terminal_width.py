@@ -20,9 +20,8 @@ import pytest
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.export.reader import load
 from nvtxsim.reporting.renderers import terminal
-from nvtxsim.reporting.renderers.tables import _plain_rows
 from nvtxsim.reporting.views import ViewOptions, build, parse_views
-from nvtxsim.reporting.viewtable import Column, ViewTable
+from nvtxsim.reporting.viewtable import Column, ViewTable, cell
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "tests" / "data" / "gpu" / "demo_h200.sqlite.gz"
@@ -31,6 +30,11 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 needs_script = pytest.mark.skipif(
     shutil.which("script") is None or sys.platform != "linux", reason="needs util-linux script for a pty"
 )
+
+
+def _cells(t: ViewTable) -> list[list[str]]:
+    """The table's display text, cell by cell (what any renderer shows before fitting)."""
+    return [[cell(c, r) for c in t.columns] for r in t.rows]
 
 
 def tty(args: list[str], width: int, tmp_path: Path) -> str:
@@ -82,7 +86,7 @@ def assert_table_whole(lines: list[str], start: int, t: ViewTable, rows: list[li
         pos = 0
         for i in shown_idx:
             col, want = t.columns[i], terminal.one_line(row[i])
-            if col.unit in terminal.TEXT_UNITS:
+            if col.text:
                 got, pos = _token(line, pos)
                 want = want.strip()
                 if got != want:
@@ -118,7 +122,7 @@ def test_every_view_fits_and_nothing_is_cut(width: int, demo_tables: list[ViewTa
     at = 0
     for t in demo_tables:
         if t.rows:
-            at = assert_table_whole(lines, at, t, _plain_rows(t))
+            at = assert_table_whole(lines, at, t, _cells(t))
     assert "sim_step" in text
 
 
@@ -128,7 +132,7 @@ def test_default_summary_fits_with_names(width: int, demo_tables: list[ViewTable
     text = tty(["report", str(DEMO)], width, tmp_path)
     assert_fits(text, width)
     assert all(len(ln.encode()) <= width for ln in text.splitlines())  # ASCII names: bytes as `awk length` counts
-    assert_table_whole(text.splitlines(), 0, demo_tables[0], _plain_rows(demo_tables[0]))
+    assert_table_whole(text.splitlines(), 0, demo_tables[0], _cells(demo_tables[0]))
     for name in ("nvtxsim:sim_step", "nvtxsim:policy_update", "nvtxsim:camera_readout"):
         assert name in text
 
@@ -143,7 +147,7 @@ def test_wide_shows_every_column(tmp_path: Path) -> None:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_compare_fits(width: int, tmp_path: Path) -> None:
     from nvtxsim.analysis.compare import CompareSettings, compare
-    from nvtxsim.reporting.renderers.compare import comparison_table
+    from nvtxsim.reporting.compare import comparison_table
 
     other = ROOT / "tests" / "data" / "gpu" / "demo_h200_threads_graph.sqlite.gz"
     text = tty(["compare", str(DEMO), str(other)], width, tmp_path)
@@ -151,7 +155,7 @@ def test_compare_fits(width: int, tmp_path: Path) -> None:
     t = comparison_table(
         compare(Detail(load(DEMO), domain="nvtxsim"), Detail(load(other), domain="nvtxsim"), CompareSettings())
     )
-    assert_table_whole(text.splitlines(), 0, t, _plain_rows(t))
+    assert_table_whole(text.splitlines(), 0, t, _cells(t))
 
 
 EMIT_NVTX_NAME = (
@@ -184,15 +188,15 @@ def test_multiline_names_on_one_line(width: int, long_names: Path, tmp_path: Pat
     at = 0
     for t in build(detail, ["summary", "tree", "kernels"]):
         if t.rows:
-            at = assert_table_whole(text.splitlines(), at, t, _plain_rows(t))
+            at = assert_table_whole(text.splitlines(), at, t, _cells(t))
 
 
 def test_pipe_output_is_whole(long_names: Path) -> None:
     """Without a terminal nothing is fitted: the whole (escaped) name is in the table."""
-    from nvtxsim.reporting.pipeline import make_report
-    from nvtxsim.reporting.summary import printable, render_table
+    from nvtxsim.reporting.escaping import printable
+    from nvtxsim.reporting.pipeline import render, report
 
-    text = render_table(make_report(long_names, domain=None))
+    text = render(report(long_names, domain="all", findings=False), "table")
     assert printable(EMIT_NVTX_NAME) in text and "left out:" not in text
 
 

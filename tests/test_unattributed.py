@@ -10,7 +10,7 @@ from nvtxsim.analysis.projection import _union_length, select_ranges
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.analysis.unattributed import inside_own_ranges, outside_phases
 from nvtxsim.export.reader import load
-from nvtxsim.reporting.pipeline import make_report
+from nvtxsim.reporting.pipeline import report as report_of
 
 DATA = Path(__file__).parent / "data" / "gpu"
 
@@ -42,7 +42,7 @@ def test_autograd_thread_work_matches_brute_force():
 
 
 def test_note_under_the_summary():
-    report = make_report(DATA / "demo_h200_threads_graph.sqlite.gz")
+    report = report_of(DATA / "demo_h200_threads_graph.sqlite.gz", findings=False).summary
     note = [w for w in report.warnings if "outside every phase" in w]
     assert len(note) == 1 and "launches by thread: pt_autograd_0" in note[0] and "% of all" in note[0]
 

@@ -7,7 +7,7 @@ import argparse
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN
 from nvtxsim.errors import NvtxsimError, float_option, int_option
 from nvtxsim.reporting.model import ReportRequest
-from nvtxsim.reporting.renderers import PAGE_FORMATS
+from nvtxsim.reporting.renderers import renderer
 from nvtxsim.reporting.views import ViewOptions, parse_views
 
 
@@ -91,11 +91,9 @@ def request_from_args(args: argparse.Namespace) -> ReportRequest:
         envs=envs,
     )
     views = parse_views(getattr(args, "view", None))
-    if (
-        (by is not None or envs is not None)
-        and not ({"iterations", "slowest"} & set(views))
-        and getattr(args, "format", "") not in PAGE_FORMATS
-    ):
+    fmt = getattr(args, "format", None)
+    every_view = fmt is not None and renderer(fmt).shows_every_view  # --by/--envs then add no view
+    if (by is not None or envs is not None) and not ({"iterations", "slowest"} & set(views)) and not every_view:
         views = list(dict.fromkeys(views + ["iterations"])) if views != ["summary"] else ["iterations"]
     domain, given = domain_from_args(args) if hasattr(args, "domain") else (DEFAULT_DOMAIN, False)
     return ReportRequest(

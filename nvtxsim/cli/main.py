@@ -81,25 +81,16 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> No
     parser.error(f"unknown command {arg!r}{hint}")
 
 
-#: The format an output file's name asks for when ``--format`` is not given (``-o report.html``).
-_FORMAT_OF_SUFFIX = {
-    ".html": "html",
-    ".htm": "html",
-    ".json": "json",
-    ".csv": "csv",
-    ".md": "markdown",
-    ".markdown": "markdown",
-}
-
-
 def _format_from_file(sub: argparse.ArgumentParser, args: argparse.Namespace, command: str | None) -> None:
     """``-o FILE`` (profile: ``--report FILE``) without ``--format``: the format its suffix names, else the table.
     A table written into ``report.html`` is never what was meant."""
     action = next((a for a in sub._actions if a.dest == "format"), None)
     if action is None or getattr(args, "format", "") is not None:
         return
+    from nvtxsim.reporting.renderers import DEFAULT_FORMAT, format_of_file
+
     target = getattr(args, "report" if command == "profile" else "output", None)
-    fmt = _FORMAT_OF_SUFFIX.get(os.path.splitext(str(target or ""))[1].lower(), "table")
+    fmt = format_of_file(target or "") or DEFAULT_FORMAT
     if fmt not in (action.choices or ()):
         sub.error(f"{target}: {command} has no {fmt} format; give --format {{{','.join(action.choices or ())}}}")
     args.format = fmt

@@ -253,11 +253,13 @@ def is_stream(path: Path) -> bool:
 def add_output_arguments(p: argparse.ArgumentParser, formats: Iterable[str]) -> None:
     """``-f/--format``, ``-o/--output``, ``--force``, ``--wide``: the output options of every command that
     renders a report, the same everywhere (without ``--format``, ``-o FILE``'s suffix picks it: see cli.main)."""
+    from nvtxsim.reporting.renderers import DEFAULT_FORMAT
+
     p.add_argument(
         "--format",
         "-f",
         choices=tuple(formats),
-        default="table",
+        default=DEFAULT_FORMAT,
         help="output format (default: what -o FILE's extension names: .html .json .csv .md, else table)",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")

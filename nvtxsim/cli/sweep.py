@@ -19,9 +19,7 @@ from nvtxsim.analysis.scaling import parse_value
 from nvtxsim.capture import nsys as capture
 from nvtxsim.cli.output import check_writable, deliver, layout
 from nvtxsim.errors import NvtxsimError
-
-#: Formats of the scaling table (the report's perfetto has no counterpart).
-SWEEP_FORMATS = ("table", "json", "csv", "markdown", "html")
+from nvtxsim.reporting.renderers import formats_for, renderer
 
 
 def parse_sweep(text: str) -> tuple[str, list[str]]:
@@ -69,9 +67,9 @@ def run_sweep(
     from nvtxsim.cli.arguments import domain_from_args
 
     name, values = parse_sweep(args.sweep)
-    if args.format not in SWEEP_FORMATS:
+    if not renderer(args.format).renders("scaling"):
         raise NvtxsimError(
-            f"--sweep prints the scaling table: --format {args.format} is not one of {', '.join(SWEEP_FORMATS)}"
+            f"--sweep prints the scaling table: --format {args.format} is not one of {', '.join(formats_for('scaling'))}"
         )
     reqs = sweep_requests(base, name, values)
     for r in reqs:
@@ -90,14 +88,15 @@ def run_sweep(
         runs.append(f"{result.sqlite}={value}")
     if args.no_report:
         return 0
-    from nvtxsim.cli.commands.scaling import sweep
-    from nvtxsim.reporting.renderers.scaling import render_scaling
+    from nvtxsim.cli.progress import load_with_progress
+    from nvtxsim.reporting.renderers import render
+    from nvtxsim.reporting.scaling import scaling_document, sweep
 
     domain, given = domain_from_args(args)
-    sc = sweep(runs, name, domain=domain, domain_given=given)
+    sc = sweep(runs, name, domain=domain, domain_given=given, load=load_with_progress)
     to = layout(out)
     sys.stdout.flush()
-    deliver(render_scaling(sc, args.format, width=to.width, color=to.color), out, force=True)
+    deliver(render(scaling_document(sc), args.format, width=to.width, color=to.color), out, force=True)
     if sc.refused:
         print(f"nvtxsim: error: {sc.refused}", file=sys.stderr)
         return 2

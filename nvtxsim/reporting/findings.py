@@ -12,12 +12,10 @@ import html
 import re
 
 from nvtxsim.analysis.findings import Finding, Findings, Units, kind
-from nvtxsim.analysis.projection import Report
 from nvtxsim.analysis.selection import Detail
 from nvtxsim.reporting.escaping import markdown_cell, printable
 from nvtxsim.reporting.renderers.terminal import fit_width, line_width, one_line, shorten_end, shorten_middle
-from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
-from nvtxsim.reporting.viewtable import Column, ViewTable
+from nvtxsim.reporting.viewtable import Column, ViewTable, fmt_bytes, fmt_ns
 
 BLOCK_FINDINGS = 5
 BLOCK_WIDTH = 80
@@ -94,15 +92,6 @@ def block_lines(fs: Findings, width: int | None = None) -> list[str]:
     return lines + notes
 
 
-def before_table(report: Report, width: int | None = None) -> list[str]:
-    """The block framed by blank lines, for between the summary's heading and its table ([] without findings)."""
-    return [""] + block_lines(report.findings, width) + [""] if report.findings is not None else []
-
-
-def before_markdown(report: Report) -> str:
-    return block_markdown(report.findings) if report.findings is not None else ""
-
-
 def block_markdown(fs: Findings) -> str:
     """The block as a markdown list: ``### Findings`` then one item per finding (facts, then the advice)."""
     lines = ["### Findings", ""]
@@ -121,16 +110,15 @@ def block_markdown(fs: Findings) -> str:
 
 # --------------------------------------------------------------------------- views
 
-C = Column
 FINDING_COLUMNS = [
-    C("severity", "Severity"),
-    C("kind", "Kind"),
-    C("phase", "Phase"),
-    C("cost_per_iteration_ns", "per iter", "ns"),
-    C("cost_ns", "cost", "ns"),
-    C("share", "of time", "pct"),
-    C("evidence_text", "Evidence"),
-    C("advice", "Advice"),
+    Column("severity", "Severity"),
+    Column("kind", "Kind"),
+    Column("phase", "Phase"),
+    Column("cost_per_iteration_ns", "per iter", "ns"),
+    Column("cost_ns", "cost", "ns"),
+    Column("share", "of time", "pct"),
+    Column("evidence_text", "Evidence", prose=True),
+    Column("advice", "Advice", prose=True),
 ]
 
 
@@ -173,12 +161,12 @@ def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> V
         for r in overlap_rows(d, Context(d, by, skip_first))
     ]
     cols = [
-        C("phase", "Phase (open at launch)"),
-        C("gpu_busy_nsys_ns", "GPU busy (nsys)", "ns"),
-        C("other_gpu_ns", "other threads (overlap)", "ns"),
-        C("launches", "launches", "int"),
-        C("ops", "ops", "int"),
-        C("threads_text", "Threads"),
+        Column("phase", "Phase (open at launch)"),
+        Column("gpu_busy_nsys_ns", "GPU busy (nsys)", "ns"),
+        Column("other_gpu_ns", "other threads (overlap)", "ns"),
+        Column("launches", "launches", "int"),
+        Column("ops", "ops", "int"),
+        Column("threads_text", "Threads", prose=True),
     ]
     notes = [
         "time-overlap attribution, not nsys's: GPU work launched outside every range of its own thread, counted for the innermost "

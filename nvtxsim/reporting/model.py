@@ -1,8 +1,8 @@
 """The report model: what one report of one export holds, whatever it is rendered as.
 
 :func:`nvtxsim.reporting.pipeline.analyse` builds it (request → export → analyses → views);
-every renderer turns it into text (``render(model) -> str``); ``nvtxsim.report()`` returns
-it. The JSON output is its serialisation (:meth:`ReportModel.to_json`).
+``nvtxsim.report()`` returns it. Its :meth:`ReportModel.document` is what every renderer
+renders; the JSON output is its serialisation (:meth:`ReportModel.to_json`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from typing import Any
 
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN, PhaseStats, Report
 from nvtxsim.analysis.selection import Detail
+from nvtxsim.reporting.document import Document, FindingsBlock, PageHead, Prose, Section, SourcePart
 from nvtxsim.reporting.escaping import json_text
-from nvtxsim.reporting.summary import json_document
+from nvtxsim.reporting.summary import heading_parts, json_document, summary_sections
 from nvtxsim.reporting.views import ViewOptions
-from nvtxsim.reporting.viewtable import ViewTable
+from nvtxsim.reporting.viewtable import ViewTable, fmt_ns
 
 
 @dataclass
@@ -81,10 +82,34 @@ class ReportModel:
     def to_json(self) -> str:
         return json_text(self.as_dict(), indent=2) + "\n"
 
+    def document(self) -> Document:
+        """The report as a document: the views in the order asked for, the summary under the report's source
+        line with the Findings block and the warnings (without the summary: the block first, the warnings last)."""
+        names = [t.name for t in self.views]
+        fs = self.summary.findings
+        block = FindingsBlock(fs, [p.label for p in self.phases]) if fs is not None else None
+        sections: list[Section] = [[block]] if block is not None and "summary" not in names else []
+        for t in self.views:
+            sections += summary_sections(self.summary, t, block) if t.name == "summary" else [[t]]
+        if "summary" not in names and self.warnings:
+            sections.append([Prose("warning", list(self.warnings))])
+        return Document(
+            "report",
+            sections,
+            self._page_head(),
+            data=self.as_dict,
+            flat=self.views[0] if len(self.views) == 1 else None,
+            plots=self.page,
+            detail=self.detail,
+        )
+
+    def _page_head(self) -> PageHead:
+        warnings = [Prose("warning", list(self.warnings))] if self.warnings else []
+        parts = [SourcePart(p) for p in heading_parts(self.source, counts_sep=" · ")]
+        return PageHead(f"nvtxsim report · {self.source.get('path', '')}", "nvtxsim report", parts, warnings)
+
     def failed_findings(self) -> list[str]:
         """``--fail-on``: one line per finding of a listed kind ("kind in phase: cost")."""
-        from nvtxsim.reporting.summary import fmt_ns
-
         if not self.request.fail_on or self.found is None:
             return []
         return [

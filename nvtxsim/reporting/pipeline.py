@@ -1,4 +1,4 @@
-"""The report pipeline: request → export → analyses → views → renderer.
+"""The report pipeline: request → export → analyses → views → document → renderer.
 
 One path for every report of one export, from Python (:func:`report`, ``nvtxsim.report``)
 and from the command line (``nvtxsim report`` parses its arguments into a
@@ -8,14 +8,13 @@ and from the command line (``nvtxsim report`` parses its arguments into a
 2. :func:`analyse` picks the domain and the ranges, runs the analyses the request needs (the
    per-phase summary and its warnings, the findings, each view, the HTML plots' data) into a
    :class:`~nvtxsim.reporting.model.ReportModel`;
-3. :func:`render` hands the model to the format's renderer (:mod:`nvtxsim.reporting.renderers`).
+3. :func:`render` hands the model's document to the format's renderer (:mod:`nvtxsim.reporting.renderers`).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from nvtxsim.analysis.gpu import graph_hints
@@ -25,7 +24,7 @@ from nvtxsim.export.columns import Export
 from nvtxsim.export.reader import Backend, load
 from nvtxsim.reporting import renderers
 from nvtxsim.reporting.model import ReportModel, ReportRequest
-from nvtxsim.reporting.summary import outside_warnings
+from nvtxsim.reporting.summary import outside_warnings, summary_table
 from nvtxsim.reporting.views import ViewOptions, build, parse_views
 
 __all__ = [
@@ -33,7 +32,6 @@ __all__ = [
     "ReportModel",
     "ViewOptions",
     "analyse",
-    "make_report",
     "parse_views",
     "render",
     "report",
@@ -86,10 +84,10 @@ def report(
 
 def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> ReportModel:
     """The analyses ``req`` asks for (and the format ``fmt`` needs) on ``export``, as a :class:`ReportModel`."""
-    module = renderers.renderer(fmt) if fmt is not None else None
-    shown = module.views_shown(req.views) if module is not None and hasattr(module, "views_shown") else req.views
+    r = renderers.renderer(fmt) if fmt is not None else None
+    shown = r.views_shown(req.views) if r is not None else req.views
     req = replace(req, views=shown) if shown != req.views else req
-    if req.findings and not getattr(module, "SHOWS_FINDINGS", True):
+    if req.findings and r is not None and not r.shows_findings:
         req = replace(req, findings=False)
     domain, widened = resolve_domain(export, req.domain, given=req.domain_given)
     detail = Detail(export, domain=domain, match=req.match)
@@ -102,17 +100,16 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     if widened:
         summary.warnings.insert(0, widened)
     summary.warnings.extend(graph_hints(detail))  # on every view: the summary's GPU columns leave graph-level work out
-    if fmt != "perfetto":  # its trace shows no warnings; working this out can need every CUDA call
-        summary.warnings.extend(
-            outside_warnings(detail, in_memory_only=req.is_classic and fmt not in renderers.PAGE_FORMATS)
-        )
+    if r is None or r.shows_warnings:  # working out where GPU work ran outside the phases can need every CUDA call
+        every_view = r is not None and r.shows_every_view
+        summary.warnings.extend(outside_warnings(detail, in_memory_only=req.is_classic and not every_view))
     found = findings.analyse(detail, by=req.options.by, skip_first=req.options.skip_first) if want_findings else None
     if req.findings:
         summary.findings = found
     model = ReportModel(
         summary=summary, request=req, views=build(detail, req.views, req.options), detail=detail, found=found
     )
-    if getattr(module, "NEEDS_PAGE", False):
+    if r is not None and r.needs_plots:
         from nvtxsim.reporting.page import page_data
 
         model.page = page_data(detail, req.options)
@@ -122,24 +119,5 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
 def render(model: ReportModel | Report, fmt: str, *, width: int | None = None, color: bool = False) -> str:
     """``model`` in format ``fmt`` (a bare :class:`Report`: its summary alone)."""
     if isinstance(model, Report):
-        model = ReportModel(summary=model, views=[build_summary(model)])
-    return renderers.render(model, fmt, width=width, color=color)
-
-
-def build_summary(summary: Report) -> Any:
-    """The summary view of an already computed :class:`Report`."""
-    from nvtxsim.reporting.views import summary_table
-
-    return summary_table(summary)
-
-
-def make_report(
-    path: str | os.PathLike[str],
-    *,
-    domain: str | None = DEFAULT_DOMAIN,
-    domain_given: bool = False,
-    findings: bool = False,
-) -> Report:
-    """The per-phase summary of one export (its warnings included): :func:`report` less the views."""
-    req = ReportRequest(domain=None if domain == "all" else domain, domain_given=domain_given, findings=findings)
-    return analyse(load(Path(path)), req).summary
+        model = ReportModel(summary=model, views=[summary_table(model)])
+    return renderers.render(model.document(), fmt, width=width, color=color)

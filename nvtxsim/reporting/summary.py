@@ -1,25 +1,19 @@
-"""Render stage: turn a :class:`~nvtxsim.analysis.projection.Report` into text.
+"""The per-phase summary: its columns, defined once, and the table every format renders it from.
 
-The summary table's columns (defined once, :data:`SUMMARY_COLUMNS`) and its renderings;
-the per-format modules of :mod:`nvtxsim.reporting.renderers` use them. Machine formats (csv, json) carry every field in integer nanoseconds, human
-formats (table, markdown) pick units per value.
+:func:`summary_table` makes a :class:`~nvtxsim.analysis.projection.Report` the ``summary`` view
+table; :func:`summary_sections` places it in a document under the report's source line, with the
+Findings block and the warnings. Machine formats (csv, json) carry every field in integer
+nanoseconds, human formats (table, markdown, html) pick units per value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, Report
-from nvtxsim.reporting.escaping import csv_table, json_text, markdown_cell, printable
-from nvtxsim.reporting.renderers import terminal
-from nvtxsim.reporting.viewtable import Column, cell, fmt_bytes, fmt_ns
-
-__all__ = ["printable", "markdown_cell", "fmt_ns", "fmt_bytes", "heading_parts", "SUMMARY_FORMATS"]
-
-#: Formats the summary alone (and the per-rank reports) can be rendered in.
-SUMMARY_FORMATS = ("table", "csv", "json", "markdown")
+from nvtxsim.reporting.document import FindingsBlock, Prose, Section
+from nvtxsim.reporting.viewtable import Column, ViewTable, fmt_ns
 
 if TYPE_CHECKING:
     from nvtxsim.analysis.selection import Detail
@@ -28,29 +22,29 @@ if TYPE_CHECKING:
 JSON_SCHEMA_VERSION = 1
 
 
-# The summary's columns: keys (csv/json), headers, units (display), in order (the terminal fitter's priorities).
-C = Column
+# The summary's columns: keys (csv/json), headers, units (display), in table order; ``priority`` is the order
+# a narrow terminal keeps them in (counts and CPU time first, then GPU time).
 SUMMARY_COLUMNS = [
-    C("phase", "Phase"),
-    C("instances", "N", "int"),
-    C("cpu_total_ns", "CPU total", "ns"),
-    C("cpu_mean_ns", "mean", "ns"),
-    C("cpu_median_ns", "median", "ns"),
-    C("cpu_p90_ns", "p90", "ns"),
-    C("cpu_p99_ns", "p99", "ns"),
-    C("cpu_max_ns", "max", "ns"),
-    C("gpu_proj_total_ns", "GPU proj", "ns"),
-    C("gpu_proj_median_ns", "proj median", "ns"),
-    C("gpu_busy_total_ns", "GPU busy", "ns"),
-    C("gpu_ops", "ops", "int"),
-    C("gpu_kernels", "kernels", "int"),
-    C("memcpy_htod_bytes", "H→D", "bytes"),
-    C("memcpy_dtoh_bytes", "D→H", "bytes"),
+    Column("phase", "Phase"),
+    Column("instances", "N", "int", priority=0),
+    Column("cpu_total_ns", "CPU total", "ns", priority=1),
+    Column("cpu_mean_ns", "mean", "ns", priority=2),
+    Column("cpu_median_ns", "median", "ns", priority=8),
+    Column("cpu_p90_ns", "p90", "ns", priority=9),
+    Column("cpu_p99_ns", "p99", "ns", priority=3),
+    Column("cpu_max_ns", "max", "ns", priority=10),
+    Column("gpu_proj_total_ns", "GPU proj", "ns", priority=5),
+    Column("gpu_proj_median_ns", "proj median", "ns", priority=12),
+    Column("gpu_busy_total_ns", "GPU busy", "ns", priority=4),
+    Column("gpu_ops", "ops", "int", priority=6),
+    Column("gpu_kernels", "kernels", "int", priority=11),
+    Column("memcpy_htod_bytes", "H→D", "bytes", priority=13),
+    Column("memcpy_dtoh_bytes", "D→H", "bytes", priority=14),
 ]
-#: Shown only when the export recorded GPU memory (nsys --cuda-memory-usage=true).
+#: Shown only when the export recorded GPU memory (nsys --cuda-memory-usage=true); a phase without memory data shows 0.
 MEMORY_SUMMARY_COLUMNS = [
-    C("gpu_mem_peak_bytes", "GPU mem peak", "bytes"),
-    C("gpu_mem_net_bytes", "mem net/inst", "bytes"),
+    Column("gpu_mem_peak_bytes", "GPU mem peak", "bytes", priority=7, default=0),
+    Column("gpu_mem_net_bytes", "mem net/inst", "bytes", priority=15, default=0),
 ]
 
 
@@ -68,21 +62,37 @@ def phase_record(p: PhaseStats) -> dict:
     return {"phase": p.label, **p.as_dict()}
 
 
-def phase_row(p: PhaseStats) -> dict:
-    """One phase as a displayed row of the summary (a phase without memory data shows 0)."""
-    row = phase_record(p)
-    for c in MEMORY_SUMMARY_COLUMNS:
-        row[c.key] = row.get(c.key) or 0
-    return row
-
-
-def _cells(report: Report, columns: list[Column]) -> list[list[str]]:
-    return [[cell(c, row) for c in columns] for row in map(phase_row, report.phases)]
-
-
-def _csv_fields(report: Report) -> list[str]:
+def record_keys(report: Report) -> tuple[str, ...]:
+    """The summary's csv columns: every field of a phase (the memory ones only when recorded)."""
     names = [f.name for f in fields(PhaseStats)]
-    return names if _has_memory(report) else [n for n in names if n not in MEMORY_FIELDS]
+    return tuple(names if _has_memory(report) else [n for n in names if n not in MEMORY_FIELDS])
+
+
+def summary_table(report: Report) -> ViewTable:
+    """The per-phase summary as a view table (the rows as in the JSON: raw values, memory fields only when recorded).
+
+    In text formats the report's source line stands above it instead of its title."""
+    return ViewTable(
+        "summary",
+        "Phases (CPU range time, GPU work launched inside)",
+        summary_columns(report),
+        [phase_record(p) for p in report.phases],
+        headed=False,
+        empty="no NVTX ranges in the selected domain"
+        if report.source.get("ranges")
+        else "no NVTX ranges in this export",
+        record_keys=record_keys(report),
+        row_anchor="phase",
+    )
+
+
+def summary_sections(report: Report, table: ViewTable, findings: FindingsBlock | None = None) -> list[Section]:
+    """The summary in a document: the source line, the Findings block (set apart), the table and the warnings."""
+    source = Prose("source", list(heading_parts(report.source)))
+    warnings = [Prose("warning", list(report.warnings))] if report.warnings else []
+    if findings is None:
+        return [[source, table, *warnings]]
+    return [[source], [findings], [table, *warnings]]
 
 
 def heading_parts(source: dict, *, counts_sep: str = ", ") -> list[str]:
@@ -97,10 +107,6 @@ def heading_parts(source: dict, *, counts_sep: str = ", ") -> list[str]:
         counts = (f"{source.get(k, 0):,} {k}" for k in ("kernels", "memcpys", "memsets"))
         parts.append(counts_sep.join(counts))
     return parts
-
-
-def _heading(report: Report) -> str:
-    return " · ".join(heading_parts(report.source))
 
 
 def outside_note(o: OutsideGpu, *, threads_shown: int = 3) -> str:
@@ -121,43 +127,6 @@ def outside_warnings(detail: Detail, *, in_memory_only: bool = False) -> list[st
     return [outside_note(o)] if o is not None and o.share >= MIN_SHARE else []
 
 
-def render_table(
-    report: Report, *, width: int | None = None, color: bool | None = None, before: Sequence[str] = ()
-) -> str:
-    """The summary for a terminal ``width`` columns wide (None: whole, as wide as it needs); bold header when ``color``.
-
-    ``before``: lines between the heading and the table (the Findings block)."""
-    columns = summary_columns(report)
-    heading = terminal.fit_parts(heading_parts(report.source), width) + list(before)
-    empty = "no NVTX ranges in the selected domain" if report.source.get("ranges") else "no NVTX ranges in this export"
-    text = terminal.render(
-        columns, _cells(report, columns), heading=heading, width=width, color=bool(color), empty=empty
-    )
-    return text + "".join(f"{ln}\n" for ln in terminal.notes_lines(report.warnings, width, prefix="warning: "))
-
-
-def render_markdown(report: Report, *, before: str = "") -> str:
-    """The summary as a markdown table; ``before``: markdown between the heading and the table (the Findings block)."""
-    esc = markdown_cell
-    columns = summary_columns(report)
-    lines = [f"**{esc(_heading(report))}**", ""]
-    if before:
-        lines.append(before)
-    lines.append("| " + " | ".join(c.header for c in columns) + " |")
-    lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(columns) - 1)) + "|")
-    for row in _cells(report, columns):
-        lines.append("| " + " | ".join(esc(v) for v in row) + " |")
-    for w in report.warnings:
-        lines.append("")
-        lines.append(f"> warning: {esc(w)}")
-    return "\n".join(lines) + "\n"
-
-
-def render_csv(report: Report) -> str:
-    names = _csv_fields(report)
-    return csv_table(names, ([d[n] for n in names] for d in (p.as_dict() for p in report.phases)))
-
-
 def json_document(report: Report) -> dict:
     """The JSON report as a document (the views are added to it as they are, without a text round trip)."""
     from nvtxsim._version import __version__
@@ -165,64 +134,3 @@ def json_document(report: Report) -> dict:
     doc = report.as_dict()
     doc["source"] = {**doc["source"], "nvtxsim_version": __version__, "schema": JSON_SCHEMA_VERSION}
     return doc
-
-
-def render_json(report: Report) -> str:
-    return json_text(json_document(report), indent=2) + "\n"
-
-
-# --------------------------------------------------------------------------- many ranks
-
-
-def ranks_text(
-    reports: list[Report],
-    merged: Report,
-    spread: list[dict],
-    *,
-    markdown: bool,
-    color: bool = False,
-    width: int | None = None,
-) -> str:
-    """Per-rank summaries, the merged one and the per-phase spread across ranks, for a terminal or as markdown."""
-    names = [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
-    one = render_markdown if markdown else (lambda r: render_table(r, color=color, width=width))
-    text, h = (markdown_cell, "## ") if markdown else (str, "")
-
-    def title(line: str) -> str:  # on a terminal: fitted like the tables (and escaped there)
-        return f"{h}{line}\n" if markdown else "".join(f"{ln}\n" for ln in terminal.fit_text(line, width))
-
-    parts = []
-    for i, r in enumerate(reports):
-        parts.append(title(f"rank {i}: {text(names[i])}"))
-        parts.append(one(r))
-    parts.append(title(f"all {len(reports)} ranks merged"))
-    parts.append(one(merged))
-    parts.append(title("spread across ranks (CPU total per rank)"))
-    lines = []
-    for row in spread:
-        totals = " ".join(fmt_ns(t) for t in row["cpu_total_ns"])
-        ratio = f"{row['max_over_min']:.2f}x" if row["max_over_min"] else "-"
-        line = f"{text(row['phase'])}: {totals} (slowest: rank {row['slowest_rank']}, max/min {ratio})"
-        if markdown:
-            lines.append(f"- {line}")
-        else:
-            lines += [f"  {ln}" for ln in terminal.fit_text(line, width - 2 if width else None)]
-    parts.append("\n".join(lines) + "\n")
-    return "\n".join(parts)
-
-
-def ranks_csv(reports: list[Report], merged: Report) -> str:
-    """Every rank's phases, then the merged ones (rank "all"), one csv table."""
-    names = [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
-    cols = _csv_fields(merged)  # the merged report carries no memory columns
-    rows = [[i, names[i], *(p.as_dict()[c] for c in cols)] for i, r in enumerate(reports) for p in r.phases]
-    rows += [["all", "", *(p.as_dict()[c] for c in cols)] for p in merged.phases]
-    return csv_table(["rank", "path", *cols], rows)
-
-
-def ranks_json(reports: list[Report], merged: Report, spread: list[dict]) -> str:
-    """The merged report's document with every rank's report and the spread added."""
-    doc = json_document(merged)
-    doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]
-    doc["spread"] = spread
-    return json_text(doc, indent=2) + "\n"

@@ -10,16 +10,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nvtxsim.analysis.projection import Report, row_dict
+from nvtxsim.analysis.projection import row_dict
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.reporting.summary import SUMMARY_COLUMNS, fmt_bytes, fmt_ns, phase_record, summary_columns
-from nvtxsim.reporting.viewtable import Column, ViewTable
+from nvtxsim.reporting.summary import SUMMARY_COLUMNS, summary_table
+from nvtxsim.reporting.viewtable import Column, ViewTable, fmt_bytes, fmt_ns
 
 if TYPE_CHECKING:
     from nvtxsim.analysis.iterations import Iterations, LoopRates
@@ -34,15 +34,6 @@ class ViewOptions:
     envs: float | None = None  # environments stepped per iteration (--envs): env-steps/s in the iterations view
 
 
-C = Column
-
-
-def summary_table(report: Report) -> ViewTable:
-    """The per-phase summary as a view table (the rows as in the JSON: raw values, memory fields only when recorded)."""
-    rows = [phase_record(p) for p in report.phases]
-    return ViewTable("summary", "Phases (CPU range time, GPU work launched inside)", summary_columns(report), rows)
-
-
 def summary(d: Detail, o: ViewOptions) -> ViewTable:
     return summary_table(d.report)
 
@@ -51,14 +42,14 @@ def memory(d: Detail, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.memory import has_memory, phase_memory, process_peak
 
     cols = [
-        C("phase", "Phase"),
-        C("instances", "N", "int"),
-        C("peak_bytes", "peak", "bytes"),
-        C("peak_median_bytes", "peak p50", "bytes"),
-        C("rise_median_bytes", "rise p50", "bytes"),
-        C("rise_max_bytes", "rise max", "bytes"),
-        C("net_mean_bytes", "net/inst", "bytes"),
-        C("net_total_bytes", "net total", "bytes"),
+        Column("phase", "Phase"),
+        Column("instances", "N", "int"),
+        Column("peak_bytes", "peak", "bytes"),
+        Column("peak_median_bytes", "peak p50", "bytes"),
+        Column("rise_median_bytes", "rise p50", "bytes"),
+        Column("rise_max_bytes", "rise max", "bytes"),
+        Column("net_mean_bytes", "net/inst", "bytes"),
+        Column("net_total_bytes", "net total", "bytes"),
     ]
     if not has_memory(d.export):
         return ViewTable(
@@ -101,15 +92,15 @@ def tree(d: Detail, o: ViewOptions) -> ViewTable:
             }
         )
     cols = [
-        C("thread", "Thread"),
-        C("phase", "Phase", "tree"),
-        C("count", "N", "int"),
-        C("cpu_incl_ns", "CPU incl", "ns"),
-        C("cpu_self_ns", "CPU self", "ns"),
-        C("self_share", "self %", "pct"),
-        C("gpu_incl_ns", "GPU incl", "ns"),
-        C("gpu_self_ns", "GPU self", "ns"),
-        C("cross_thread", "cross-thread", "int"),
+        Column("thread", "Thread"),
+        Column("phase", "Phase", "tree"),
+        Column("count", "N", "int"),
+        Column("cpu_incl_ns", "CPU incl", "ns"),
+        Column("cpu_self_ns", "CPU self", "ns"),
+        Column("self_share", "self %", "pct"),
+        Column("gpu_incl_ns", "GPU incl", "ns"),
+        Column("gpu_self_ns", "GPU self", "ns"),
+        Column("cross_thread", "cross-thread", "int"),
     ]
     notes = [
         "CPU self = range time minus its child ranges; GPU = busy time of the work launched inside (self: not inside a child)"
@@ -122,7 +113,9 @@ def tree(d: Detail, o: ViewOptions) -> ViewTable:
         )
     if any(nd.cross_thread for nd in nodes):
         notes.append("cross-thread start/end ranges are kept on the thread that started them")
-    return ViewTable("tree", "Nesting per thread: inclusive and self time (totals over instances)", cols, rows, notes)
+    return ViewTable(
+        "tree", "Nesting per thread: inclusive and self time (totals over instances)", cols, rows, notes, sortable=False
+    )
 
 
 def _iterations(d: Detail, o: ViewOptions):
@@ -141,18 +134,18 @@ def iterations(d: Detail, o: ViewOptions) -> ViewTable:
 
     it, err = _iterations(d, o)
     cols = [
-        C("phase", "Phase"),
-        C("iterations", "iters", "int"),
-        C("per_iteration_count", "per iter", "float"),
-        C("mean_ns", "mean", "ns"),
-        C("p50_ns", "p50", "ns"),
-        C("p90_ns", "p90", "ns"),
-        C("p99_ns", "p99", "ns"),
-        C("max_ns", "max", "ns"),
-        C("share", "of iter", "pct"),
-        C("gpu_p50_ns", "GPU p50", "ns"),
-        C("gpu_p99_ns", "GPU p99", "ns"),
-        C("gpu_max_ns", "GPU max", "ns"),
+        Column("phase", "Phase"),
+        Column("iterations", "iters", "int"),
+        Column("per_iteration_count", "per iter", "float"),
+        Column("mean_ns", "mean", "ns"),
+        Column("p50_ns", "p50", "ns"),
+        Column("p90_ns", "p90", "ns"),
+        Column("p99_ns", "p99", "ns"),
+        Column("max_ns", "max", "ns"),
+        Column("share", "of iter", "pct"),
+        Column("gpu_p50_ns", "GPU p50", "ns"),
+        Column("gpu_p99_ns", "GPU p99", "ns"),
+        Column("gpu_max_ns", "GPU max", "ns"),
     ]
     if it is None:
         return ViewTable("iterations", "Per iteration", cols, [], [err or ""])
@@ -193,7 +186,7 @@ def _throughput(rows: list[dict], cols: list[Column], rates: LoopRates) -> tuple
         f"{per} per iteration{recorded}: {rate or 0:,.0f} env-steps/s (mean iteration); "
         "a phase's cost: how much higher that would be if the phase took no time"
     )
-    return cols + [C("env_steps_per_s_cost", "env-steps/s cost", "int")], note
+    return cols + [Column("env_steps_per_s_cost", "env-steps/s cost", "int")], note
 
 
 def slowest(d: Detail, o: ViewOptions) -> ViewTable:
@@ -202,14 +195,14 @@ def slowest(d: Detail, o: ViewOptions) -> ViewTable:
 
     it, err = _iterations(d, o)
     cols = [
-        C("rank", "#", "int"),
-        C("iteration", "iteration", "int"),
-        C("start_ns", "at", "ns"),
-        C("duration_ns", "duration", "ns"),
-        C("vs_median", "vs median", "ratio"),
-        C("gpu_busy_ns", "GPU busy", "ns"),
-        C("culprit", "largest excess"),
-        C("culprit_excess_ns", "excess", "ns"),
+        Column("rank", "#", "int"),
+        Column("iteration", "iteration", "int"),
+        Column("start_ns", "at", "ns"),
+        Column("duration_ns", "duration", "ns"),
+        Column("vs_median", "vs median", "ratio"),
+        Column("gpu_busy_ns", "GPU busy", "ns"),
+        Column("culprit", "largest excess"),
+        Column("culprit_excess_ns", "excess", "ns"),
     ]
     if it is None:
         return ViewTable("slowest", "Slowest iterations", cols, [], [err or ""])
@@ -217,11 +210,11 @@ def slowest(d: Detail, o: ViewOptions) -> ViewTable:
     rates = loop_rates(d, it, o.envs)
     rollout_ns, update_ns = rates.rollout_ns, rates.update_ns
     if rollout_ns is not None and update_ns is not None:  # set together
-        cols = cols + [C("rollout_ns", "rollout", "ns"), C("update_ns", "update", "ns")]
+        cols = cols + [Column("rollout_ns", "rollout", "ns"), Column("update_ns", "update", "ns")]
         for row in rows:
             row["rollout_ns"], row["update_ns"] = int(rollout_ns[row["row"]]), int(update_ns[row["row"]])
     if rates.envs:
-        cols = cols + [C("env_steps_per_s", "env-steps/s", "int")]
+        cols = cols + [Column("env_steps_per_s", "env-steps/s", "int")]
         for row in rows:
             row["env_steps_per_s"] = _rounded(rates.env_steps_per_s[row["row"]])
     return ViewTable(
@@ -263,13 +256,13 @@ def kernels(d: Detail, o: ViewOptions) -> ViewTable:
         name = row["kernel_short"] if len(row["kernel_short"]) <= 60 else row["kernel_short"][:59] + "…"
         row["kernel_display"] = name if n == 1 else f"{name} #{n}"
     cols = [
-        C("phase", "Phase"),
-        C("kernel_display", "Kernel"),
-        C("count", "count", "int"),
-        C("total_ns", "GPU total", "ns"),
-        C("mean_ns", "mean", "ns"),
-        C("max_ns", "max", "ns"),
-        C("share", "of phase", "pct"),
+        Column("phase", "Phase"),
+        Column("kernel_display", "Kernel"),
+        Column("count", "count", "int"),
+        Column("total_ns", "GPU total", "ns"),
+        Column("mean_ns", "mean", "ns"),
+        Column("max_ns", "max", "ns"),
+        Column("share", "of phase", "pct"),
     ]
     notes = [
         f"top {o.top} per phase by GPU time; a kernel counts for every phase around its launch, once per phase (as nsys nvtxkernsum)"
@@ -289,13 +282,13 @@ def copies(d: Detail, o: ViewOptions) -> ViewTable:
         row["direction_label"] = DIRECTION_LABELS.get(r.direction, r.direction)
         rows.append(row)
     cols = [
-        C("phase", "Phase"),
-        C("direction_label", "Direction"),
-        C("count", "count", "int"),
-        C("bytes", "bytes", "bytes"),
-        C("total_ns", "GPU time", "ns"),
-        C("mean_ns", "mean", "ns"),
-        C("throughput_gbps", "GB/s", "float"),
+        Column("phase", "Phase"),
+        Column("direction_label", "Direction"),
+        Column("count", "count", "int"),
+        Column("bytes", "bytes", "bytes"),
+        Column("total_ns", "GPU time", "ns"),
+        Column("mean_ns", "mean", "ns"),
+        Column("throughput_gbps", "GB/s", "float"),
     ]
     return ViewTable("copies", "Memory copies and sets per phase", cols, rows)
 
@@ -304,13 +297,13 @@ def syncs(d: Detail, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import syncs as sy
 
     cols = [
-        C("phase", "Phase"),
-        C("api", "CUDA call"),
-        C("calls", "calls", "int"),
-        C("total_ns", "CPU wait", "ns"),
-        C("mean_ns", "mean", "ns"),
-        C("max_ns", "max", "ns"),
-        C("share_of_cpu", "of phase CPU", "pct"),
+        Column("phase", "Phase"),
+        Column("api", "CUDA call"),
+        Column("calls", "calls", "int"),
+        Column("total_ns", "CPU wait", "ns"),
+        Column("mean_ns", "mean", "ns"),
+        Column("max_ns", "max", "ns"),
+        Column("share_of_cpu", "of phase CPU", "pct"),
     ]
     return ViewTable("syncs", "CPU time in synchronizing CUDA calls per phase", cols, [row_dict(r) for r in sy(d)])
 
@@ -319,18 +312,18 @@ def gpu(d: Detail, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import graph_hints, overview
 
     cols = [
-        C("phase", "Phase"),
-        C("launches", "launches", "int"),
-        C("gpu_busy_ns", "GPU busy", "ns"),
-        C("gpu_idle_ns", "GPU idle", "ns"),
-        C("gpu_idle_share", "idle %", "pct"),
-        C("span_gaps_ns", "span gaps", "ns"),
-        C("queue_p50_ns", "queue p50", "ns"),
-        C("queue_p99_ns", "queue p99", "ns"),
-        C("sync_wait_ns", "sync wait", "ns"),
-        C("sync_share", "sync %", "pct"),
-        C("graph_launches", "graphs", "int"),
-        C("graph_gpu_ns", "graph GPU", "ns"),
+        Column("phase", "Phase"),
+        Column("launches", "launches", "int"),
+        Column("gpu_busy_ns", "GPU busy", "ns"),
+        Column("gpu_idle_ns", "GPU idle", "ns"),
+        Column("gpu_idle_share", "idle %", "pct"),
+        Column("span_gaps_ns", "span gaps", "ns"),
+        Column("queue_p50_ns", "queue p50", "ns"),
+        Column("queue_p99_ns", "queue p99", "ns"),
+        Column("sync_wait_ns", "sync wait", "ns"),
+        Column("sync_share", "sync %", "pct"),
+        Column("graph_launches", "graphs", "int"),
+        Column("graph_gpu_ns", "graph GPU", "ns"),
     ]
     notes = [
         "GPU idle: range time with no GPU op of its process running; span gaps: idle inside the range's own GPU work; "
@@ -352,13 +345,13 @@ def gpus(d: Detail, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import by_device
 
     cols = [
-        C("phase", "Phase"),
-        C("gpu", "GPU"),
-        C("ops", "ops", "int"),
-        C("kernels", "kernels", "int"),
-        C("kernel_ns", "kernel time", "ns"),
-        C("busy_ns", "busy", "ns"),
-        C("copy_bytes", "copied", "bytes"),
+        Column("phase", "Phase"),
+        Column("gpu", "GPU"),
+        Column("ops", "ops", "int"),
+        Column("kernels", "kernels", "int"),
+        Column("kernel_ns", "kernel time", "ns"),
+        Column("busy_ns", "busy", "ns"),
+        Column("copy_bytes", "copied", "bytes"),
     ]
     return ViewTable("gpus", "Per phase and GPU", cols, [row_dict(r) for r in by_device(d)])
 
@@ -371,7 +364,7 @@ def _grouped(d: Detail, by: str) -> ViewTable:
         row = g.as_dict()
         row["phase"] = g.stats.label
         rows.append(row)
-    first = C("where", "Thread" if by == "thread" else "Process")
+    first = Column("where", "Thread" if by == "thread" else "Process")
     return ViewTable("threads" if by == "thread" else "processes", f"Phases per {by}", [first] + SUMMARY_COLUMNS, rows)
 
 
@@ -396,21 +389,38 @@ def overlap(d: Detail, o: ViewOptions) -> ViewTable:
     return overlap_table(d, by=o.by, skip_first=o.skip_first)
 
 
-VIEWS: dict[str, Callable[[Detail, ViewOptions], ViewTable]] = {
-    "summary": summary,
-    "tree": tree,
-    "iterations": iterations,
-    "slowest": slowest,
-    "kernels": kernels,
-    "copies": copies,
-    "syncs": syncs,
-    "gpu": gpu,
-    "gpus": gpus,
-    "threads": threads,
-    "processes": processes,
-    "memory": memory,
-    "findings": findings,
-    "overlap": overlap,
+@dataclass(frozen=True)
+class View:
+    """One view, declared once: its name (``--view NAME``, the key in JSON), its heading on the HTML page,
+    and the function that builds its table."""
+
+    name: str
+    page_title: str
+    build: Callable[[Detail, ViewOptions], ViewTable]
+
+    def table(self, d: Detail, o: ViewOptions) -> ViewTable:
+        return replace(self.build(d, o), page_title=self.page_title)
+
+
+#: Every view, in the order ``--view all`` and the HTML page show them.
+VIEWS: dict[str, View] = {
+    v.name: v
+    for v in (
+        View("summary", "Phases", summary),
+        View("tree", "Nesting and self time", tree),
+        View("iterations", "Per iteration", iterations),
+        View("slowest", "Slowest iterations", slowest),
+        View("kernels", "Top kernels", kernels),
+        View("copies", "Copies", copies),
+        View("syncs", "Synchronization waits", syncs),
+        View("gpu", "GPU idle, queue, graphs", gpu),
+        View("gpus", "Per GPU", gpus),
+        View("threads", "Per thread", threads),
+        View("processes", "Per process", processes),
+        View("memory", "GPU memory", memory),
+        View("findings", "Findings (all)", findings),
+        View("overlap", "Other threads' GPU work (time overlap)", overlap),
+    )
 }
 
 
@@ -429,4 +439,4 @@ def parse_views(text: str | None) -> list[str]:
 
 def build(d: Detail, names: list[str], options: ViewOptions | None = None) -> list[ViewTable]:
     o = options or ViewOptions()
-    return [VIEWS[n](d, o) for n in names]
+    return [VIEWS[n].table(d, o) for n in names]

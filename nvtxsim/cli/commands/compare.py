@@ -9,63 +9,41 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nvtxsim.analysis.compare import CompareSettings, compare
-from nvtxsim.analysis.projection import resolve_domain
-from nvtxsim.analysis.selection import Detail
-from nvtxsim.cli.arguments import parse_kinds
+from nvtxsim.analysis.compare import CompareSettings
+from nvtxsim.cli.arguments import domain_from_args, parse_kinds
 from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
 from nvtxsim.cli.progress import load_with_progress
 from nvtxsim.errors import float_option, int_option
-from nvtxsim.export.reader import Export
 from nvtxsim.reporting.escaping import printable
-
-FORMATS = ("table", "csv", "json", "markdown", "html")
-
-
-def _domain(args: argparse.Namespace, base: Export, new: Export) -> tuple[str | None, str | None]:
-    """The domain both runs are compared in (every domain when the default one is in neither) and a note when widened."""
-    from nvtxsim.cli.arguments import domain_from_args
-
-    domain, given = domain_from_args(args)
-    picked = [resolve_domain(e, domain, given=given) for e in (base, new)]
-    if picked[0][0] == picked[1][0]:
-        return picked[0]
-    lacking = args.base if picked[0][1] else args.new  # the run whose default domain is empty
-    return (
-        domain,
-        f"{lacking} has no range in domain {domain!r}: every phase shows as added or removed; --domain all compares every domain",
-    )
+from nvtxsim.reporting.renderers import formats_for
 
 
 def run(args: argparse.Namespace) -> int:
-    from nvtxsim.reporting.renderers.compare import render_comparison
+    from nvtxsim.reporting.compare import compare_document, compare_exports
+    from nvtxsim.reporting.renderers import render
 
+    protect = [args.base, args.new]
     if args.output is not None:
-        check_writable(args.output, force=args.force, protect=[args.base, args.new])
-    settings = CompareSettings(
-        metric=args.metric,
-        by=args.by,
-        skip_first=args.skip_first,
-        resamples=args.resamples,
-        confidence=args.confidence,
-        seed=args.seed,
-        fail_above=args.fail_above,
-        gate=args.gate,
-        min_samples=args.min_samples,
-    )
-    exports = load_with_progress(args.base), load_with_progress(args.new)
-    domain, widened = _domain(args, *exports)
-    base, new = (Detail(e, domain=domain, match=args.match) for e in exports)
-    result = compare(base, new, settings)
-    result.notes[:0] = [widened] if widened else []
+        check_writable(args.output, force=args.force, protect=protect)
     fail_on = parse_kinds(args.fail_on)
-    if args.findings or fail_on:
-        from nvtxsim.analysis.findings import analyse, diff
-
-        result.findings = diff(*(analyse(d, by=args.by, skip_first=args.skip_first) for d in (base, new)))
+    domain, given = domain_from_args(args)
+    result = compare_exports(
+        load_with_progress(args.base),
+        load_with_progress(args.new),
+        _settings(args),
+        domain=domain,
+        domain_given=given,
+        match=args.match,
+        findings=bool(args.findings or fail_on),
+        names=(args.base, args.new),
+    )
     to = layout(args.output, wide=args.wide)
-    text = render_comparison(result, args.format, width=to.width, color=to.color)
-    deliver(text, args.output, force=args.force, protect=[args.base, args.new])
+    deliver(
+        render(compare_document(result), args.format, width=to.width, color=to.color),
+        args.output,
+        force=args.force,
+        protect=protect,
+    )
     status = 0
     if result.regressions:
         print(
@@ -79,6 +57,20 @@ def run(args: argparse.Namespace) -> int:
     return 1 if appeared else status
 
 
+def _settings(args: argparse.Namespace) -> CompareSettings:
+    return CompareSettings(
+        metric=args.metric,
+        by=args.by,
+        skip_first=args.skip_first,
+        resamples=args.resamples,
+        confidence=args.confidence,
+        seed=args.seed,
+        fail_above=args.fail_above,
+        gate=args.gate,
+        min_samples=args.min_samples,
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "compare",
@@ -88,7 +80,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("base", metavar="BASE", help="baseline export (.sqlite, .sqlite.gz, .sqlite.xz or .nsys-rep)")
     p.add_argument("new", metavar="NEW", help="export to compare against the baseline")
-    add_output_arguments(p, FORMATS)
+    add_output_arguments(p, formats_for("compare"))
     p.add_argument(
         "--domain",
         metavar="NAME",

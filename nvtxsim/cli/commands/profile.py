@@ -14,13 +14,7 @@ from nvtxsim.cli.output import check_writable
 from nvtxsim.errors import NvtxsimError, int_option
 from nvtxsim.phases import ENV_ITERATIONS, parse_iterations, parse_trigger
 from nvtxsim.reporting.escaping import printable
-
-try:  # the formats the report command renders (validated before a long run, not after)
-    from nvtxsim.cli.commands.report import FORMATS as _REPORT_FORMATS
-
-    FORMATS: tuple[str, ...] = tuple(_REPORT_FORMATS)
-except ImportError:  # report pipeline not importable: accept the documented names
-    FORMATS = ("table", "csv", "json", "markdown")
+from nvtxsim.reporting.renderers import DEFAULT_FORMAT, file_suffix, formats_for
 
 
 def _say(message: str) -> None:
@@ -62,20 +56,15 @@ def _request(args: argparse.Namespace) -> capture.ProfileRequest:
     )
 
 
-#: File name endings of the reports written next to the export (every format but the table).
-REPORT_SUFFIXES = {"html": ".html", "perfetto": ".perfetto.json", "json": ".json", "csv": ".csv", "markdown": ".md"}
-
-
 def report_file(args: argparse.Namespace, stem: Path) -> Path | None:
     """Where the report goes: ``--report FILE``, else ``NAME.report.EXT`` beside the export for every
-    format but the table (a file, never mixed into the program's own stdout); None: stdout."""
+    format that names files (a file, never mixed into the program's own stdout); None: stdout."""
     if args.no_report or args.report == "-":
         return None
     if args.report:
         return Path(args.report)
-    if args.format == "table":
-        return None
-    return stem.with_name(stem.name + ".report" + REPORT_SUFFIXES.get(args.format, "." + args.format))
+    suffix = file_suffix(args.format)
+    return stem.with_name(stem.name + ".report" + suffix) if suffix is not None else None
 
 
 def _report(path: os.PathLike[str] | str, args: argparse.Namespace, out: Path | None) -> None:
@@ -213,8 +202,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--no-report", action="store_true", help="capture and export only")
     p.add_argument(
         "--format",
-        choices=FORMATS,
-        default="table",
+        choices=formats_for("report"),
+        default=DEFAULT_FORMAT,
         help="report format (default: what --report FILE's extension names, else table, printed; the others are written to a file: NAME.report.html, .json, .perfetto.json, .csv, .md)",
     )
     p.add_argument("--report", metavar="FILE", help="write the report to FILE ('-': stdout) instead of the default")

@@ -19,15 +19,15 @@ from nvtxsim.cli.progress import load_with_progress, progress_after
 from nvtxsim.errors import int_option
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.model import ReportRequest
-from nvtxsim.reporting.renderers import FORMATS, PAGE_FORMATS
+from nvtxsim.reporting.renderers import DEFAULT_FORMAT, formats_for, renderer
 
-__all__ = ["run", "run_report", "run_ranks", "add_parser", "domain_from_args", "FORMATS"]
+__all__ = ["run", "run_report", "run_ranks", "add_parser", "domain_from_args"]
 
 
 def run_report(
     path: str | os.PathLike[str],
     *,
-    fmt: str = "table",
+    fmt: str = DEFAULT_FORMAT,
     out: str | Path | None = None,
     force: bool = False,
     stream: TextIO | None = None,
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 def run_ranks(
     paths: list[str],
     *,
-    fmt: str = "table",
+    fmt: str = DEFAULT_FORMAT,
     out: str | Path | None = None,
     force: bool = False,
     jobs: int | None = None,
@@ -93,13 +93,15 @@ def run_ranks(
     """Several exports (one per rank): per-rank tables, the merged table and the spread across ranks."""
     from nvtxsim.analysis.ranks import rank_spread, report_many
     from nvtxsim.errors import NvtxsimError
-    from nvtxsim.reporting.renderers import render_ranks
-    from nvtxsim.reporting.summary import SUMMARY_FORMATS
+    from nvtxsim.reporting.ranks import ranks_document
+    from nvtxsim.reporting.renderers import render
 
     request = request or ReportRequest()
-    if fmt in PAGE_FORMATS or not request.is_classic:
+    if not renderer(fmt).renders("ranks") or not request.is_classic:
+        several = formats_for("ranks")
+        one = " or ".join(f for f in formats_for("report") if f not in several)
         raise NvtxsimError(
-            f"with several exports only the summary is available (formats {', '.join(SUMMARY_FORMATS)}); report one file for views, html or perfetto"
+            f"with several exports only the summary is available (formats {', '.join(several)}); report one file for views, {one}"
         )
     if request.fail_on:
         raise NvtxsimError("--fail-on looks at the findings of one export: report each rank's file on its own")
@@ -109,7 +111,7 @@ def run_ranks(
         paths, domain=request.domain, workers=jobs, dask=dask, domain_given=request.domain_given
     )
     to = layout(out, wide=wide)
-    text = render_ranks(fmt, reports, merged, rank_spread(reports), color=to.color, width=to.width)
+    text = render(ranks_document(reports, merged, rank_spread(reports)), fmt, color=to.color, width=to.width)
     deliver(text, out, force=force, protect=paths)
     return 0
 
@@ -126,7 +128,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="PATH",
         help="nsys export (.sqlite, .sqlite.gz, .sqlite.xz or .nsys-rep); several: one per rank, reported per rank and merged",
     )
-    add_output_arguments(p, FORMATS)
+    add_output_arguments(p, formats_for("report"))
     p.add_argument(
         "--cache",
         action=argparse.BooleanOptionalAction,

@@ -10,62 +10,27 @@ import argparse
 import re
 import sys
 
-from nvtxsim.analysis.projection import resolve_domain
-from nvtxsim.analysis.scaling import (
-    Scaling,
-    analyse,
-    collect_run,
-    memory_budget,
-    parse_runs,
-    parse_size,
-    parse_value,
-    predict,
-)
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.scaling import parse_runs, parse_size, parse_value
 from nvtxsim.cli.arguments import domain_from_args
 from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
 from nvtxsim.cli.progress import load_with_progress
 from nvtxsim.errors import NvtxsimError, int_option
-
-FORMATS = ("table", "json", "csv", "markdown", "html")
-
-
-def sweep(
-    items: list[str],
-    param: str,
-    *,
-    by: str | None = None,
-    skip_first: int = 0,
-    domain: str | None = "nvtxsim",
-    domain_given: bool = False,
-    match: str | None = None,
-) -> Scaling:
-    """Load every run and fit (the programmatic form of ``nvtxsim scaling``)."""
-    if skip_first < 0:
-        raise NvtxsimError("--skip-first must be >= 0")
-    runs, notes = [], []
-    for spec in parse_runs(items):
-        export = load_with_progress(spec.path)
-        dom, note = resolve_domain(export, domain, given=domain_given)
-        if note:
-            notes.append(f"{spec.path}: {note}")
-        runs.append(collect_run(spec, Detail(export, domain=dom, match=match), by=by, skip_first=skip_first))
-    sc = analyse(runs, param)
-    sc.notes[:0] = notes
-    return sc
+from nvtxsim.reporting.renderers import formats_for
 
 
 def run(args: argparse.Namespace) -> int:
     """``nvtxsim scaling``: every argument checked before any export is loaded (a typo fails at once)."""
-    from nvtxsim.reporting.renderers.scaling import render_scaling
+    from nvtxsim.reporting.renderers import render
+    from nvtxsim.reporting.scaling import forecast, scaling_document, sweep
 
     specs = parse_runs(args.runs)  # bad RUN=VALUE arguments fail before anything is loaded
     if not args.param.strip():
         raise NvtxsimError("--param: give the name of the parameter that differs between the runs (e.g. num_envs)")
     value = parse_value(args.predict, "--predict") if args.predict is not None else None
     budget = parse_size(args.memory_budget) if args.memory_budget is not None else None
+    protect = [s.path for s in specs]
     if args.output is not None:
-        check_writable(args.output, force=args.force, protect=[s.path for s in specs])
+        check_writable(args.output, force=args.force, protect=protect)
     domain, given = domain_from_args(args)
     sc = sweep(
         args.runs,
@@ -75,17 +40,16 @@ def run(args: argparse.Namespace) -> int:
         domain=domain,
         domain_given=given,
         match=args.match,
+        load=load_with_progress,
     )
-    if sc.refused is None:
-        if value is not None:
-            sc.prediction = predict(sc, value)
-        if budget is not None:
-            sc.budget = memory_budget(sc, budget)
-    elif budget is not None and sc.loop_peak is None:
-        memory_budget(sc, budget)  # the clearer error: no memory events at all
+    forecast(sc, at=value, budget=budget)
     to = layout(args.output, wide=args.wide)
-    text = render_scaling(sc, args.format, width=to.width, color=to.color)
-    deliver(text, args.output, force=args.force, protect=[s.path for s in specs])
+    deliver(
+        render(scaling_document(sc), args.format, width=to.width, color=to.color),
+        args.output,
+        force=args.force,
+        protect=protect,
+    )
     if sc.refused:
         print(f"nvtxsim: error: {sc.refused}", file=sys.stderr)
         return 2
@@ -114,7 +78,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="NAME",
         help="name of the parameter that differs between the runs (e.g. num_envs)",
     )
-    add_output_arguments(p, FORMATS)
+    add_output_arguments(p, formats_for("scaling"))
     p.add_argument(
         "--by",
         metavar="NAME",

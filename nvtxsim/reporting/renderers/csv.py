@@ -1,24 +1,38 @@
-"""The csv format: one table (the summary, or the one view asked for), raw values."""
+"""The csv format: the document's one flat table, raw values (integer ns, bytes, fractions) under their keys."""
 
 from __future__ import annotations
 
-from nvtxsim.analysis.projection import Report
+from typing import Any
+
 from nvtxsim.errors import NvtxsimError
-from nvtxsim.reporting.model import ReportModel
-from nvtxsim.reporting.renderers.tables import csv_text
-from nvtxsim.reporting.summary import ranks_csv, render_csv
-
-SHOWS_FINDINGS = False  # the findings are computed only for --fail-on
-
-
-def render(model: ReportModel, *, width: int | None = None, color: bool = False) -> str:
-    if len(model.views) != 1:
-        raise NvtxsimError("csv holds one table: ask for one --view (or use json, markdown or html for several)")
-    t = model.views[0]
-    return render_csv(model.summary) if t.name == "summary" else csv_text(t)
+from nvtxsim.reporting.document import Document
+from nvtxsim.reporting.escaping import csv_table, json_text
+from nvtxsim.reporting.renderers.base import Renderer
+from nvtxsim.reporting.viewtable import ViewTable
 
 
-def render_ranks(
-    reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False
-) -> str:
-    return ranks_csv(reports, merged)
+class CsvRenderer(Renderer):
+    suffixes = (".csv",)
+    shows_findings = False  # the findings are computed only for --fail-on
+
+    def render(self, doc: Document, *, width: int | None = None, color: bool = False) -> str:
+        if doc.flat is None:
+            raise NvtxsimError("csv holds one table: ask for one --view (or use json, markdown or html for several)")
+        return table_csv(doc.flat)
+
+
+def table_csv(t: ViewTable) -> str:
+    """The table's record keys (default: every key of its rows, in order of appearance) as columns."""
+    keys = list(t.record_keys) if t.record_keys is not None else _keys(t)
+    return csv_table(keys, ([_value(row.get(k, "")) for k in keys] for row in t.rows))
+
+
+def _keys(t: ViewTable) -> list[str]:
+    keys: dict[str, None] = {}
+    for row in t.rows:
+        keys.update(dict.fromkeys(row))
+    return list(keys) or [c.key for c in t.columns]
+
+
+def _value(v: Any) -> Any:
+    return json_text(v) if isinstance(v, (list, dict)) else v

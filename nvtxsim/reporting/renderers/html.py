@@ -1,10 +1,11 @@
-"""One self-contained, offline HTML report: tables of every view plus three plots.
+"""The html format: one self-contained, offline page per document.
 
-Plots: CPU vs GPU time per phase, per-phase time per iteration, and a zoomable
-timeline of a few iterations (CPU threads with nested phases, GPU streams with
-the ops coloured by the phase that launched them). Everything (data, CSS, the
-small SVG-drawing script) is inline: the file opens from disk, offline, and
-references no network resource.
+A report's page is interactive: a table per view plus three plots (CPU vs GPU time per phase,
+per-phase time per iteration, and a zoomable timeline of a few iterations: CPU threads with nested
+phases, GPU streams with the ops coloured by the phase that launched them), drawn by a small inline
+script from the document's plots data. The other commands' pages are static: a section per figure
+(inline SVG, :mod:`.figures`) and table. Everything (data, CSS, script) is inline: a page opens from
+disk, offline, and references no network resource; text from an export is escaped.
 """
 
 from __future__ import annotations
@@ -12,30 +13,35 @@ from __future__ import annotations
 import html
 import re
 
+from nvtxsim.reporting.document import (
+    ChangeList,
+    Document,
+    Figure,
+    FindingsBlock,
+    Prose,
+    SourcePart,
+    line_text,
+)
 from nvtxsim.reporting.escaping import html_json
-from nvtxsim.reporting.model import ReportModel
-from nvtxsim.reporting.renderers.tables import cell
-from nvtxsim.reporting.summary import heading_parts
-from nvtxsim.reporting.viewtable import ViewTable
+from nvtxsim.reporting.renderers.base import Renderer
+from nvtxsim.reporting.viewtable import ViewTable, cell
 
 
 def table_html(t: ViewTable, limit: int | None = None) -> str:
-    head = "".join(
-        f'<th class="{"l" if c.unit in ("str", "tree") else "r"}">{html.escape(c.header)}</th>' for c in t.columns
-    )
+    head = "".join(f'<th class="{"l" if c.text else "r"}">{html.escape(c.header)}</th>' for c in t.columns)
     rows = t.rows if limit is None else t.rows[:limit]
     body = []
     for i, row in enumerate(rows):
         tds = []
         for c in t.columns:
-            v = row.get(c.key, "")
+            v = row.get(c.key, c.default)
             sort = v if isinstance(v, (int, float)) else html.escape(str(v))
             text = html.escape(cell(c, row))
             if c.unit == "tree":
                 text = "&nbsp;&nbsp;" * int(row.get("depth", 0)) + html.escape(str(v))
-            cls = "l" if c.unit in ("str", "tree") else "r"
+            cls = "l" if c.text else "r"
             tds.append(f'<td class="{cls}" data-v="{sort}">{text}</td>')
-        anchor = f' id="phase-{i}"' if t.name == "summary" else ""  # findings link to their phase's row (by position)
+        anchor = f' id="{t.row_anchor}-{i}"' if t.row_anchor else ""  # findings link to their phase's row (by position)
         body.append(f"<tr{anchor}>" + "".join(tds) + "</tr>")
     more = (
         f'<p class="note">{len(t.rows) - len(rows)} more rows in the JSON/CSV output.</p>'
@@ -45,7 +51,7 @@ def table_html(t: ViewTable, limit: int | None = None) -> str:
     notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in t.notes if n)
     if not t.rows:
         return f'<p class="note">Nothing to show.</p>{notes}'
-    sortable = "" if t.name == "tree" else " sortable"
+    sortable = " sortable" if t.sortable else ""
     return f'<div class="tw"><table class="data{sortable}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>{more}{notes}'
 
 
@@ -61,65 +67,106 @@ def standalone_page(title: str, heading: str, src: str, notes: str, main: str, c
     )
 
 
-def views_shown(views: list[str]) -> list[str]:
-    """The views an HTML report shows, whatever was asked for: all but the per-process split."""
-    from nvtxsim.reporting.views import VIEWS
+class HtmlRenderer(Renderer):
+    """One self-contained page. A report's is interactive (its plots drawn by a small script from
+    ``Document.plots``, a table per view); the others are static (inline SVG figures, their tables)."""
 
-    return [v for v in VIEWS if v not in ("threads", "processes")] + ["threads"]
+    kinds = frozenset({"report", "compare", "scaling", "live"})
+    suffixes = (".html", ".htm")
+    shows_every_view = True
+    needs_plots = True
+
+    def views_shown(self, asked: list[str]) -> list[str]:
+        """Whatever was asked for: every view but the per-process split, the per-thread one last."""
+        from nvtxsim.reporting.views import VIEWS
+
+        return [v for v in VIEWS if v not in ("threads", "processes")] + ["threads"]
+
+    def render(self, doc: Document, *, width: int | None = None, color: bool = False) -> str:
+        return report_page(doc) if doc.plots is not None else static_page(doc)
 
 
-NEEDS_PAGE = True  # the pipeline builds the plots' data (nvtxsim.reporting.page) for this format
+#: Rows of one table on the report's page (the rest are in the JSON and CSV output).
+PAGE_ROWS = 400
 
 
-def render(model: ReportModel, *, width: int | None = None, color: bool = False) -> str:
-    """One self-contained page: heading, warnings, findings, the plots and a table per view."""
+def report_page(doc: Document) -> str:
+    """The interactive page: header (source, warnings, navigation), the findings, the plots, a section per table."""
     from nvtxsim._version import __version__
 
-    data = model.page
-    rep = model.summary
-    s = rep.source
-    tables = model.views
-    sections = []
-    titles = {
-        "summary": "Phases",
-        "tree": "Nesting and self time",
-        "iterations": "Per iteration",
-        "slowest": "Slowest iterations",
-        "kernels": "Top kernels",
-        "copies": "Copies",
-        "syncs": "Synchronization waits",
-        "gpu": "GPU idle, queue, graphs",
-        "gpus": "Per GPU",
-        "threads": "Per thread",
-        "findings": "Findings (all)",
-        "overlap": "Other threads' GPU work (time overlap)",
-    }
-    for t in tables:
-        sections.append(
-            f'<section id="v-{t.name}"><h2>{html.escape(titles.get(t.name, t.name))}</h2><p class="sub">{html.escape(t.title)}</p>{table_html(t, 400)}</section>'
-        )
-    heading = [
-        f"<bdi>{html.escape(part)}</bdi>" for part in heading_parts(s, counts_sep=" · ")
-    ]  # a bidi override in a name stays inside its part
-    warnings = "".join(f'<p class="warn">{html.escape(w)}</p>' for w in rep.warnings)
-    findings = ""
-    if rep.findings is not None:
-        from nvtxsim.reporting.findings import findings_html
-
-        findings = findings_html(rep.findings, [p.label for p in rep.phases])
-    nav = " · ".join(f'<a href="#v-{t.name}">{html.escape(titles.get(t.name, t.name))}</a>' for t in tables)
+    tables = doc.tables()
+    sections = [
+        f'<section id="v-{t.name}"><h2>{html.escape(t.heading)}</h2><p class="sub">{html.escape(t.title)}</p>'
+        f"{table_html(t, PAGE_ROWS)}</section>"
+        for t in tables
+    ]
+    findings = "".join(block_html(b) for b in doc.blocks() if isinstance(b, FindingsBlock))
+    nav = " · ".join(f'<a href="#v-{t.name}">{html.escape(t.heading)}</a>' for t in tables)
     return fill_page(
         _TEMPLATE,
-        TITLE=html.escape(f"nvtxsim report · {s.get('path', '')}"),
-        HEADING=" · ".join(heading),
+        TITLE=html.escape(doc.head.title),
+        HEADING=html.escape(doc.head.heading),
+        SOURCE=source_html(doc.head.source),
         VERSION=html.escape(__version__),
-        WARNINGS=warnings,
+        WARNINGS=notes_html(doc.head.notes),
         NAV=nav,
         SECTIONS="\n".join(sections),
         FINDINGS=findings,
         CSS=_CSS,
         JS=_JS,
-        DATA=html_json(data),
+        DATA=html_json(doc.plots),
+    )
+
+
+def static_page(doc: Document) -> str:
+    """A page without script: a section per figure and table, in the document's order."""
+    from nvtxsim.reporting.renderers.figures import figure_css
+
+    main = "".join(block_html(b) for b in doc.blocks())
+    css = "".join(dict.fromkeys(figure_css(b) for b in doc.blocks() if isinstance(b, Figure)))
+    h = doc.head
+    return standalone_page(h.title, html.escape(h.heading), source_html(h.source), notes_html(h.notes), main, css)
+
+
+def block_html(block: object) -> str:
+    """One block as a section of the page (prose: in the page's header, not here)."""
+    if isinstance(block, ViewTable):
+        return f"<section><h2>{html.escape(block.heading)}</h2>{table_html(block)}</section>"
+    if isinstance(block, Figure):
+        from nvtxsim.reporting.renderers.figures import draw
+
+        return (
+            f'<section><h2>{html.escape(block.title)}</h2><p class="sub">{html.escape(block.subtitle)}</p>'
+            f"{draw(block)}</section>"
+        )
+    if isinstance(block, FindingsBlock):
+        from nvtxsim.reporting.findings import findings_html
+
+        return findings_html(block.findings, block.phases)
+    if isinstance(block, ChangeList):
+        items = "".join(f"<li><b>{html.escape(what)}</b> {html.escape(text)}</li>" for what, text in block.items)
+        return (
+            f'<section><h2>{html.escape(block.title)}</h2><p class="sub">{html.escape(block.summary)}</p>'
+            f"<ul>{items}</ul></section>"
+        )
+    return ""
+
+
+def source_html(parts: list[SourcePart]) -> str:
+    """The line under the heading; a bidi override in a name stays inside its part."""
+    out = []
+    for p in parts:
+        label = f"{html.escape(p.label)}: " if p.label is not None else ""
+        out.append(label + (f"<bdi>{html.escape(p.text)}</bdi>" if p.isolated else html.escape(p.text)))
+    return " · ".join(out)
+
+
+def notes_html(notes: list[Prose]) -> str:
+    """The header's notes, a paragraph per line: warnings stand out."""
+    return "".join(
+        f'<p class="{"warn" if p.kind == "warning" else "sub"}">{html.escape(line_text(line))}</p>'
+        for p in notes
+        for line in p.lines
     )
 
 
@@ -139,7 +186,7 @@ _TEMPLATE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>%TITLE%</title><style>%CSS%</style></head>
 <body>
-<header><h1>nvtxsim report</h1><p class="src">%HEADING%</p>%WARNINGS%<nav>Plots · %NAV%</nav></header>
+<header><h1>%HEADING%</h1><p class="src">%SOURCE%</p>%WARNINGS%<nav>Plots · %NAV%</nav></header>
 <main>
 %FINDINGS%
 <section id="plots">

@@ -1,17 +1,14 @@
-"""The json format: the report model's own serialisation (:meth:`~nvtxsim.reporting.model.ReportModel.to_json`)."""
+"""The json format: the document's own data (each command keeps its own schema: docs/report.md, docs/scaling.md, docs/live.md)."""
 
 from __future__ import annotations
 
-from nvtxsim.analysis.projection import Report
-from nvtxsim.reporting.model import ReportModel
-from nvtxsim.reporting.summary import ranks_json
+from nvtxsim.reporting.document import Document
+from nvtxsim.reporting.escaping import json_text
+from nvtxsim.reporting.renderers.base import Renderer
 
 
-def render(model: ReportModel, *, width: int | None = None, color: bool = False) -> str:
-    return model.to_json()
+class JsonRenderer(Renderer):
+    suffixes = (".json",)
 
-
-def render_ranks(
-    reports: list[Report], merged: Report, spread: list[dict], *, width: int | None = None, color: bool = False
-) -> str:
-    return ranks_json(reports, merged, spread)
+    def render(self, doc: Document, *, width: int | None = None, color: bool = False) -> str:
+        return json_text(doc.data(), indent=2) + "\n"

@@ -17,8 +17,9 @@ import numpy as np
 from nvtxsim.analysis.gpu import short_kernel_name
 from nvtxsim.analysis.launches import copy_direction
 from nvtxsim.analysis.selection import Detail, pid_of, tid_of
+from nvtxsim.reporting.document import Document
 from nvtxsim.reporting.escaping import json_text
-from nvtxsim.reporting.model import ReportModel
+from nvtxsim.reporting.renderers.base import Renderer
 from nvtxsim.schema import GRAPH, KERNEL, MEMCPY, MEMSET, TID_MASK
 
 GPU_PID_BASE = 1 << 30  # keeps GPU "processes" apart from real pids (< 2^22 on Linux)
@@ -181,13 +182,18 @@ def _op_events(d: Detail, t0: int) -> list[str]:
     return out
 
 
-SHOWS_FINDINGS = False  # the findings are computed only for --fail-on
+class PerfettoRenderer(Renderer):
+    """The whole trace of the analysed export (Chrome trace event format, object form): a report only."""
 
+    kinds = frozenset({"report"})
+    suffixes = (".perfetto.json",)
+    shows_every_view = True
+    shows_findings = False  # the findings are computed only for --fail-on
+    shows_warnings = False  # a trace has no place for them
 
-def render(model: ReportModel, *, width: int | None = None, color: bool = False) -> str:
-    """The whole trace of the analysed export as JSON text (Chrome trace event format, object form)."""
-    assert model.detail is not None
-    events, gpu_text, other = trace_events(model.detail)
-    dumps = lambda o: json_text(o, separators=(",", ":"))  # noqa: E731
-    body = ",".join([dumps(e) for e in events] + gpu_text)
-    return f'{{"traceEvents":[{body}],"displayTimeUnit":"ns","otherData":{dumps(other)}}}\n'
+    def render(self, doc: Document, *, width: int | None = None, color: bool = False) -> str:
+        assert doc.detail is not None  # a report's document keeps its analysed export
+        events, gpu_text, other = trace_events(doc.detail)
+        dumps = lambda o: json_text(o, separators=(",", ":"))  # noqa: E731
+        body = ",".join([dumps(e) for e in events] + gpu_text)
+        return f'{{"traceEvents":[{body}],"displayTimeUnit":"ns","otherData":{dumps(other)}}}\n'

@@ -4,8 +4,10 @@ A table at 80 columns must not lie: numbers are never cut (a column that does no
 left out, and one line says which and how to see them), long names are shortened in the
 middle with an ellipsis, names holding newlines (``emit_nvtx``'s dict-like names) are shown
 on one line, and no line, the heading included, is wider than the terminal. Columns are kept
-by priority (names, then :data:`PRIORITY`, then table order). With no width (a pipe, a file,
-``--wide``) everything is shown whole, as wide as it needs.
+by priority: names first, then numbers by their column's ``priority``, then the rest in table
+order, sentences (``prose`` columns) last; a column that says it may be dropped when empty is
+left out when it has nothing to show. With no width (a pipe, a file, ``--wide``) everything is
+shown whole, as wide as it needs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from nvtxsim.reporting.viewtable import Column
 ELLIPSIS = "…"
 GAP = 2  # spaces between columns
 NAME_SHARE = 0.5  # names may take up to this share of the width before numbers are added
-TEXT_UNITS = ("str", "tree")  # columns that may be shortened (names); the rest are shown whole or left out
 #: How to see left-out columns, longest first: the longest that keeps the line within the terminal is used.
 SEE_ALL = (
     "--wide, -o FILE, --format csv|json|markdown|html or a pipe show them",
@@ -30,41 +31,6 @@ SEE_ALL = (
     "--wide",
 )
 
-#: Column keys kept first when the terminal is narrow; keys not listed follow in table order.
-PRIORITY = (
-    # summary, threads, processes
-    "instances",
-    "cpu_total_ns",
-    "cpu_mean_ns",
-    "cpu_p99_ns",
-    "gpu_busy_total_ns",
-    "gpu_proj_total_ns",
-    "gpu_ops",
-    "gpu_mem_peak_bytes",
-    "cpu_median_ns",
-    "cpu_p90_ns",
-    "cpu_max_ns",
-    "gpu_kernels",
-    "gpu_proj_median_ns",
-    "memcpy_htod_bytes",
-    "memcpy_dtoh_bytes",
-    "gpu_mem_net_bytes",
-    # compare
-    "median_delta",
-    "base_median_ns",
-    "new_median_ns",
-    "median_ci",
-    "p99_delta",
-    "base_p99_ns",
-    "new_p99_ns",
-    "p99_ci",
-    "base_n",
-    "new_n",
-)
-_RANK = {k: i for i, k in enumerate(PRIORITY)}
-#: Text columns of sentences (a finding's evidence and advice): after every number, where there is room,
-#: cut at their end (the start says what it is about) and never inside a number.
-PROSE = ("evidence_text", "advice", "threads_text")
 _BREAKS = re.compile(r"\s*[\r\n\t\v\f]+\s*")
 
 
@@ -226,11 +192,12 @@ def fit_parts(parts: Sequence[str], width: int | None, *, sep: str = " · ") -> 
 
 def _choose(columns: Sequence[Column], need: list[int], width: int) -> tuple[list[int], list[int]]:
     """Indices of the columns shown (table order) and their widths, for ``width`` cells."""
-    text = [i for i, c in enumerate(columns) if c.unit in TEXT_UNITS and c.key not in PROSE]
-    prose = [i for i, c in enumerate(columns) if c.unit in TEXT_UNITS and c.key in PROSE]
+    text = [i for i, c in enumerate(columns) if c.text and not c.prose]
+    prose = [i for i, c in enumerate(columns) if c.text and c.prose]
+    unranked = len(columns) + max((c.priority for c in columns if c.priority is not None), default=0) + 1
     rest = sorted(
-        (i for i, c in enumerate(columns) if c.unit not in TEXT_UNITS),
-        key=lambda i: (_RANK.get(columns[i].key, len(_RANK)), i),
+        (i for i, c in enumerate(columns) if not c.text),
+        key=lambda i: (p if (p := columns[i].priority) is not None else unranked, i),
     )
     floor = list(need)
     for i in text + prose:
@@ -242,12 +209,12 @@ def _choose(columns: Sequence[Column], need: list[int], width: int) -> tuple[lis
         for i in group:
             add = floor[i] + (GAP if shown else 0)
             if shown and used + add > width:
-                if columns[i].unit in TEXT_UNITS:
+                if columns[i].text:
                     continue
                 break  # strict priority: a number never shows while a more important one is left out
             shown.append(i)
             used += add
-    _share(floor, need, [i for i in shown if columns[i].unit in TEXT_UNITS], width - used)
+    _share(floor, need, [i for i in shown if columns[i].text], width - used)
     return sorted(shown), floor
 
 
@@ -270,6 +237,8 @@ def table_lines(
     cells = [
         [_cell_text(str(v), u) if width is not None else printable(str(v)) for v, u in zip(row, units)] for row in rows
     ]
+    if width is not None:
+        columns, cells = _without_empty(columns, cells)
     need = [max([cell_width(c.header)] + [cell_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
     if width is None:
         lines, shown = _table_at(columns, cells, list(range(len(columns))), need)
@@ -290,6 +259,14 @@ def table_lines(
     return lines
 
 
+def _without_empty(columns: Sequence[Column], cells: list[list[str]]) -> tuple[Sequence[Column], list[list[str]]]:
+    """The columns less those that may be dropped when empty and have no value in any row (every cell blank or 0)."""
+    keep = [i for i, c in enumerate(columns) if not (c.drop_if_empty and all(r[i] in ("", "0") for r in cells))]
+    if len(keep) == len(columns):
+        return columns, cells
+    return [columns[i] for i in keep], [[r[i] for i in keep] for r in cells]
+
+
 def _table_at(
     columns: Sequence[Column], cells: list[list[str]], shown: list[int], widths: list[int]
 ) -> tuple[list[str], list[int]]:
@@ -300,9 +277,9 @@ def _table_at(
         for i in shown:
             c, v = columns[i], values[i]
             if cell_width(v) > widths[i]:
-                v = shorten_end(v, widths[i]) if c.key in PROSE else _shorten_cell(v, widths[i], c.unit)
+                v = shorten_end(v, widths[i]) if c.prose else _shorten_cell(v, widths[i], c.unit)
             pad = " " * (widths[i] - cell_width(v))
-            out.append(v + pad if c.unit in TEXT_UNITS else pad + v)
+            out.append(v + pad if c.text else pad + v)
         return (" " * GAP).join(out).rstrip()
 
     return [line([c.header for c in columns])] + [line(r) for r in cells], shown

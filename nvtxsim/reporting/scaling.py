@@ -1,17 +1,71 @@
-"""Renderings of a :class:`~nvtxsim.analysis.scaling.Scaling`: terminal, markdown, csv, json, html (log-log plots)."""
+"""``nvtxsim scaling``'s library: a sweep of exports → :class:`~nvtxsim.analysis.scaling.Scaling` → document.
+
+:func:`sweep` loads every run and fits each phase; :func:`forecast` adds ``--predict`` and
+``--memory-budget``; :func:`scaling_document` is what every format renders.
+"""
 
 from __future__ import annotations
 
-from nvtxsim.analysis.scaling import METRICS, MetricFit, Scaling
-from nvtxsim.errors import NvtxsimError
-from nvtxsim.reporting.escaping import json_text, markdown_cell
-from nvtxsim.reporting.renderers.tables import csv_text, markdown_text, table_text
-from nvtxsim.reporting.renderers.terminal import fit_text
-from nvtxsim.reporting.summary import fmt_bytes, fmt_ns
-from nvtxsim.reporting.viewtable import Column, ViewTable
+import os
+from collections.abc import Callable, Sequence
 
-C = Column
+from nvtxsim.analysis.projection import DEFAULT_DOMAIN, resolve_domain
+from nvtxsim.analysis.scaling import (
+    METRICS,
+    MetricFit,
+    Scaling,
+    analyse,
+    collect_run,
+    memory_budget,
+    parse_runs,
+    predict,
+)
+from nvtxsim.analysis.selection import Detail
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.export.columns import Export
+from nvtxsim.export.reader import load as load_export
+from nvtxsim.reporting.document import Document, Figure, PageHead, Prose, Section, SourcePart
+from nvtxsim.reporting.viewtable import Column, ViewTable, fmt_bytes, fmt_ns
+
 _UNITS = {"cpu": "ns", "gpu": "ns", "memory": "bytes"}
+
+
+def sweep(
+    items: Sequence[str],
+    param: str,
+    *,
+    by: str | None = None,
+    skip_first: int = 0,
+    domain: str | None = DEFAULT_DOMAIN,
+    domain_given: bool = False,
+    match: str | None = None,
+    load: Callable[[str | os.PathLike[str]], Export] = load_export,
+) -> Scaling:
+    """Load every ``RUN=VALUE`` in ``items`` (with ``load``) and fit each phase against ``param``."""
+    if skip_first < 0:
+        raise NvtxsimError("--skip-first must be >= 0")
+    runs, notes = [], []
+    for spec in parse_runs(items):
+        export = load(spec.path)
+        dom, note = resolve_domain(export, domain, given=domain_given)
+        if note:
+            notes.append(f"{spec.path}: {note}")
+        runs.append(collect_run(spec, Detail(export, domain=dom, match=match), by=by, skip_first=skip_first))
+    sc = analyse(runs, param)
+    sc.notes[:0] = notes
+    return sc
+
+
+def forecast(sc: Scaling, *, at: float | None = None, budget: int | None = None) -> None:
+    """``--predict`` (time and memory per phase ``at`` a value) and ``--memory-budget`` (the largest value
+    whose peak fits ``budget`` bytes), when the fits allow them; a budget without any memory data fails."""
+    if sc.refused is None:
+        if at is not None:
+            sc.prediction = predict(sc, at)
+        if budget is not None:
+            sc.budget = memory_budget(sc, budget)
+    elif budget is not None and sc.loop_peak is None:
+        memory_budget(sc, budget)  # the clearer error: no memory events at all
 
 
 def _fmt(metric: str, v: float | None) -> str:
@@ -48,19 +102,19 @@ def class_table(sc: Scaling) -> ViewTable:
     memory = sc.loop_peak is not None
     # Everything but the phase is "num": shown whole or left out on a narrow terminal, never shortened.
     # Table order is the priority on a narrow terminal: classes, then exponents, then the rest.
-    cols = [C("phase", "Phase"), C("cpu_class", "CPU", "num"), C("gpu_class", "GPU", "num")] + (
-        [C("memory_class", "memory", "num")] if memory else []
+    cols = [Column("phase", "Phase"), Column("cpu_class", "CPU", "num"), Column("gpu_class", "GPU", "num")] + (
+        [Column("memory_class", "memory", "num")] if memory else []
     )
-    cols += [C("cpu_exp", "k CPU", "num"), C("gpu_exp", "k GPU", "num")] + (
-        [C("memory_exp", "k mem", "num")] if memory else []
+    cols += [Column("cpu_exp", "k CPU", "num"), Column("gpu_exp", "k GPU", "num")] + (
+        [Column("memory_exp", "k mem", "num")] if memory else []
     )
-    cols.append(C("cpu_slope", "log-log CPU", "num"))
+    cols.append(Column("cpu_slope", "log-log CPU", "num"))
     cols += [
-        C("cpu_last", f"CPU/iter @{_num(sc.values[-1])}", "num"),
-        C("gpu_last", f"GPU/iter @{_num(sc.values[-1])}", "num"),
+        Column("cpu_last", f"CPU/iter @{_num(sc.values[-1])}", "num"),
+        Column("gpu_last", f"GPU/iter @{_num(sc.values[-1])}", "num"),
     ]
     if memory:
-        cols.append(C("mem_last", f"mem @{_num(sc.values[-1])}", "num"))
+        cols.append(Column("mem_last", f"mem @{_num(sc.values[-1])}", "num"))
     rows = []
     for ph in sc.phases:
         row = {"phase": ph.phase}
@@ -99,17 +153,17 @@ def run_table(sc: Scaling) -> ViewTable:
     """Per phase and run: the per-iteration values the fits used, and the throughput cost."""
     memory = sc.loop_peak is not None
     cols = [
-        C("phase", "Phase"),
-        C("value_text", sc.param, "num"),
-        C("iterations", "iters", "int"),
-        C("cpu_ns", "CPU/iter", "ns"),
-        C("cpu_err", "±", "num"),
-        C("gpu_ns", "GPU/iter", "ns"),
-        C("share_of_iteration", "of iter", "pct"),
+        Column("phase", "Phase"),
+        Column("value_text", sc.param, "num"),
+        Column("iterations", "iters", "int"),
+        Column("cpu_ns", "CPU/iter", "ns"),
+        Column("cpu_err", "±", "num"),
+        Column("gpu_ns", "GPU/iter", "ns"),
+        Column("share_of_iteration", "of iter", "pct"),
     ]
     if memory:
-        cols += [C("memory_bytes", "mem", "bytes"), C("peak_bytes", "peak", "bytes")]
-    cols.append(C("throughput", f"{sc.param}·steps/s", "num"))
+        cols += [Column("memory_bytes", "mem", "bytes"), Column("peak_bytes", "peak", "bytes")]
+    cols.append(Column("throughput", f"{sc.param}·steps/s", "num"))
     rows = []
     for ph in sc.phases:
         for r in ph.per_run:
@@ -141,8 +195,8 @@ def prediction_table(sc: Scaling) -> ViewTable | None:
     if not p:
         return None
     memory = sc.loop_peak is not None
-    cols = [C("phase", "Phase"), C("cpu_ns", "CPU/iter", "ns"), C("gpu_ns", "GPU/iter", "ns")] + (
-        [C("memory_bytes", "mem", "bytes")] if memory else []
+    cols = [Column("phase", "Phase"), Column("cpu_ns", "CPU/iter", "ns"), Column("gpu_ns", "GPU/iter", "ns")] + (
+        [Column("memory_bytes", "mem", "bytes")] if memory else []
     )
     notes = []
     if "phases_sum_cpu_ns" in p:
@@ -215,30 +269,40 @@ def as_dict(sc: Scaling) -> dict:
     return doc
 
 
-def render_scaling(sc: Scaling, fmt: str, *, width: int | None = None, color: bool = False) -> str:
-    """``sc`` in one of the scaling formats; ``width``: fit a terminal that wide (table only)."""
-    if fmt == "json":
-        return json_text(as_dict(sc), indent=2) + "\n"
-    if fmt == "csv":
-        return csv_text(_csv_table(sc))
+def short_value(x: float) -> str:
+    """A parameter value in few characters (16384 → 16k, 2000000 → 2M)."""
+    if x >= 1e6 and float(x / 1e6).is_integer():
+        return f"{x / 1e6:g}M"
+    if x >= 1e4 and float(x / 1e3).is_integer():
+        return f"{x / 1e3:g}k"
+    return f"{x:g}"
+
+
+def scaling_document(sc: Scaling) -> Document:
+    """The log-log plots (a figure on a page), the class, per-run and prediction tables, and the budget line."""
     tables = [class_table(sc), run_table(sc)]
     pred = prediction_table(sc)
     if pred is not None:
         tables.append(pred)
+    plots = Figure(
+        "loglog",
+        "Per phase, log-log",
+        "dots: median per iteration with its ± relative standard error; dashed: the fit that predicts "
+        "(time: a + b·N^k; memory: a + b·N + c·N², all terms ≥ 0)",
+        sc,
+    )
+    first: Section = [plots, tables[0]]
+    sections: list[Section] = [first] + [[t] for t in tables[1:]]
     lines = budget_lines(sc)
-    # The budget line names a phase: text from the export, escaped like the tables' cells.
-    if fmt == "table":
-        wrapped = [part for line in lines for part in fit_text(line, width)]
-        return "\n".join(table_text(t, width=width, color=color) for t in tables) + "".join(
-            f"{part}\n" for part in wrapped
-        )
-    if fmt == "markdown":
-        return "\n".join(markdown_text(t) for t in tables) + "".join(f"\n> {markdown_cell(line)}\n" for line in lines)
-    if fmt == "html":
-        from nvtxsim.reporting.renderers.scaling_html import render_scaling_html
-
-        return render_scaling_html(sc, tables, lines)
-    raise NvtxsimError(f"scaling has no format {fmt!r}")
+    if lines:  # under the last table
+        sections[-1].append(Prose("remark", list(lines)))
+    head = PageHead(
+        "nvtxsim scaling",
+        f"nvtxsim scaling: {sc.param}",
+        [SourcePart(r.spec.path, label=short_value(r.spec.value)) for r in sc.runs],
+        [Prose("note", ([sc.refused] if sc.refused else []) + lines)],
+    )
+    return Document("scaling", sections, head, data=lambda: as_dict(sc), flat=_csv_table(sc))
 
 
 def _csv_table(sc: Scaling) -> ViewTable:

@@ -1,0 +1,133 @@
+"""``nvtxsim live``'s library: a live-timing file → its document (the per-phase totals, and each phase
+over training on a page).
+
+Phase names come from the file and are data: escaped in every format.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from nvtxsim.analysis.live import LiveLog, load, series, totals
+from nvtxsim.errors import NvtxsimError
+from nvtxsim.reporting.document import Document, Figure, PageHead, Prose, SourcePart
+from nvtxsim.reporting.viewtable import Column, ViewTable
+
+PLOT_MAX = 24  # phases plotted on the HTML page (the table has them all)
+
+
+def read_live(path: str | os.PathLike[str]) -> LiveLog:
+    """The windows of a live-timing file; a file that holds none (an export, a script, a log) is an error."""
+    log = load(path)
+    if not log.windows and log.skipped:
+        if _is_sqlite(path):
+            raise NvtxsimError(f"{path}: an nsys export, not a live-timing file: nvtxsim report {path}")
+        raise NvtxsimError(
+            f"{path}: no live-timing window in its {log.skipped} line(s) (NVTXSIM_LIVE=live.jsonl python train.py writes them)"
+        )
+    return log
+
+
+def _is_sqlite(path: str | os.PathLike[str]) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+COLUMNS = [
+    Column("phase", "Phase"),
+    Column("count", "N", "int"),
+    Column("cpu_ns", "CPU total", "ns"),
+    Column("per_iteration_ns", "CPU / iteration", "ns"),
+    Column("cpu_mean_ns", "CPU mean", "ns", priority=0),  # a narrow terminal keeps the mean per range first
+    Column("cpu_p90_max_ns", "CPU p90 (max window)", "ns"),
+    Column("gpu_ns", "GPU total", "ns"),
+    Column("gpu_mean_ns", "GPU mean", "ns"),
+    Column("windows", "windows", "int"),
+]
+
+
+def _heading(log: LiveLog) -> str:
+    its = [w["iterations"] for w in log.windows if isinstance(w.get("iterations"), list) and len(w["iterations"]) == 2]
+    ends = [(a, b) for a, b in its if isinstance(a, int) and isinstance(b, int)]
+    span = (
+        f"iterations {min(a for a, _ in ends)}..{max(b for _, b in ends)}" if ends else "no iterations marked"
+    )  # lines of several processes interleave
+    measured = sum(int(w.get("measured") or 0) for w in log.windows if isinstance(w.get("measured"), int))
+    samples = sorted({s for w in log.windows if isinstance(s := w.get("sample"), int)})
+    sample = f" (1 in {samples[0]})" if samples and samples != [1] else ""
+    windows = f"{len(log.windows)} window{'s' if len(log.windows) != 1 else ''}"
+    return f"{log.path} · {windows} · {span} · {measured} measured{sample}"
+
+
+def _notes(log: LiveLog) -> list[str]:
+    notes = []
+    if log.skipped:
+        notes.append(f"{log.skipped} line(s) that are not live-timing windows were skipped")
+    if len(log.pids) > 1:
+        notes.append(f"lines from {len(log.pids)} processes (pids {', '.join(map(str, log.pids[:8]))}) are summed")
+    dropped = sum(int(w.get("dropped_windows") or 0) for w in log.windows if isinstance(w.get("dropped_windows"), int))
+    if dropped:
+        notes.append(f"{dropped} window(s) were dropped during the run (the writer fell behind)")
+    for w in log.windows:
+        t = w.get("trigger")
+        if isinstance(t, dict):
+            notes.append(f"trigger {t.get('rule')} fired at iteration {t.get('at')}: capture window {t.get('window')}")
+    return notes
+
+
+def live_table(log: LiveLog) -> ViewTable:
+    """One row per phase, the busiest (CPU total) first."""
+    rows = [{"phase": key, **t} for key, t in totals(log.windows).items()]
+    rows.sort(key=lambda r: (-r["cpu_ns"], r["phase"]))
+    return ViewTable("live", _heading(log), COLUMNS, rows, _notes(log), page_title="Totals")
+
+
+@dataclass
+class TrainingLines:
+    """The plotted phases' mean times per window, worked out only when a page draws them."""
+
+    log: LiveLog
+    phases: list[str]  # the busiest first, at most PLOT_MAX
+    more: int  # phases in the table but not plotted
+
+    def lines(self) -> list[tuple[str, list[tuple[int, float]], list[tuple[int, float]]]]:
+        """(phase, CPU points, GPU points) per plotted phase, from the first process in the file (one line per
+        process would zigzag)."""
+        main_pid = self.log.windows[0].get("pid") if self.log.windows else None
+        windows = [w for w in self.log.windows if w.get("pid") == main_pid]
+        return [(p, series(windows, p, "cpu"), series(windows, p, "gpu")) for p in self.phases]
+
+
+def live_document(log: LiveLog) -> Document:
+    """Each phase over training (a figure on a page), then the totals table."""
+    t = live_table(log)
+    plotted = [r["phase"] for r in t.rows[:PLOT_MAX]]
+    over_training = Figure(
+        "over_training",
+        "Each phase over training",
+        "mean time per range in each window of iterations (CPU: perf_counter; GPU: CUDA events on the launching stream)",
+        TrainingLines(log, plotted, len(t.rows) - len(plotted)),
+    )
+    notes = list(t.notes)
+    if len(log.pids) > 1:
+        main_pid = log.windows[0].get("pid") if log.windows else None
+        notes.append(f"plots: process {main_pid} (the first in the file)")
+    head = PageHead(
+        "nvtxsim live", "nvtxsim live timing", [SourcePart(t.title, isolated=False)], [Prose("note", notes)]
+    )
+    return Document("live", [[over_training, t]], head, data=lambda: _json(log, t), flat=t)
+
+
+def _json(log: LiveLog, t: ViewTable) -> dict:
+    return {
+        "source": log.path,
+        "windows": len(log.windows),
+        "skipped": log.skipped,
+        "pids": log.pids,
+        "notes": t.notes,
+        "phases": {r["phase"]: {k: v for k, v in r.items() if k != "phase"} for r in t.rows},
+    }
