@@ -36,6 +36,7 @@ from typing import Any
 from nvtxsim import phases as _phases
 from nvtxsim.emit import ranges as _r
 from nvtxsim.emit import window as _window
+from nvtxsim.emit.backend import report_once
 from nvtxsim.envflags import env_flag, parse_flag
 
 ENV_FILE = "NVTXSIM_LIVE"
@@ -327,7 +328,7 @@ class _Session:
                     return totals  # never completed: these events stay out of the pool
                 totals[name] = totals.get(name, 0) + int(ev0.elapsed_time(ev1) * 1e6)
             except Exception as exc:
-                _r._report_once(
+                report_once(
                     "live-gpu",
                     f"live timing: a CUDA event could not be read ({type(exc).__name__}: {exc}); GPU times skipped",
                 )
