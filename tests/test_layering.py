@@ -5,7 +5,7 @@ together. The rule (docs/architecture.md):
 
     export → analysis → reporting → cli        capture → cli        emit → isaaclab
 
-Root modules: ``errors``, ``phases``, ``envflags`` and ``_version`` are vocabulary every stage may use;
+Root modules: ``errors``, ``phases``, ``envflags``, ``files``, ``live_record`` and ``_version`` are vocabulary every stage may use;
 ``__init__`` (the public API facade) and ``__main__`` may import anything; nothing inside
 the package imports the facade.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nvtxsim"
-SHARED = {"errors", "phases", "_version", "files", "envflags"}
+SHARED = {"errors", "phases", "_version", "files", "envflags", "live_record"}
 #: stage → the stages it may import (besides itself and the shared root modules).
 ALLOWED: dict[str, set[str]] = {
     "emit": set(),

@@ -34,13 +34,12 @@ COLUMNS = [
 
 
 def _heading(log: LiveLog) -> str:
-    its = [w["iterations"] for w in log.windows if isinstance(w.get("iterations"), list) and len(w["iterations"]) == 2]
-    ends = [(a, b) for a, b in its if isinstance(a, int) and isinstance(b, int)]
+    ends = [w.iterations for w in log.windows if w.iterations is not None]
     span = (
         f"iterations {min(a for a, _ in ends)}..{max(b for _, b in ends)}" if ends else "no iterations marked"
     )  # lines of several processes interleave
-    measured = sum(int(w.get("measured") or 0) for w in log.windows if isinstance(w.get("measured"), int))
-    samples = sorted({s for w in log.windows if isinstance(s := w.get("sample"), int)})
+    measured = sum(w.measured or 0 for w in log.windows)
+    samples = sorted({w.sample for w in log.windows if w.sample is not None})
     sample = f" (1 in {samples[0]})" if samples and samples != [1] else ""
     windows = f"{len(log.windows)} window{'s' if len(log.windows) != 1 else ''}"
     return f"{log.path} · {windows} · {span} · {measured} measured{sample}"
@@ -52,12 +51,12 @@ def _notes(log: LiveLog) -> list[str]:
         notes.append(f"{log.skipped} line(s) that are not live-timing windows were skipped")
     if len(log.pids) > 1:
         notes.append(f"lines from {len(log.pids)} processes (pids {', '.join(map(str, log.pids[:8]))}) are summed")
-    dropped = sum(int(w.get("dropped_windows") or 0) for w in log.windows if isinstance(w.get("dropped_windows"), int))
+    dropped = sum(w.dropped_windows or 0 for w in log.windows)
     if dropped:
         notes.append(f"{dropped} window(s) were dropped during the run (the writer fell behind)")
     for w in log.windows:
-        t = w.get("trigger")
-        if isinstance(t, dict):
+        t = w.trigger
+        if t is not None:
             notes.append(f"trigger {t.get('rule')} fired at iteration {t.get('at')}: capture window {t.get('window')}")
     return notes
 
@@ -167,8 +166,8 @@ def _plot(key: str, cpu: list[tuple[int, float]], gpu: list[tuple[int, float]]) 
 def render_live_html(log: LiveLog, t: ViewTable) -> str:
     from nvtxsim.reporting.renderers.html import standalone_page, table_html
 
-    main_pid = log.windows[0].get("pid") if log.windows else None
-    windows = [w for w in log.windows if w.get("pid") == main_pid]  # one line per process would zigzag
+    main_pid = log.windows[0].pid if log.windows else None
+    windows = [w for w in log.windows if w.pid == main_pid]  # one line per process would zigzag
     figs = []
     for row in t.rows[:PLOT_MAX]:
         cpu, gpu = series(windows, row["phase"], "cpu"), series(windows, row["phase"], "gpu")
