@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from nvtxsim import phases as _phases
+from nvtxsim.emit.notices import report_once
 
 Payload = int | float | None
 
@@ -30,35 +30,6 @@ FORKED_UNTRACED = (
     "(NVTX calls here can hang nsys 2022.4): ranges are off; use the 'spawn' start method "
     "or nsys --trace-fork-before-exec=true"
 )
-
-# --------------------------------------------------------------------------- one line per problem
-
-_report_lock = threading.Lock()
-_reported: set = set()
-
-
-def report_once(key: Any, message: str) -> None:
-    """One stderr line per distinct problem and process; never raises (stderr may be gone)."""
-    with _report_lock:
-        if key in _reported:
-            return
-        _reported.add(key)
-    try:
-        sys.stderr.write(f"nvtxsim: {message}\n")
-        sys.stderr.flush()
-    except Exception:
-        pass
-
-
-def _fresh_report_lock() -> None:
-    """In a forked child: the parent's lock may have been held by another thread at the fork."""
-    global _report_lock
-    _report_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_fresh_report_lock)
-
 
 # --------------------------------------------------------------------------- what NVTX accepts
 

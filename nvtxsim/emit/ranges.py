@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 from nvtxsim import envflags as _envflags
 from nvtxsim import phases as _phases
 from nvtxsim.emit import wrapping as _wrapping
-from nvtxsim.emit.backend import Backend, Payload, clean_payload, clean_text, nvtx_version, report_once
+from nvtxsim.emit.backend import Backend, Payload, clean_payload, clean_text, nvtx_version
+from nvtxsim.emit.notices import report_once
 from nvtxsim.phases import UNMATCHED_POP_MARK
 
 F = TypeVar("F", bound=Callable[..., Any])
