@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import timeit
 from pathlib import Path
 from typing import Any
@@ -275,7 +276,6 @@ def e2e_child(modes: list[str], demo_argv: list[str], iterations: int, reps: int
     Stops after a complete round once `budget` seconds have passed (at least one timed round), so a
     slow machine still returns results inside a bounded device call.
     """
-    import time
 
     import demo_env
     import torch
@@ -453,6 +453,7 @@ def ab(args: argparse.Namespace) -> dict:
             for side in ("A", "B") if i % 2 == 0 else ("B", "A"):
                 cmd = [sys.executable, __file__, "--tree", trees[side], "--ab-child", state]
                 cmd += ["--number", str(args.number), "--repeat", str(args.repeat)]
+                time.sleep(args.pause)  # a profiler's agent digests the last child's ranges meanwhile
                 runs[state][side].append(_run_child(cmd))
                 print(f"ab pair {i + 1}/{args.pairs} {state} {side} done", file=sys.stderr, flush=True)
     return dict(trees=trees, runs=runs, pairs=args.pairs, number=args.number, repeat=args.repeat)
@@ -476,6 +477,22 @@ def _ab_rows(label: str, a: list[dict], b: list[dict], cases: list[str]) -> list
             ratios.append(best)
         print(f"| {k} | {us(ba)} | {us(bb)} | {show(best)} | {us(ma)} | {us(mb)} | {show(ratio(ma, mb))} |")
     return ratios
+
+
+def _ab_goal_rows(a: list[dict], b: list[dict]) -> None:
+    """The overhead goal's own ratio, nvtxsim form / raw nvtx form doing the same work, taken within each child
+    (so a child's noise, a profiler's agent busy in the background say, cancels); median over the children."""
+    floor = 0.005e-6  # below a few ns the raw form is a no-op: no ratio
+    per = lambda runs, k, raw: [x[k] / x[raw] for x in runs if x[raw] >= floor]  # noqa: E731
+    rows = [(k, per(a, k, raw), per(b, k, raw)) for k, raw in PAIRS.items()]
+    rows = [(k, ra, rb) for k, ra, rb in rows if ra and rb]
+    if not rows:
+        return
+    print("\nthe goal's ratio, nvtxsim form / the same work in raw nvtx (within each child; median over children)\n")
+    print("| form | A ratio | B ratio | B/A |\n| --- | ---: | ---: | ---: |")
+    for k, ra, rb in rows:
+        ma, mb = statistics.median(ra), statistics.median(rb)
+        print(f"| {k} | {ma:.3f} | {mb:.3f} | {mb / ma:.3f} |")
 
 
 def print_ab(r: dict) -> bool:
@@ -503,6 +520,7 @@ def print_ab(r: dict) -> bool:
             *enabled,
             [*RAW_CASES, *FLOOR_CASES],
         )
+        _ab_goal_rows(*enabled)
         if a[0]["disabled"] is not None:
             disabled = [x["disabled"] for x in a], [x["disabled"] for x in b]
             worst += _ab_rows("nvtxsim.disable()d forms", *disabled, [*ours, *FLOOR_CASES])
@@ -583,6 +601,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ab", nargs=2, metavar=("A", "B"), help="micro cases of two checkouts in one run: B/A per form")
     p.add_argument("--pairs", type=int, default=5, help="interleaved A/B child pairs per state (--ab)")
     p.add_argument("--states", default="as-is,simulated-tool,live", help=f"--ab states, of {', '.join(STATES)}")
+    p.add_argument(
+        "--pause",
+        type=float,
+        default=2.0 if tool else 0.0,
+        help="seconds before each --ab child (default 2 under a tool: its agent stops competing for the CPU)",
+    )
     p.add_argument("--tree", help="checkout whose nvtxsim is measured (default: this script's)")
     p.add_argument("--ab-child", choices=STATES, help=argparse.SUPPRESS)
     p.add_argument("--disabled-child", action="store_true", help=argparse.SUPPRESS)
