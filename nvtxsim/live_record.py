@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PhaseTimes:
     """One phase's ranges in one window: how many, CPU ns in total, mean and p90, GPU ns in total."""
 
@@ -55,13 +55,17 @@ class PhaseTimes:
 
     @classmethod
     def from_dict(cls, raw: dict) -> PhaseTimes:
-        return cls(*(_count(raw.get(name)) for name in _PHASE_FIELDS))
+        get = raw.get
+        return cls(
+            _count(get("count")),
+            _count(get("cpu_ns")),
+            _count(get("cpu_mean_ns")),
+            _count(get("cpu_p90_ns")),
+            _count(get("gpu_ns")),
+        )
 
 
-_PHASE_FIELDS = ("count", "cpu_ns", "cpu_mean_ns", "cpu_p90_ns", "gpu_ns")
-
-
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LiveWindow:
     """One line of a live-timing file. Phase keys are ``domain:name`` (``nvtxsim:sim_step``)."""
 
