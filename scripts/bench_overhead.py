@@ -520,7 +520,8 @@ def print_ab(r: dict) -> bool:
             *enabled,
             [*RAW_CASES, *FLOOR_CASES],
         )
-        _ab_goal_rows(*enabled)
+        if fa["tool_attached"] and fb["tool_attached"]:  # without a tool raw nvtx is a no-op: no ratio
+            _ab_goal_rows(*enabled)
         if a[0]["disabled"] is not None:
             disabled = [x["disabled"] for x in a], [x["disabled"] for x in b]
             worst += _ab_rows("nvtxsim.disable()d forms", *disabled, [*ours, *FLOOR_CASES])
