@@ -9,11 +9,20 @@ Every goal is a ratio against an anchor measured in the same run, so machines an
     python scripts/bench_overhead.py                       # micro: no profiler attached
     nsys profile -t nvtx --sample=none --cpuctxsw=none -o /tmp/b python scripts/bench_overhead.py
     python scripts/bench_overhead.py --e2e --demo-args "--device cuda --num-envs 512"
+    python scripts/bench_overhead.py --ab OLD_CHECKOUT . --pairs 5   # two trees, one run: B/A per form
 
 Micro: timeit, several interleaved repeats, best repeat, net of an empty baseline (``pass`` for
 ``with`` forms, an empty function / method call for decorators and ``instrument``). nvtxsim is imported
 BEFORE ``nvtx`` on purpose: under nsys 2022.4, ``nvtx>=0.2.12`` ranges are no-ops unless nvtxsim has
 lifted nvtx's enabled-gate (it does so for the whole process), so only then do raw calls do real work.
+
+A/B (``--ab A B``): the micro cases of two checkouts in one run, like ``scripts/bench_ab.py`` for reports:
+child processes alternate A B B A ..., each imports the nvtxsim of its tree (``--tree``) and measures every
+form in each state of ``--states``: ``as-is`` (whatever this process is: idle without a tool, recording
+under ``nsys profile``), ``simulated-tool`` (nvtxsim's recording methods and wrappers installed as under
+a tool, with no-op NVTX calls: the Python side of the hot path alone, no nsys needed) and ``live`` (live
+timing on, CPU only). Printed: the median of each tree over the pairs and B/A; the raw ``nvtx`` forms run
+the same code in both trees, so their B/A shows the noise of the run.
 
 E2E: the demo env's time per iteration in (a) a plain process, modes interleaved with (c)
 ``torch.profiler`` ``with_stack=False`` and (d) ``with_stack=True`` (CPU + CUDA activities), and in
@@ -33,11 +42,25 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import timeit
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # the checkout, for `import nvtxsim` without installing
+
+
+def _tree(argv: list[str]) -> Path:
+    """The checkout whose nvtxsim is measured: ``--tree DIR`` (A/B children), else this script's checkout.
+
+    Read from argv before argparse runs, because nvtxsim is imported at the top of the module."""
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--tree":
+            return Path(argv[i + 1]).resolve()
+    return HERE.parent
+
+
+sys.path.insert(0, str(_tree(sys.argv)))  # the checkout, for `import nvtxsim` without installing
 sys.path.insert(1, str(HERE))  # demo_env
 
 # the import order matters here (nvtxsim first): not sorted
@@ -65,6 +88,12 @@ def _namespace() -> dict:
 
     def empty3() -> None:
         pass
+
+    def gen3() -> Any:
+        yield from (1, 2, 3)
+
+    def gen3b() -> Any:
+        yield from (1, 2, 3)
 
     class Plain:
         def step(self) -> None:
@@ -98,6 +127,8 @@ def _namespace() -> dict:
         CAT=STYLE.category,
         DOM=P.DOMAIN,
         empty=empty,
+        gen3=gen3,
+        ph_gen3=nvtxsim.phase(NAME)(gen3b),
         plain=Plain(),
         E=EmptyCM(),
         PH=nvtxsim.phase(NAME),
@@ -112,7 +143,7 @@ def _namespace() -> dict:
 
 
 # case -> (statement, baseline case)
-BASELINES = {"empty": "pass", "call": "empty()", "method": "plain.step()"}
+BASELINES = {"empty": "pass", "call": "empty()", "method": "plain.step()", "gen": "for _ in gen3(): pass"}
 NVTXSIM_CASES = {
     "nvtxsim: with pre-built phase": ("with PH: pass", "empty"),
     "nvtxsim: with phase(name) inline": ("with nvtxsim.phase(NAME): pass", "empty"),
@@ -137,6 +168,9 @@ PAIRS = {
     "nvtxsim: instrument()ed method": "nvtx: @annotate decorated method",
 }
 FASTEST_RAW = "nvtx: domain.push_range(attrs)/pop"
+#: Measured in A/B runs only (no raw nvtx form does the same): 4 ranges, one per resumption.
+AB_CASES = {"nvtxsim: @phase generator, 3 items": ("for _ in ph_gen3(): pass", "gen")}
+STATES = ("as-is", "simulated-tool", "live")
 
 
 def measure(cases: dict, number: int, repeat: int) -> dict[str, float]:
@@ -242,7 +276,6 @@ def e2e_child(modes: list[str], demo_argv: list[str], iterations: int, reps: int
     Stops after a complete round once `budget` seconds have passed (at least one timed round), so a
     slow machine still returns results inside a bounded device call.
     """
-    import time
 
     import demo_env
     import torch
@@ -376,6 +409,127 @@ def print_e2e(r: dict) -> bool:
     return ok
 
 
+# --------------------------------------------------------------------------- A/B: two trees in one run
+
+
+def _enter_state(state: str) -> None:
+    """Put this process in ``state`` before the timed objects are built (decorators and instrument() see it).
+
+    ``simulated-tool`` sets what an attached tool with an open domain sets in ``nvtxsim.emit.ranges`` (the
+    same private names in both trees), leaving NVTX's own calls no-ops."""
+    if state == "simulated-tool":
+        from nvtxsim.emit import ranges as E
+
+        E._active = True
+        E._install_with_methods()
+    elif state == "live":
+        nvtxsim.live.start(None, every=1 << 62, gpu=False)  # no step(): one window, never written
+
+
+def ab_child(args: argparse.Namespace) -> dict:
+    """One tree, one state: every form with the state's methods, and (as-is only) every form disabled."""
+    _enter_state(args.ab_child)
+    res = measure({**NVTXSIM_CASES, **AB_CASES, **RAW_CASES, **FLOOR_CASES}, args.number, args.repeat)
+    disabled = None
+    if args.ab_child == "as-is":
+        nvtxsim.disable()
+        try:
+            disabled = measure({**NVTXSIM_CASES, **AB_CASES, **FLOOR_CASES}, args.number, args.repeat)
+        finally:
+            nvtxsim.enable()
+    return dict(enabled=res, disabled=disabled, facts=_facts(), measuring=nvtxsim.emit.ranges.is_measuring())
+
+
+def ab(args: argparse.Namespace) -> dict:
+    """Children alternate A B, B A, ... per state; each child's best repeat per form is one sample."""
+    trees = {"A": str(Path(args.ab[0]).resolve()), "B": str(Path(args.ab[1]).resolve())}
+    states = [s.strip() for s in args.states.split(",") if s.strip()]
+    bad = [s for s in states if s not in STATES]
+    if bad:
+        raise SystemExit(f"bench_overhead: unknown state(s) {bad}; choose from {', '.join(STATES)}")
+    runs: dict[str, dict[str, list[dict]]] = {state: {"A": [], "B": []} for state in states}
+    for i in range(args.pairs):
+        for state in states:
+            for side in ("A", "B") if i % 2 == 0 else ("B", "A"):
+                cmd = [sys.executable, __file__, "--tree", trees[side], "--ab-child", state]
+                cmd += ["--number", str(args.number), "--repeat", str(args.repeat)]
+                time.sleep(args.pause)  # a profiler's agent digests the last child's ranges meanwhile
+                runs[state][side].append(_run_child(cmd))
+                print(f"ab pair {i + 1}/{args.pairs} {state} {side} done", file=sys.stderr, flush=True)
+    return dict(trees=trees, runs=runs, pairs=args.pairs, number=args.number, repeat=args.repeat)
+
+
+def _ab_rows(label: str, a: list[dict], b: list[dict], cases: list[str]) -> list[float]:
+    """Print one table per form: each tree's best child (noise only adds time) and median child, and B/A of
+    both; returns the best-child B/A of the nvtxsim forms."""
+    us = lambda s: f"{s * 1e6:.4f}"  # noqa: E731
+    ratio = lambda x, y: y / x if x >= 0.005e-6 else None  # noqa: E731  -- below a few ns: noise, not a ratio
+    show = lambda v: f"{v:.3f}" if v is not None else "—"  # noqa: E731
+    print(f"\n{label}\n")
+    print("| form | A µs (best) | B µs (best) | B/A best | A µs (median) | B µs (median) | B/A median |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    ratios = []
+    for k in cases:
+        ba, bb = min(x[k] for x in a), min(x[k] for x in b)
+        ma, mb = statistics.median(x[k] for x in a), statistics.median(x[k] for x in b)
+        best = ratio(ba, bb)
+        if best is not None and k.startswith("nvtxsim"):
+            ratios.append(best)
+        print(f"| {k} | {us(ba)} | {us(bb)} | {show(best)} | {us(ma)} | {us(mb)} | {show(ratio(ma, mb))} |")
+    return ratios
+
+
+def _ab_goal_rows(a: list[dict], b: list[dict]) -> None:
+    """The overhead goal's own ratio, nvtxsim form / raw nvtx form doing the same work, taken within each child
+    (so a child's noise, a profiler's agent busy in the background say, cancels); median over the children."""
+    floor = 0.005e-6  # below a few ns the raw form is a no-op: no ratio
+    per = lambda runs, k, raw: [x[k] / x[raw] for x in runs if x[raw] >= floor]  # noqa: E731
+    rows = [(k, per(a, k, raw), per(b, k, raw)) for k, raw in PAIRS.items()]
+    rows = [(k, ra, rb) for k, ra, rb in rows if ra and rb]
+    if not rows:
+        return
+    print("\nthe goal's ratio, nvtxsim form / the same work in raw nvtx (within each child; median over children)\n")
+    print("| form | A ratio | B ratio | B/A |\n| --- | ---: | ---: | ---: |")
+    for k, ra, rb in rows:
+        ma, mb = statistics.median(ra), statistics.median(rb)
+        print(f"| {k} | {ma:.3f} | {mb:.3f} | {mb / ma:.3f} |")
+
+
+def print_ab(r: dict) -> bool:
+    print(f"## A/B micro: A = {r['trees']['A']}, B = {r['trees']['B']}")
+    print(
+        f"{r['pairs']} interleaved pairs of child processes per state (A B, B A, ...), timeit {r['number']} x "
+        f"{r['repeat']} per form in each child (best repeat, net of its baseline)"
+    )
+    ours = [*NVTXSIM_CASES, *AB_CASES]
+    worst = []
+    for state, runs in r["runs"].items():
+        a, b = runs["A"], runs["B"]
+        fa, fb = a[0]["facts"], b[0]["facts"]
+        print(
+            f"\n### state {state}: tool attached {fa['tool_attached']}, recording A {fa['recording']} / "
+            f"B {fb['recording']}, phases measuring A {a[0]['measuring']} / B {b[0]['measuring']}, "
+            f"gate lifted A {fa['gate_bypassed']} / B {fb['gate_bypassed']}"
+        )
+        if (fa["recording"], a[0]["measuring"]) != (fb["recording"], b[0]["measuring"]):
+            print("WARNING: the trees are not in the same state: ratios compare different paths")
+        enabled = [x["enabled"] for x in a], [x["enabled"] for x in b]
+        worst += _ab_rows("nvtxsim forms", *enabled, ours)
+        _ab_rows(
+            "the same code in both trees (raw nvtx, CPython's floor): B/A here is the run's noise",
+            *enabled,
+            [*RAW_CASES, *FLOOR_CASES],
+        )
+        if fa["tool_attached"] and fb["tool_attached"]:  # without a tool raw nvtx is a no-op: no ratio
+            _ab_goal_rows(*enabled)
+        if a[0]["disabled"] is not None:
+            disabled = [x["disabled"] for x in a], [x["disabled"] for x in b]
+            worst += _ab_rows("nvtxsim.disable()d forms", *disabled, [*ours, *FLOOR_CASES])
+    if worst:
+        print(f"\nB/A (best child) over the nvtxsim forms: median {statistics.median(worst):.3f}, max {max(worst):.3f}")
+    return True
+
+
 # --------------------------------------------------------------------------- plumbing
 
 
@@ -445,6 +599,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--nsys", help="nsys binary for --e2e (default: $NSYS, then PATH)")
     p.add_argument("--trace", default="cuda,nvtx", help="nsys -t for --e2e")
+    p.add_argument("--ab", nargs=2, metavar=("A", "B"), help="micro cases of two checkouts in one run: B/A per form")
+    p.add_argument("--pairs", type=int, default=5, help="interleaved A/B child pairs per state (--ab)")
+    p.add_argument("--states", default="as-is,simulated-tool,live", help=f"--ab states, of {', '.join(STATES)}")
+    p.add_argument(
+        "--pause",
+        type=float,
+        default=2.0 if tool else 0.0,
+        help="seconds before each --ab child (default 2 under a tool: its agent stops competing for the CPU)",
+    )
+    p.add_argument("--tree", help="checkout whose nvtxsim is measured (default: this script's)")
+    p.add_argument("--ab-child", choices=STATES, help=argparse.SUPPRESS)
     p.add_argument("--disabled-child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--e2e-child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -460,13 +625,19 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(RESULT_TAG + json.dumps(res))
         return 0
+    if args.ab_child:
+        print(RESULT_TAG + json.dumps(ab_child(args)))
+        return 0
     if args.e2e_child:
         res = e2e_child(
             args.e2e_child.split(","), shlex.split(args.demo_args), args.e2e_iterations, args.e2e_reps, args.e2e_budget
         )
         print(RESULT_TAG + json.dumps(res))
         return 0
-    if args.e2e:
+    if args.ab:
+        res = ab(args)
+        ok = print_ab(res)
+    elif args.e2e:
         res = e2e(args)
         ok = print_e2e(res)
     else:

@@ -14,6 +14,8 @@ import pytest
 
 import nvtxsim
 from nvtxsim.emit import live, ranges, window
+from nvtxsim.emit.live import cuda_events, sinks
+from nvtxsim.emit.live import session as live_session
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -216,7 +218,7 @@ def test_start_stop_writer_and_callback(tmp_path, clean_live):
     assert tags == {"nvtxsim/sim_step/cpu_ms"}  # no GPU: no gpu_ms
     assert [s for _, _, s in scalars] == [2, 5, 6]
     # off again: phases are back on the idle (or recording) methods
-    assert type(ph).__enter__ is not live._live_enter
+    assert type(ph).__enter__ is not live_session._live_enter
 
 
 def test_generator_and_coroutine_phases_are_timed(tmp_path, clean_live):
@@ -612,7 +614,7 @@ class _FakeTorchC:
 def test_gpu_events_paired_pooled_and_skipped_while_capturing(monkeypatch, clean_live, fake):
     monkeypatch.setitem(sys.modules, "torch", fake)
     _FakeC.records.clear()
-    live._POOL.clear()  # events of an earlier test
+    cuda_events.POOL.clear()  # events of an earlier test
     _FakeEvent.created = 0
     records: list[dict] = []
     window.configure(None)
@@ -719,7 +721,7 @@ def test_nvtxsim_run_isaaclab_script_writes_live_lines(tmp_path):
 def test_gpu_off_records_no_events(monkeypatch, clean_live):
     monkeypatch.setitem(sys.modules, "torch", _FakeTorch)
     _FakeEvent.created = 0
-    live._POOL.clear()
+    cuda_events.POOL.clear()
     records: list[dict] = []
     window.configure(None)
     live.start(None, every=2, callback=records.append, gpu=False)
@@ -739,7 +741,7 @@ def test_trigger_window_opens_at_the_next_step(no_window, clean_live, monkeypatc
     def now() -> int:
         return clock[0]
 
-    monkeypatch.setattr(live, "_now", now)
+    monkeypatch.setattr(live_session, "_now", now)
     opened: list[int] = []
     monkeypatch.setattr(window, "_start_nvtx", lambda: opened.append(window.iteration()) or (lambda: opened.append(-1)))
     live.start(None, every=1000, trigger="sim_step>1.5x", trigger_iterations=3)
@@ -828,12 +830,12 @@ def test_multiprocessing_children_write_their_last_window(tmp_path, method):
 
 def test_a_line_cut_by_a_full_disk_is_taken_back(tmp_path, monkeypatch):
     path = tmp_path / "live.jsonl"
-    f = live._open_append(str(path), truncate=True)
-    live._write_line(f, '{"a":1}\n')
+    f = sinks.open_append(str(path), truncate=True)
+    sinks.write_line(f, '{"a":1}\n')
     real_write = os.write
-    monkeypatch.setattr(live.os, "write", lambda fd, data: real_write(fd, data[:5]))  # ENOSPC after 5 bytes
+    monkeypatch.setattr(sinks.os, "write", lambda fd, data: real_write(fd, data[:5]))  # ENOSPC after 5 bytes
     with pytest.raises(OSError, match="No space left"):
-        live._write_line(f, '{"b":2222222}\n')
+        sinks.write_line(f, '{"b":2222222}\n')
     monkeypatch.undo()
     f.close()
     assert path.read_text() == '{"a":1}\n'
@@ -842,12 +844,12 @@ def test_a_line_cut_by_a_full_disk_is_taken_back(tmp_path, monkeypatch):
 def test_long_lines_are_one_write(tmp_path, monkeypatch):
     """Lines over the 8 KiB buffer went out in pieces: other processes' lines could land in between."""
     path = tmp_path / "live.jsonl"
-    f = live._open_append(str(path), truncate=True)
+    f = sinks.open_append(str(path), truncate=True)
     calls = []
     real_write = os.write
-    monkeypatch.setattr(live.os, "write", lambda fd, data: calls.append(len(data)) or real_write(fd, data))
+    monkeypatch.setattr(sinks.os, "write", lambda fd, data: calls.append(len(data)) or real_write(fd, data))
     line = json.dumps({"phases": {f"p{i}": i for i in range(3000)}}) + "\n"
-    live._write_line(f, line)
+    sinks.write_line(f, line)
     monkeypatch.undo()
     f.close()
     assert calls == [len(line.encode())] and path.read_text() == line

@@ -5,245 +5,39 @@ The hot path is two calls into the ``nvtx`` package's Cython layer per range
 what raw ``nvtx`` costs. With no profiler attached (``NVTX_INJECTION64_PATH``
 unset) or when disabled, nothing crosses into C.
 
-Old Nsight Systems (2022.4 .. at least 2023.2) refuses the payload-extension
-handshake that ``nvtx>=0.2.12`` uses to decide whether a domain is enabled, so
-every range of such an ``nvtx`` is silently dropped. When a tool is attached
-and that gate says "disabled", nvtxsim opens its domain without the gate (and
-lifts the gate for the ``nvtx`` package as a whole, so the user's own
-``nvtx.annotate`` ranges appear too). See README, "Old nsys and new nvtx".
+That speed comes from module globals: what :mod:`nvtxsim.emit.backend` resolved (the push/pop
+functions, the domain handle) and whether ranges are recorded now (``_active``) are read
+straight from this module's namespace by :class:`phase`'s methods and by the wrappers built
+here (:meth:`phase._call_wrapper`); :func:`enable`, :func:`disable`, an NVTX failure and live
+timing (:func:`set_live`) rewrite them, and swap the class's ``__enter__``/``__exit__``. The
+shapes of decorated callables are :mod:`nvtxsim.emit.wrapping`'s.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import os
-import re
-import sys
 import threading
-import types
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from nvtxsim import envflags as _envflags
 from nvtxsim import phases as _phases
+from nvtxsim.emit import wrapping as _wrapping
+from nvtxsim.emit.backend import Backend, Payload, clean_payload, clean_text, nvtx_version
+from nvtxsim.emit.notices import report_once
 from nvtxsim.phases import UNMATCHED_POP_MARK
 
 F = TypeVar("F", bound=Callable[..., Any])
-Payload = int | float | None
 
-FORKED_UNTRACED = (
-    "forked from a profiled process without exec and nsys does not trace this process "
-    "(NVTX calls here can hang nsys 2022.4): ranges are off; use the 'spawn' start method "
-    "or nsys --trace-fork-before-exec=true"
-)
-
-# --------------------------------------------------------------------------- reliability helpers
-
-_report_lock = threading.Lock()
-_reported: set = set()
+# --------------------------------------------------------------------------- state
 
 
-def _report_once(key: Any, message: str) -> None:
-    """One stderr line per distinct problem and process; never raises (stderr may be gone)."""
-    with _report_lock:
-        if key in _reported:
-            return
-        _reported.add(key)
-    try:
-        sys.stderr.write(f"nvtxsim: {message}\n")
-        sys.stderr.flush()
-    except Exception:
-        pass
-
-
-_STORAGE_FILE = re.compile(rb"/injection_(\d+)_\d+_storage\.dat")
-
-
-def _nsys_traces_this_process() -> bool | None:
-    """Whether nsys traces this process: None when it cannot be told (no nsys storage mapping seen).
-
-    nsys (2022.4) maps one ``injection_<pid>_<n>_storage.dat`` per traced process. A child
-    forked without exec inherits its parent's mapping but gets its own only under
-    ``--trace-fork-before-exec=true``; without it, the child's NVTX calls are dropped, and
-    the first NVTX call of a forked child that had not used NVTX before hangs.
-    """
-    try:
-        with open("/proc/self/maps", "rb") as fh:
-            pids = {int(p) for p in _STORAGE_FILE.findall(fh.read())}
-    except Exception:
-        return None
-    if not pids:
-        return None
-    return os.getpid() in pids
-
-
-def _clean_text(value: Any) -> str:
-    """``value`` as a str NVTX accepts (UTF-8 encodable); never raises."""
-    try:
-        text = value if isinstance(value, str) else str(value)
-    except Exception:
-        text = f"<unprintable {type(value).__name__}>"
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _clean_payload(payload: Any) -> Payload:
-    if isinstance(payload, bool) or not isinstance(payload, (int, float)):
-        return None
-    if isinstance(payload, int) and not -(1 << 63) <= payload < (1 << 63):
-        return float(payload)
-    return payload
-
-
-def _safe_attributes(name: Any, color: Any, category: Any, payload: Any = None) -> Any:
-    """Event attributes that never raise: arguments NVTX rejects are repaired and reported once.
-
-    Attributes are built only while a profiler is attached, so without this a bad argument
-    (a name with lone surrogates, a colour out of range, an oversized int payload) would
-    fail only under the profiler.
-    """
-    try:
-        return _backend.attributes(name, color, category, payload)
-    except Exception as exc:
-        problem = f"{type(exc).__name__}: {exc}"
-    clean_color = color if isinstance(color, int) and 0 <= color <= 0xFFFFFFFF else None
-    clean_category = None if category is None else _clean_text(category)
-    clean = (_clean_text(name), clean_color, clean_category, _clean_payload(payload))
-    _report_once(
-        ("attributes", clean[0][:200]),
-        f"NVTX rejected the attributes of phase {clean[0][:80]!r} ({problem}); recorded with repaired ones",
-    )
-    for args in (clean, (clean[0], None, None, None), ("nvtxsim.invalid_phase", None, None, None)):
-        try:
-            return _backend.attributes(*args)
-        except Exception as exc:
-            last = exc
-    _nvtx_failed(last)
-    return None
-
-
-# --------------------------------------------------------------------------- backend
-
-
-class _Backend:
-    """What the rest of the module needs from NVTX, resolved once per process."""
-
-    def __init__(self) -> None:
-        self.tool_attached = bool(os.environ.get("NVTX_INJECTION64_PATH"))
-        self.gate_bypassed = False  # True when the nvtx>=0.2.12 enabled-gate was lifted
-        self.domain: Any = None
-        self.handle: Any = None
-        self.error: str | None = None
-        self.push: Callable[..., Any] = _noop
-        self.pop: Callable[..., Any] = _noop
-        self.mark: Callable[..., Any] = _noop
-        self._lock = threading.Lock()
-        self._attr_cache: dict[tuple, Any] = {}
-        self._domains: dict[str, Any] = {}
-        self.failed = False  # an NVTX call raised: ranges stay off for the rest of the process
-        self.inactive_reason: str | None = None  # why a tool is attached but nothing is recorded
-        self.unmatched_pops = 0
-        if self.tool_attached:
-            if _nsys_traces_this_process() is False:
-                self.inactive_reason = FORKED_UNTRACED
-                return
-            try:
-                self._open()
-            except Exception as exc:  # NVTX must never break the user's program
-                self.error = f"{type(exc).__name__}: {exc}"
-                self.domain = None
-                _report_once("open", f"could not open the NVTX domain ({self.error}); phases are not recorded")
-
-    def _open(self) -> None:
-        import nvtx
-        from nvtx import _lib as nvtxlib
-
-        domain = nvtx.get_domain(_phases.DOMAIN)
-        dummy_cls = getattr(getattr(nvtxlib, "lib", nvtxlib), "DummyDomain", None)
-        if dummy_cls is not None and isinstance(domain, dummy_cls):
-            domain = _lift_enabled_gate(_phases.DOMAIN)
-            self.gate_bypassed = domain is not None
-        if domain is None:
-            return
-        self.domain = domain
-        self.handle = domain.handle
-        self.push = nvtxlib.push_range
-        self.pop = nvtxlib.pop_range
-        self.mark = nvtxlib.mark
-
-    @property
-    def live(self) -> bool:
-        return self.domain is not None and not self.failed and self.inactive_reason is None
-
-    def domain_for(self, name: str | None) -> Any:
-        """Another NVTX domain (None: nvtxsim's), opened like nvtxsim's own; None when not live."""
-        if self.domain is None or name is None or name == _phases.DOMAIN:
-            return self.domain
-        with self._lock:
-            dom = self._domains.get(name)
-            if dom is None:
-                import nvtx
-
-                dom = self._domains[name] = nvtx.get_domain(name)  # the gate is already lifted if needed
-            return dom
-
-    def attributes(self, name: str, color: int | None, category: str | None, payload: Payload = None) -> Any:
-        """Event attributes for a range; cached per (name, color, category) when there is no payload."""
-        if self.domain is None:
-            return None
-        if payload is None:
-            key = (name, color, category)
-            attrs = self._attr_cache.get(key)
-            if attrs is None:
-                with self._lock:
-                    attrs = self._attr_cache.get(key)
-                    if attrs is None:
-                        attrs = self.domain.get_event_attributes(name, color, category)
-                        self._attr_cache[key] = attrs
-            return attrs
-        return self.domain.get_event_attributes(name, color, category, payload)
-
-
-def _noop(*_args: Any) -> None:
-    return None
-
-
-def _lift_enabled_gate(name: str) -> Any:
-    """Open an NVTX domain without ``nvtxDomainIsEnabled`` (nvtx>=0.2.12 under old nsys).
-
-    Also replaces ``nvtx.Domain.__new__`` so domains the user opens afterwards are
-    recorded too, and clears nvtx's domain caches so no dummy domain stays cached.
-    """
-    try:
-        import nvtx.nvtx as N
-        from nvtx._lib import lib as L
-    except Exception:
-        return None
-    Domain = getattr(L, "Domain", None)
-    DomainHandle = getattr(L, "DomainHandle", None)
-    if Domain is None or DomainHandle is None:
-        return None
-
-    def __new__(cls, name=None):  # noqa: N807 - mirrors nvtx's own constructor
-        obj = object.__new__(cls)
-        obj.handle = DomainHandle(name)
-        return obj
-
-    Domain.__new__ = __new__
-    for cached in ("get_domain", "_get_domain_cached"):
-        fn = getattr(N, cached, None)
-        if fn is not None and hasattr(fn, "cache_clear"):
-            fn.cache_clear()
-    import nvtx
-
-    return nvtx.get_domain(name)
-
-
-_backend = _Backend()
+_backend = Backend()
 _enabled = not _envflags.env_flag(_envflags.DISABLE, default=False, on_unknown=True)
 if _envflags.parse_flag(os.environ.get(_envflags.DISABLE, "")) is None:
-    _report_once(
+    report_once(
         "env-disable",
         f"{_envflags.DISABLE}={os.environ[_envflags.DISABLE][:40]!r} is not one of 1/0, true/false, yes/no, on/off; ranges are off",
     )
@@ -266,13 +60,9 @@ def _refresh() -> None:
 
 
 def _after_fork_in_child() -> None:
-    """In a forked child: fresh locks, and ranges off when nsys does not trace this process."""
-    global _report_lock
+    """In a forked child: a fresh backend lock, and ranges off when nsys does not trace this process."""
     try:
-        _report_lock = threading.Lock()
-        _backend._lock = threading.Lock()
-        if _backend.live and _nsys_traces_this_process() is False:
-            _backend.inactive_reason = FORKED_UNTRACED
+        if _backend.after_fork_in_child():
             _refresh()
     except Exception:
         pass
@@ -328,18 +118,8 @@ def is_measuring() -> bool:
 
 def backend_info() -> dict[str, Any]:
     """Facts for ``nvtxsim doctor`` and for tests."""
-    try:
-        import nvtx
-
-        version = getattr(nvtx, "__version__", None)
-        if version is None:
-            from importlib.metadata import version as _v
-
-            version = _v("nvtx")
-    except Exception:
-        version = None
     return {
-        "nvtx_version": version,
+        "nvtx_version": nvtx_version(),
         "tool_attached": _backend.tool_attached,
         "injection": os.environ.get("NVTX_INJECTION64_PATH"),
         "domain_open": _backend.live,
@@ -354,11 +134,36 @@ def backend_info() -> dict[str, Any]:
 
 def _nvtx_failed(exc: BaseException) -> None:
     """Turn nvtxsim off for good after an NVTX failure instead of raising into user code (reported once)."""
-    if not _backend.failed:
-        _backend.failed = True
-        _backend.error = f"{type(exc).__name__}: {exc}"
+    _backend.fail(exc)
     _refresh()
-    _report_once("nvtx-failed", f"NVTX call failed ({_backend.error}); ranges turned off for the rest of this process")
+    report_once("nvtx-failed", f"NVTX call failed ({_backend.error}); ranges turned off for the rest of this process")
+
+
+def _safe_attributes(name: Any, color: Any, category: Any, payload: Any = None) -> Any:
+    """Event attributes that never raise: arguments NVTX rejects are repaired and reported once.
+
+    Attributes are built only while a profiler is attached, so without this a bad argument
+    (a name with lone surrogates, a colour out of range, an oversized int payload) would
+    fail only under the profiler.
+    """
+    try:
+        return _backend.attributes(name, color, category, payload)
+    except Exception as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    clean_color = color if isinstance(color, int) and 0 <= color <= 0xFFFFFFFF else None
+    clean_category = None if category is None else clean_text(category)
+    clean = (clean_text(name), clean_color, clean_category, clean_payload(payload))
+    report_once(
+        ("attributes", clean[0][:200]),
+        f"NVTX rejected the attributes of phase {clean[0][:80]!r} ({problem}); recorded with repaired ones",
+    )
+    for args in (clean, (clean[0], None, None, None), ("nvtxsim.invalid_phase", None, None, None)):
+        try:
+            return _backend.attributes(*args)
+        except Exception as exc:
+            last = exc
+    _nvtx_failed(last)
+    return None
 
 
 # --------------------------------------------------------------------------- phase
@@ -411,7 +216,7 @@ class phase(metaclass=_PhaseType):
         category: str | None = None,
     ) -> None:
         if type(name) is not str:
-            name = _clean_text(name)
+            name = clean_text(name)
         if color is None or category is None:
             style = _phases.style_for(name)
             if color is None:
@@ -458,182 +263,77 @@ class phase(metaclass=_PhaseType):
         """Decorate ``fn``; the result behaves the same whether or not a profiler records.
 
         While nothing is recorded ``fn`` comes back unchanged (no cost per call); while recording
-        it comes back wrapped in the same shape (see :func:`wrap_in_shape`). What cannot be wrapped
-        that way (a class, a non-callable) is refused with a TypeError in both states.
+        it comes back wrapped in the same shape (:func:`nvtxsim.emit.wrapping.wrap_in_shape`). What
+        cannot be wrapped that way (a class, a non-callable) is refused with a TypeError in both states.
         """
         if getattr(fn, "__nvtxsim_phase__", None) is not None:
             return fn  # already a phase: never range twice
-        refuse_undecoratable(fn)
+        _wrapping.refuse_undecoratable(fn)
         if not (_active or _live_on):
             return fn  # like nvtx: no tool or disabled at decoration time costs nothing per call
-        return wrap_in_shape(self, fn)
+        return _wrapping.wrap_in_shape(self, fn)
 
     def wrap(self, fn: F) -> F:
         """Always wrap ``fn`` (the wrapper checks at call time whether ranges are recorded).
 
         A wrapped call costs one extra Python frame of recursion depth, also for generators
         and coroutines (one range per resumption). Callables that are not plain functions keep
-        their shape (:func:`wrap_in_shape`).
+        their shape (:mod:`nvtxsim.emit.wrapping`).
         """
-        if not isinstance(fn, types.FunctionType):
-            return wrap_in_shape(self, fn)
-        if inspect.isgeneratorfunction(fn):
-            wrapper = _wrap_generator(fn, self)
-        elif inspect.iscoroutinefunction(fn):
-            wrapper = _wrap_coroutine(fn, self)
-        elif inspect.isasyncgenfunction(fn):
-            return fn  # async generators: left as they are (a range cannot span an await safely)
-        else:
-            wrapper = _wrap_call(fn, self)
-        wrapper.__nvtxsim_phase__ = self.name  # type: ignore[attr-defined]
-        return wrapper  # type: ignore[return-value]
+        return _wrapping.wrap(self, fn)
 
+    # The per-call and per-resumption work of the wrappers of nvtxsim.emit.wrapping: here, so that
+    # they read this module's globals (the hot path) directly.
+    def _call_wrapper(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` in this phase's range per call: one Python frame more than ``fn``."""
+        ph, attrs = self, self._attrs
 
-def _wrap_call(fn: Callable[..., Any], ph: phase) -> Callable[..., Any]:
-    """``fn`` in ``ph``'s range per call: one Python frame more than ``fn``."""
-    attrs = ph._attrs
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if _timing is not None:  # live timing: the phase's own __enter__/__exit__ time it
-            with ph:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _timing is not None:  # live timing: the phase's own __enter__/__exit__ time it
+                with ph:
+                    return fn(*args, **kwargs)
+            if not _active:
                 return fn(*args, **kwargs)
+            try:
+                _push(attrs, _handle)
+            except Exception as exc:
+                _nvtx_failed(exc)
+                return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                try:
+                    _pop(_handle)
+                except Exception as exc:
+                    _nvtx_failed(exc)
+
+        return wrapper
+
+    def _open_resumption(self) -> int:
+        """Open the range of one generator/coroutine resumption: 2 when live timing times it (the phase's
+        own ``__enter__``, which also pushes while recording), 1 when pushed, 0 when nothing records."""
+        if _timing is not None:
+            self.__enter__()
+            return 2
         if not _active:
-            return fn(*args, **kwargs)
+            return 0
         try:
-            _push(attrs, _handle)
+            _push(self._attrs, _handle)
+            return 1
         except Exception as exc:
             _nvtx_failed(exc)
-            return fn(*args, **kwargs)
-        try:
-            return fn(*args, **kwargs)
-        finally:
+            return 0
+
+    def _close_resumption(self, opened: int) -> None:
+        """Close what :meth:`_open_resumption` opened (whatever the state is now: pushes and pops stay paired)."""
+        if opened == 2:
+            self.__exit__(None, None, None)
+        elif opened == 1:
             try:
                 _pop(_handle)
             except Exception as exc:
                 _nvtx_failed(exc)
-
-    return wrapper
-
-
-_DESCRIPTORS = (staticmethod, classmethod, property, functools.cached_property, functools.partialmethod)
-
-
-def refuse_undecoratable(fn: Any) -> None:
-    """TypeError for what a phase cannot wrap without changing it: classes and non-callables.
-
-    Raised whether or not a profiler records, so a program never works only without one.
-    """
-    if isinstance(fn, type):
-        raise TypeError(
-            f"phase() cannot decorate a class ({fn.__qualname__}): decorate its methods, "
-            f"or use nvtxsim.instrument({fn.__qualname__}, [...]) to wrap methods by name"
-        )
-    if not callable(fn) and not isinstance(fn, _DESCRIPTORS):
-        raise TypeError(f"phase() decorates functions, methods and properties, not {type(fn).__name__} objects")
-
-
-def wrap_in_shape(ph: phase, fn: Any) -> Any:
-    """``ph`` around ``fn``, keeping what ``fn`` is: descriptors stay descriptors of the same kind.
-
-    ``staticmethod``/``classmethod``/``property``/``cached_property``/``partialmethod`` are rebuilt around wrapped
-    functions; a bound method stays a bound method; another callable (``lru_cache``, ``partial``,
-    a builtin, a callable object) gets a function wrapper that carries its public attributes
-    (``cache_info()`` ...; a snapshot of the values, live for methods) and that binds as a method
-    only where the callable itself did.
-    """
-    refuse_undecoratable(fn)
-    if isinstance(fn, (staticmethod, classmethod)):
-        return type(fn)(ph.wrap(fn.__func__))
-    if isinstance(fn, property):
-        for part, rebuild in ((fn.fget, "getter"), (fn.fset, "setter"), (fn.fdel, "deleter")):
-            if part is not None and getattr(part, "__nvtxsim_phase__", None) is None:
-                fn = getattr(fn, rebuild)(ph.wrap(part))
-        return fn
-    if isinstance(fn, functools.partialmethod):
-        return functools.partialmethod(ph.wrap(fn.func), *fn.args, **fn.keywords)
-    if isinstance(fn, functools.cached_property):
-        new = functools.cached_property(ph.wrap(fn.func))
-        new.attrname, new.__doc__ = fn.attrname, fn.__doc__
-        return new
-    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
-        return types.MethodType(ph.wrap(fn.__func__), fn.__self__)
-    if isinstance(fn, types.FunctionType):
-        return ph.wrap(fn)
-    if inspect.isasyncgenfunction(fn):
-        return fn  # as ph.wrap leaves async generator functions
-    # What calling returns decides the wrapper (inspect sees through partials): a partial of a
-    # generator or coroutine function gets one range per resumption, not one around its creation.
-    kind = (
-        _wrap_generator
-        if inspect.isgeneratorfunction(fn)
-        else _wrap_coroutine
-        if inspect.iscoroutinefunction(fn)
-        else None
-    )
-    wrapper = kind(fn, ph) if kind is not None else _wrap_call(fn, ph)
-    wrapper.__nvtxsim_phase__ = ph.name  # type: ignore[attr-defined]
-    for name in dir(fn):
-        if not name.startswith("_") and not hasattr(wrapper, name):
-            try:
-                setattr(wrapper, name, getattr(fn, name))
-            except Exception:
-                pass
-    binder = getattr(type(fn), "__get__", None)
-    if binder is None:
-        return staticmethod(wrapper)  # fn does not bind as a method in a class: neither does the wrapper
-    if isinstance(fn, _BINDS_AS_FUNCTION):
-        return wrapper  # binds as a function does, like the wrapper
-    return _binding_like(ph, fn, wrapper)
-
-
-# Callables whose ``__get__`` binds exactly as a function's does (``MethodType(fn, obj)``).
-_BINDS_AS_FUNCTION = (type(functools.lru_cache(None)(lambda: None)), types.BuiltinFunctionType)
-
-
-class _BindsLike:
-    """A wrapped callable with a ``__get__`` of its own (a descriptor that is also callable): in a
-    class body the wrapper binds through that ``__get__`` — what it returns is wrapped — so an
-    attribute lookup gives what it gives without a profiler. Called directly it is the wrapper
-    (``__call__`` is the wrapper itself: one frame of recursion depth)."""
-
-    __slots__ = ("__dict__", "_ph", "_fn")
-    _ph: phase
-    _fn: Any
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # each subclass: the wrapper itself
-        raise NotImplementedError
-
-    def __get__(self, obj: Any, typ: Any = None) -> Any:
-        bound = self._fn.__get__(obj, typ)
-        if bound is self._fn:
-            return self
-        if isinstance(bound, types.MethodType) and bound.__func__ is self._fn:
-            return types.MethodType(self, bound.__self__)
-        return wrap_in_shape(self._ph, bound) if callable(bound) and not isinstance(bound, type) else bound
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        """Pickled as the callable would be: by reference when it has a name, else by value
-        (which unpickles the callable itself, unwrapped, as without a profiler)."""
-        name = getattr(self._fn, "__qualname__", None)
-        return name if isinstance(name, str) and name else (_unwrapped, (self._fn,))
-
-
-def _unwrapped(fn: Any) -> Any:
-    return fn
-
-
-def _binding_like(ph: phase, fn: Any, wrapper: Callable[..., Any]) -> Any:
-    cls = types.new_class(
-        type(fn).__name__, (_BindsLike,), exec_body=lambda ns: ns.update(__call__=staticmethod(wrapper), __slots__=())
-    )
-    obj = cls()
-    obj._ph, obj._fn = ph, fn
-    obj.__dict__.update(wrapper.__dict__)
-    for name in ("__module__", "__name__", "__qualname__", "__doc__"):
-        if hasattr(wrapper, name):
-            obj.__dict__[name] = getattr(wrapper, name)
-    return obj
 
 
 _NOT_STATE = frozenset({"_attrs", "_self", "__weakref__", "__dict__"})
@@ -688,104 +388,6 @@ def _install_with_methods() -> None:
 _install_with_methods()
 
 
-def _open_resumption(ph: phase) -> int:
-    """Open the range of one generator/coroutine resumption: 2 when live timing times it (the phase's
-    own ``__enter__``, which also pushes while recording), 1 when pushed, 0 when nothing records."""
-    if _timing is not None:
-        ph.__enter__()
-        return 2
-    if not _active:
-        return 0
-    try:
-        _push(ph._attrs, _handle)
-        return 1
-    except Exception as exc:
-        _nvtx_failed(exc)
-        return 0
-
-
-def _close_resumption(ph: phase, opened: int) -> None:
-    if opened == 2:
-        ph.__exit__(None, None, None)
-    elif opened == 1:
-        try:
-            _pop(_handle)
-        except Exception as exc:
-            _nvtx_failed(exc)
-
-
-def _wrap_generator(fn: Callable[..., Any], ph: phase) -> Callable[..., Any]:
-    """A generator forwarding send/throw/close to ``fn``'s, one range per resumption.
-
-    The loop is the wrapper itself (no helper generator between), so a wrapped generator costs
-    one frame of recursion depth, as a wrapped function does.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        it = fn(*args, **kwargs)
-        sent: Any = None
-        thrown: BaseException | None = None
-        while True:
-            opened = _open_resumption(ph)
-            try:
-                item = it.send(sent) if thrown is None else it.throw(thrown)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                _close_resumption(ph, opened)
-            thrown = None
-            try:
-                sent = yield item
-            except GeneratorExit:
-                it.close()
-                raise
-            except BaseException as exc:  # delivered into the wrapped generator
-                thrown, sent = exc, None
-
-    return wrapper
-
-
-class _Suspend:
-    """Awaiting this passes ``item`` (what the wrapped coroutine yielded) up to the event loop."""
-
-    __slots__ = ("item",)
-
-    def __init__(self, item: Any) -> None:
-        self.item = item
-
-    def __await__(self) -> Any:
-        return (yield self.item)
-
-
-def _wrap_coroutine(fn: Callable[..., Any], ph: phase) -> Callable[..., Any]:
-    """A coroutine driving ``fn``'s, one range per resumption (one frame of recursion depth)."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        it = fn(*args, **kwargs)
-        sent: Any = None
-        thrown: BaseException | None = None
-        while True:
-            opened = _open_resumption(ph)
-            try:
-                item = it.send(sent) if thrown is None else it.throw(thrown)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                _close_resumption(ph, opened)
-            thrown = None
-            try:
-                sent = await _Suspend(item)
-            except GeneratorExit:
-                it.close()
-                raise
-            except BaseException as exc:  # cancellation and the like, delivered into the wrapped coroutine
-                thrown, sent = exc, None
-
-    return wrapper
-
-
 # --------------------------------------------------------------------------- marks
 
 
@@ -794,7 +396,7 @@ def mark(name: str, payload: Payload = None, *, color: int | None = None) -> Non
     if not _active:
         return
     try:
-        name = name if type(name) is str else _clean_text(name)
+        name = name if type(name) is str else clean_text(name)
         style = _phases.style_for(name)
         attrs = _safe_attributes(name, color if color is not None else style.color, style.category, payload)
         _backend.mark(attrs, _handle)
@@ -808,7 +410,7 @@ def range_push(name: str, payload: Payload = None) -> None:
     if not _active:
         return
     try:
-        name = name if type(name) is str else _clean_text(name)
+        name = name if type(name) is str else clean_text(name)
         style = _phases.style_for(name)
         try:
             attrs = _backend.attributes(name, style.color, style.category, payload)
@@ -848,7 +450,7 @@ def range_pop() -> None:
 
 def _unmatched_pop() -> None:
     _backend.unmatched_pops += 1
-    _report_once(
+    report_once(
         "unmatched-pop",
         "range_pop() without an open range_push() on this thread was ignored (reported once; "
         f"each is recorded as an {UNMATCHED_POP_MARK!r} mark)",
@@ -885,7 +487,7 @@ def start_range(
     if not _active:
         return None
     try:
-        name = name if type(name) is str else _clean_text(name)
+        name = name if type(name) is str else clean_text(name)
         style = _phases.style_for(name)
         dom = _backend.domain_for(domain)
         attrs = dom.get_event_attributes(
@@ -908,12 +510,12 @@ def end_range(token: RangeToken | None) -> None:
     if token is None:
         return
     if type(token) is not RangeToken:
-        _report_once(
+        report_once(
             "end-range-token", f"end_range() got a {type(token).__name__}, not a token of start_range(); ignored"
         )
         return
     if token._ended:
-        _report_once("end-range-twice", "end_range() was called twice with one token; the second call was ignored")
+        report_once("end-range-twice", "end_range() was called twice with one token; the second call was ignored")
         return
     token._ended = True
     if not _live:

@@ -51,13 +51,12 @@ COLUMNS = [
 
 
 def _heading(log: LiveLog) -> str:
-    its = [w["iterations"] for w in log.windows if isinstance(w.get("iterations"), list) and len(w["iterations"]) == 2]
-    ends = [(a, b) for a, b in its if isinstance(a, int) and isinstance(b, int)]
+    ends = [w.iterations for w in log.windows if w.iterations is not None]
     span = (
         f"iterations {min(a for a, _ in ends)}..{max(b for _, b in ends)}" if ends else "no iterations marked"
     )  # lines of several processes interleave
-    measured = sum(int(w.get("measured") or 0) for w in log.windows if isinstance(w.get("measured"), int))
-    samples = sorted({s for w in log.windows if isinstance(s := w.get("sample"), int)})
+    measured = sum(w.measured or 0 for w in log.windows)
+    samples = sorted({w.sample for w in log.windows if w.sample is not None})
     sample = f" (1 in {samples[0]})" if samples and samples != [1] else ""
     windows = f"{len(log.windows)} window{'s' if len(log.windows) != 1 else ''}"
     return f"{log.path} · {windows} · {span} · {measured} measured{sample}"
@@ -69,12 +68,12 @@ def _notes(log: LiveLog) -> list[str]:
         notes.append(f"{log.skipped} line(s) that are not live-timing windows were skipped")
     if len(log.pids) > 1:
         notes.append(f"lines from {len(log.pids)} processes (pids {', '.join(map(str, log.pids[:8]))}) are summed")
-    dropped = sum(int(w.get("dropped_windows") or 0) for w in log.windows if isinstance(w.get("dropped_windows"), int))
+    dropped = sum(w.dropped_windows or 0 for w in log.windows)
     if dropped:
         notes.append(f"{dropped} window(s) were dropped during the run (the writer fell behind)")
     for w in log.windows:
-        t = w.get("trigger")
-        if isinstance(t, dict):
+        t = w.trigger
+        if t is not None:
             notes.append(f"trigger {t.get('rule')} fired at iteration {t.get('at')}: capture window {t.get('window')}")
     return notes
 
@@ -97,8 +96,8 @@ class TrainingLines:
     def lines(self) -> list[tuple[str, list[tuple[int, float]], list[tuple[int, float]]]]:
         """(phase, CPU points, GPU points) per plotted phase, from the first process in the file (one line per
         process would zigzag)."""
-        main_pid = self.log.windows[0].get("pid") if self.log.windows else None
-        windows = [w for w in self.log.windows if w.get("pid") == main_pid]
+        main_pid = self.log.windows[0].pid if self.log.windows else None
+        windows = [w for w in self.log.windows if w.pid == main_pid]
         return [(p, series(windows, p, "cpu"), series(windows, p, "gpu")) for p in self.phases]
 
 
@@ -114,7 +113,7 @@ def live_document(log: LiveLog) -> Document:
     )
     notes = list(t.notes)
     if len(log.pids) > 1:
-        main_pid = log.windows[0].get("pid") if log.windows else None
+        main_pid = log.windows[0].pid if log.windows else None
         notes.append(f"plots: process {main_pid} (the first in the file)")
     head = PageHead(
         "nvtxsim live", "nvtxsim live timing", [SourcePart(t.title, isolated=False)], [Prose("note", notes)]

@@ -1,0 +1,219 @@
+"""Emit stage: live phase timing during training, without a profiler.
+
+Long runs need always-on per-phase timing that neither syncs the GPU (Isaac Lab's Timer)
+nor costs what torch.profiler costs. While live timing is on, every ``nvtxsim.phase``
+also measures its CPU time (``perf_counter_ns``) and, once CUDA is initialised, its GPU
+time: two pooled CUDA events recorded on the current stream at enter and exit. A
+background thread resolves the events only once they completed (``event.query()``, never
+a sync on the training thread) and writes one JSON line per ``every`` iterations
+(:func:`nvtxsim.step` marks them): a :class:`~nvtxsim.live_record.LiveWindow`, where the
+line's fields are described.
+
+With ``sample=K`` only every K-th iteration is measured; the others run on the plain (idle or
+recording) methods, so they cost what phases cost with live timing off. Turn it on with
+``NVTXSIM_LIVE=FILE`` (``NVTXSIM_LIVE_EVERY``, ``NVTXSIM_LIVE_SAMPLE``, ``NVTXSIM_LIVE_TRIGGER``)
+or :func:`start`. Nothing here ever raises into, or blocks, the training loop: a failing
+file, writer or callback is reported once on stderr and live timing turns off (or that
+sink alone, for a logger).
+
+The parts: :mod:`.session` (the measuring phase methods and the windows they fill),
+:mod:`.writer` (the writer thread), :mod:`.sinks` (file, TensorBoard scalars, callback),
+:mod:`.gpu` (the GPU-timing interface) with :mod:`.cuda_events` behind it, and :mod:`.trigger`.
+They are imported by the first :func:`start`: ``import nvtxsim`` stays light while live timing is off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from nvtxsim import phases as _phases
+from nvtxsim.emit.live.trigger import DEFAULT_TRIGGER_ITERATIONS, Trigger
+from nvtxsim.emit.notices import report
+from nvtxsim.envflags import env_flag, parse_flag
+
+if TYPE_CHECKING:
+    from nvtxsim.emit.live.session import Session
+    from nvtxsim.emit.live.sinks import Sink
+
+ENV_FILE = "NVTXSIM_LIVE"
+ENV_EVERY = "NVTXSIM_LIVE_EVERY"
+ENV_SAMPLE = "NVTXSIM_LIVE_SAMPLE"
+ENV_GPU = "NVTXSIM_LIVE_GPU"  # 0/false/no/off: CPU times only
+ENV_TRIGGER = _phases.ENV_LIVE_TRIGGER
+ENV_TRIGGER_ITERATIONS = _phases.ENV_LIVE_TRIGGER_ITERATIONS
+#: Set by the process that started live timing from the environment: its children (exec'd
+#: workers inheriting ``NVTXSIM_LIVE``) append to the file instead of truncating it.
+ENV_OWNER = "NVTXSIM_LIVE_OWNER"
+DEFAULT_EVERY = 100
+
+_lock = threading.Lock()
+_owner_set = False
+_session: Session | None = None  # the last one started (it may have turned itself off since)
+
+
+def start(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    every: int = DEFAULT_EVERY,
+    sample: int = 1,
+    writer: Any = None,
+    callback: Callable[[dict], Any] | None = None,
+    trigger: str | None = None,
+    trigger_iterations: int = DEFAULT_TRIGGER_ITERATIONS,
+    append: bool = False,
+    gpu: bool = True,
+) -> None:
+    """Start live phase timing (restarts it when on): one JSON line to ``path`` per ``every`` iterations.
+
+    ``sample=K`` measures every K-th iteration (the others cost nothing extra). ``writer``: any object
+    with TensorBoard's ``add_scalar(tag, value, step)``; ``callback(record)``: any other logger. Both run
+    on the writer thread. ``trigger``: a rule like ``'sim_step>1.5x'`` opening a capture window of
+    ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events.
+    """
+    global _session
+    if every < 1 or sample < 1:
+        raise ValueError("live timing: every and sample must be >= 1")
+    trig = Trigger(trigger, trigger_iterations) if trigger else None
+    stop()
+    from nvtxsim.emit.live.cuda_events import CudaEventTiming
+    from nvtxsim.emit.live.session import Session
+
+    sinks = _sinks(None if path is None else os.fspath(path), append, writer, callback)
+    with _lock:
+        _session = Session(every, sample, trig, sinks, CudaEventTiming if gpu else None)
+        _session.activate()
+    _register_atexit()
+
+
+def _sinks(path: str | None, append: bool, writer: Any, callback: Callable[[dict], Any] | None) -> list[Sink]:
+    """Where the windows go, in this order: the file, the scalars, the callback."""
+    from nvtxsim.emit.live.sinks import CallbackSink, FileSink, ScalarSink
+
+    sinks: list[Sink] = []
+    if path is not None:
+        sinks.append(FileSink(path, append=append))
+    if writer is not None:
+        sinks.append(ScalarSink(writer))
+    if callback is not None:
+        sinks.append(CallbackSink(callback))
+    return sinks
+
+
+def stop(timeout: float = 5.0) -> None:
+    """Stop live timing: the last (partial) window is written, the writer thread ends (waits up to ``timeout``)."""
+    global _session, _owner_set
+    with _lock:
+        s, _session = _session, None
+        if s is None or not s.deactivate():
+            return  # never started, stopped, or turned itself off
+    if s.pid == os.getpid():
+        s.finish(timeout)
+    if _owner_set and os.environ.get(ENV_OWNER) == str(os.getpid()):
+        os.environ.pop(ENV_OWNER, None)
+        _owner_set = False
+
+
+def is_on() -> bool:
+    """True while live timing is started."""
+    s = _session
+    return s is not None and s.is_current()
+
+
+_atexit_done = False
+
+
+def _register_atexit() -> None:
+    """stop() at exit, and at the end of a multiprocessing child: those leave through ``os._exit`` after
+    ``multiprocessing.util._exit_function`` (its finalizers run, atexit's do not), so their last window
+    would be lost."""
+    global _atexit_done
+    if not _atexit_done:
+        atexit.register(stop)
+        _atexit_done = True
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        try:
+            _mp_finalize(mp_util)
+            # a child's Process._bootstrap clears the finalizers (after the main module, which started live
+            # timing, was imported) and then runs the after-fork hooks: register it again there
+            mp_util.register_after_fork(_MP_HOOK, lambda _hook: _mp_finalize(mp_util))
+        except Exception:
+            pass
+
+
+class _MpHook:
+    """Key of the after-fork hook (multiprocessing keeps weak references to it)."""
+
+
+_MP_HOOK = _MpHook()
+
+
+def _mp_finalize(mp_util: Any) -> None:
+    mp_util.Finalize(None, stop, exitpriority=0)  # stop() is a no-op once stopped, so several are harmless
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child: a fresh lock (the session itself is off there: see :mod:`.session`)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+        if value >= 1:
+            return value
+    except ValueError:
+        pass
+    report(f"{name}={raw!r} ignored (expected an integer >= 1); using {default}")
+    return default
+
+
+def start_from_env() -> bool:
+    """Start live timing when ``NVTXSIM_LIVE`` names a file or ``NVTXSIM_LIVE_TRIGGER`` sets a rule (then no file
+    is written); never raises (bad settings: one stderr line)."""
+    global _owner_set
+    path: str | None = os.environ.get(ENV_FILE, "").strip()
+    if path and parse_flag(path) is False:  # NVTXSIM_LIVE=0/off: no file
+        path = None
+    trigger = os.environ.get(ENV_TRIGGER, "").strip() or None
+    if not path and not trigger:
+        return False
+    owner = os.environ.get(ENV_OWNER)
+    append = bool(owner) and owner != str(os.getpid())
+    try:
+        start(
+            path or None,
+            every=_int_env(ENV_EVERY, DEFAULT_EVERY),
+            sample=_int_env(ENV_SAMPLE, 1),
+            trigger=trigger,
+            trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS),
+            append=append,
+            gpu=env_flag(ENV_GPU, default=True),
+        )
+    except Exception as exc:
+        report(
+            f"{ENV_FILE}={path!r}: live timing not started ({exc})"
+            if path
+            else f"{ENV_TRIGGER}: live timing not started ({exc})"
+        )
+        return False
+    if not append:
+        os.environ[ENV_OWNER] = str(os.getpid())
+        _owner_set = True
+    return True
+
+
+__all__ = ["start", "stop", "is_on", "start_from_env", "Trigger", "ENV_FILE", "ENV_EVERY", "ENV_SAMPLE", "ENV_TRIGGER"]

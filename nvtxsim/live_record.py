@@ -1,0 +1,137 @@
+"""The live-timing record: one window of iterations, as live timing writes it and ``nvtxsim live`` reads it.
+
+A live-timing file (``NVTXSIM_LIVE=FILE``) holds one JSON object per line, one line per window of
+``every`` iterations::
+
+    {"iterations": [first, last], "measured": n, "sample": k, "pid": ..., "time": ...,
+     "phases": {"nvtxsim:sim_step": {"count", "cpu_ns", "cpu_mean_ns", "cpu_p90_ns", "gpu_ns"}},
+     "trigger": {...}, "dropped_windows": n}
+
+``trigger`` (a live trigger fired in the window) and ``dropped_windows`` (windows before this one the
+writer could not keep up with) appear only when there is something to say. The writer
+(:mod:`nvtxsim.emit.live`) makes a :class:`LiveWindow` and writes :meth:`LiveWindow.to_json`; the reader
+(:mod:`nvtxsim.analysis.live`) makes one of each line with :meth:`LiveWindow.from_json`. Nothing else
+knows the layout.
+
+The file is data another process (or anything) wrote: :meth:`LiveWindow.from_json` checks every number
+the renderers use (non-negative finite numbers, as ints, or None) and gives None for a line that is not
+a window, so NaN, infinities, negative counts or text where a number belongs never reach arithmetic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class PhaseTimes:
+    """One phase's ranges in one window: how many, CPU ns in total, mean and p90, GPU ns in total."""
+
+    count: int | None
+    cpu_ns: int | None
+    cpu_mean_ns: int | None
+    cpu_p90_ns: int | None
+    gpu_ns: int | None  # None: not measured (no CUDA, or GPU timing off)
+
+    @classmethod
+    def of(cls, cpu_times: list[int], gpu_ns: int | None) -> PhaseTimes:
+        """The summary of one window's CPU times of a phase (at least one); the p90 is the nearest rank."""
+        times = sorted(cpu_times)
+        n = len(times)
+        total = sum(times)
+        return cls(n, total, total // n, times[min(n - 1, max(0, -(-9 * n // 10) - 1))], gpu_ns)
+
+    def to_dict(self) -> dict[str, int | None]:
+        return {
+            "count": self.count,
+            "cpu_ns": self.cpu_ns,
+            "cpu_mean_ns": self.cpu_mean_ns,
+            "cpu_p90_ns": self.cpu_p90_ns,
+            "gpu_ns": self.gpu_ns,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> PhaseTimes:
+        get = raw.get
+        return cls(
+            _count(get("count")),
+            _count(get("cpu_ns")),
+            _count(get("cpu_mean_ns")),
+            _count(get("cpu_p90_ns")),
+            _count(get("gpu_ns")),
+        )
+
+
+@dataclass(slots=True)
+class LiveWindow:
+    """One line of a live-timing file. Phase keys are ``domain:name`` (``nvtxsim:sim_step``)."""
+
+    iterations: tuple[int, int] | None  # first and last iteration; None when the program never stepped
+    measured: int | None  # iterations measured in the window (all of them, or every ``sample``-th)
+    sample: int | None
+    pid: int | None
+    time: float | None  # Unix time the window was written, in seconds
+    phases: dict[str, PhaseTimes] = field(default_factory=dict)
+    trigger: dict[str, Any] | None = None  # the firing of a live trigger: rule, at, ns, baseline_ns, window
+    dropped_windows: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of the line (what a live-timing callback receives)."""
+        out: dict[str, Any] = {
+            "iterations": None if self.iterations is None else list(self.iterations),
+            "measured": self.measured,
+            "sample": self.sample,
+            "pid": self.pid,
+            "time": self.time,
+            "phases": {key: p.to_dict() for key, p in self.phases.items()},
+        }
+        if self.trigger:
+            out["trigger"] = self.trigger
+        if self.dropped_windows:
+            out["dropped_windows"] = self.dropped_windows
+        return out
+
+    def to_json(self) -> str:
+        """The line, without its newline: compact JSON."""
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, line: str) -> LiveWindow | None:
+        """The window of one line; None for a line that is not one (cut short, foreign, not JSON)."""
+        try:
+            raw = json.loads(line)
+        except (ValueError, RecursionError):
+            return None
+        return cls.from_dict(raw)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> LiveWindow | None:
+        """The window of a parsed line, every number checked; None when ``raw`` is no window."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("phases"), dict):
+            return None
+        its: Any = raw.get("iterations")
+        pair = isinstance(its, list) and len(its) == 2 and all(type(i) is int for i in its)
+        trigger = raw.get("trigger")
+        return cls(
+            iterations=(its[0], its[1]) if pair else None,
+            measured=_count(raw.get("measured")),
+            sample=_count(raw.get("sample")),
+            pid=_count(raw.get("pid")),
+            time=raw.get("time") if _count(raw.get("time")) is not None else None,
+            phases={str(k): PhaseTimes.from_dict(v) for k, v in raw["phases"].items() if isinstance(v, dict)},
+            trigger=trigger if isinstance(trigger, dict) else None,
+            dropped_windows=_count(raw.get("dropped_windows")),
+        )
+
+
+def _count(v: Any) -> int | None:
+    """A non-negative finite number as an int; None for anything else (NaN, text, a bool, a list ...)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        return None
+    return int(v)
+
+
+__all__ = ["LiveWindow", "PhaseTimes"]
