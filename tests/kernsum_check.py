@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from nvtxsim.analysis.gpu import kernels
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 
 
-def check_kernels_against_kernsum(d: Detail, rows: list[dict[str, str]], *, min_checked: int = 10) -> int:
+def check_kernels_against_kernsum(d: Selection, rows: list[dict[str, str]], *, min_checked: int = 10) -> int:
     """Assert agreement; return how many (phase, kernel) rows were checked exactly.
 
     nsys counts distinct kernel executions (Kern Inst) and range instances (NVTX Inst) per

@@ -9,11 +9,11 @@ import pytest
 from synth import OUTLIER_ITERATIONS, PLANTED, make_planted
 
 from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, KINDS, OUTSIDE, SEVERITIES, analyse
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
 
 
-def find(detail: Detail, **options) -> list:
+def find(detail: Selection, **options) -> list:
     """The findings of ``detail``, most costly first."""
     return analyse(detail, **options).items
 
@@ -22,14 +22,14 @@ def find(detail: Detail, **options) -> list:
 def planted(tmp_path_factory):
     p = tmp_path_factory.mktemp("findings") / "planted.sqlite"
     make_planted(p)
-    return find(Detail(load(p)))
+    return find(Selection(load(p)))
 
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory):
     p = tmp_path_factory.mktemp("findings") / "clean.sqlite"
     make_planted(p, clean=True)
-    return find(Detail(load(p)))
+    return find(Selection(load(p)))
 
 
 def _kinds(found, phase):
@@ -97,7 +97,7 @@ def test_clean_run_has_no_sync_or_pageable_copy(clean):
 def test_skip_first_and_no_iterations(tmp_path):
     p = tmp_path / "planted.sqlite"
     make_planted(p)
-    d = Detail(load(p))
+    d = Selection(load(p))
     skipped = {(f.phase, f.kind): f for f in find(d, skip_first=10)}
     assert skipped[("nvtxsim:reward", "sync")].evidence["calls"] == 20
     # Without the key range the findings still come, without per-iteration costs.
@@ -126,7 +126,7 @@ needs_real = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def real():
-    return {v: find(Detail(load(GPU_DATA / f"findings_{v}.sqlite.gz")), skip_first=2) for v in ("planted", "clean")}
+    return {v: find(Selection(load(GPU_DATA / f"findings_{v}.sqlite.gz")), skip_first=2) for v in ("planted", "clean")}
 
 
 @needs_real
@@ -210,10 +210,10 @@ def test_streamed_export_reads_only_the_calls_it_needs(tmp_path, monkeypatch):
     p = tmp_path / "planted.sqlite"
     make_planted(p)
     monkeypatch.setenv("NVTXSIM_STREAM_ROWS", str(1 << 60))
-    ref = analyse(Detail(load(p)))
+    ref = analyse(Selection(load(p)))
     monkeypatch.setenv("NVTXSIM_STREAM_ROWS", "0")
     ex = load(p)
-    d = Detail(ex)
+    d = Selection(ex)
     prefetch(d)  # before the projection, as the report does: its pass keeps the calls the findings need
     got = analyse(d)
     assert not {"name_id", "start"} & set(vars(ex.api)), "the call columns were read"
@@ -268,7 +268,8 @@ def test_cpu_bound_in_allocation_calls_gets_the_allocation_advice():
     """scripts/gpu/scaling.sh runs with PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor is a cudaMalloc/cudaFree."""
 
     found = {
-        (f.phase, f.kind): f for f in find(Detail(load(GPU_DATA / "scaling" / "scaling_1024.sqlite.gz")), skip_first=2)
+        (f.phase, f.kind): f
+        for f in find(Selection(load(GPU_DATA / "scaling" / "scaling_1024.sqlite.gz")), skip_first=2)
     }
     f = found[("nvtxsim:pairwise", "cpu_bound")]
     assert f.advice == CUDA_CAUSES["alloc"][1] and next(iter(f.evidence["cuda_calls_top"])) == "cudaMalloc"
@@ -292,7 +293,7 @@ def test_export_without_cuda_trace_gets_no_gpu_diagnoses(tmp_path):
         con.execute(f"DROP TABLE {t}")
     con.commit()
     con.close()
-    got = analyse(Detail(load(p)))
+    got = analyse(Selection(load(p)))
     assert {f.kind for f in got.items} == {"outlier_iterations"} and "no CUDA trace" in got.notes[-1]
 
 
@@ -310,7 +311,7 @@ def _loop(tmp_path, build, name="loop", **kw):
         b.cpu(10_000)
     p = tmp_path / f"{name}.sqlite"
     b.write(p)
-    return analyse(Detail(load(p)), **kw)
+    return analyse(Selection(load(p)), **kw)
 
 
 def _env_step(b, i, *, some=None):
@@ -410,7 +411,7 @@ def test_library_ranges_are_seen_through(tmp_path):
 
     got = _loop(tmp_path, step, "cccl", iterations=8)
     ex = load(tmp_path / "cccl.sqlite")
-    every = analyse(Detail(ex, domain=None))
+    every = analyse(Selection(ex, domain=None))
     for fs in (got, every):
         assert [(f.phase, f.kind) for f in fs.items] == [("nvtxsim:sort_contacts", "launch_bound")]
 
@@ -438,7 +439,7 @@ def test_sync_advice_fits_the_call(tmp_path):
 
 @pytest.mark.skipif(not (GPU_DATA / "torch_nvtx_h200.sqlite.gz").exists(), reason="H200 capture not in this checkout")
 def test_cpu_bound_in_module_loading_says_so():
-    found = {(f.phase, f.kind): f for f in find(Detail(load(GPU_DATA / "torch_nvtx_h200.sqlite.gz"), domain=None))}
+    found = {(f.phase, f.kind): f for f in find(Selection(load(GPU_DATA / "torch_nvtx_h200.sqlite.gz"), domain=None))}
     f = found[("optimizer", "cpu_bound")]
     assert f.evidence["cause"] == "module_load" and f.advice == CUDA_CAUSES["module_load"][1]
 
@@ -497,7 +498,7 @@ def test_setup_work_before_the_loop_is_no_finding(tmp_path):
                 b.kernel("evaluate", 100_000)  # between iterations
     p = tmp_path / "setup.sqlite"
     b.write(p)
-    d = Detail(load(p))
+    d = Selection(load(p))
     (f,) = [f for f in analyse(d).items if f.kind == "unattributed_gpu"]
     assert f.phase == OUTSIDE and f.evidence["launches"] == 20
     rows = {r.phase: r.launches for r in overlap_rows(d, Context(d))}

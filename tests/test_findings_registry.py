@@ -17,7 +17,7 @@ from synth import make_planted
 from nvtxsim.analysis import findings
 from nvtxsim.analysis.findings import registry
 from nvtxsim.analysis.findings.kind import FACTS, Facts, Kind
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
 from nvtxsim.reporting.findings import UNITS, evidence_text
 
@@ -63,7 +63,7 @@ def test_each_kind_has_its_advice_thresholds_reasoning_and_evidence_text(name):
 def planted(tmp_path_factory):
     p = tmp_path_factory.mktemp("registry") / "planted.sqlite"
     make_planted(p)
-    return findings.analyse(Detail(load(p)))
+    return findings.analyse(Selection(load(p)))
 
 
 def test_every_kind_is_found_on_the_planted_export_and_says_its_evidence(planted):

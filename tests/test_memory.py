@@ -10,7 +10,7 @@ import pytest
 from synth import LoopPhase, make_loop_export
 
 from nvtxsim.analysis.memory import _window_levels, range_memory
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.cli.main import main
 from nvtxsim.export.reader import load
 
@@ -39,7 +39,7 @@ def test_window_levels_peak_rise_net():
 
 
 def test_phase_peak_counts_resident_memory_and_ignores_host_memory(loop):
-    rep = Detail(load(loop)).report
+    rep = Selection(load(loop)).report
     by = {p.name: p for p in rep.phases}
     assert by["pairwise"].gpu_mem_peak_bytes == 7 * MiB  # resident 3 + own 4; pinned host 1 GiB left out
     assert by["step"].gpu_mem_peak_bytes == 4 * MiB
@@ -103,5 +103,5 @@ def test_events_with_bare_pids_still_match_their_process(tmp_path):
     con.execute("UPDATE CUDA_GPU_MEMORY_USAGE_EVENTS SET globalPid = 4242 << 24")  # host/VM bits left out
     con.commit()
     con.close()
-    by = {q.name: q for q in Detail(load(p)).report.phases}
+    by = {q.name: q for q in Selection(load(p)).report.phases}
     assert by["pairwise"].gpu_mem_peak_bytes == 7 * MiB

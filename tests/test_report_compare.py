@@ -16,7 +16,7 @@ from nsys_util import needs_nsys, profile_python
 from synth import make_export
 
 from nvtxsim.analysis.compare import CompareSettings, compare
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
 
 
@@ -64,7 +64,7 @@ def pair(tmp_path_factory):
 
 def test_slowdown_detected_and_gated(pair):
     base, new = pair
-    res = compare(Detail(load(base), domain=None), Detail(load(new), domain=None), CompareSettings(fail_above=20))
+    res = compare(Selection(load(base), domain=None), Selection(load(new), domain=None), CompareSettings(fail_above=20))
     rows = {p.phase: p for p in res.phases}
     for lab in ("sim_step", "nvtxsim:sim_step"):
         p = rows[lab]
@@ -126,14 +126,14 @@ def test_added_removed_and_few_samples(tmp_path):
     con.commit()
     con.close()
     res = compare(
-        Detail(load(base), domain=None),
-        Detail(load(new), domain=None),
+        Selection(load(base), domain=None),
+        Selection(load(new), domain=None),
         CompareSettings(fail_above=0, min_samples=10_000),
     )
     rows = {p.phase: p for p in res.phases}
     assert rows["reward"].status == "removed" and rows["nvtxsim:reward"].status == "removed"
     assert all(p.status in ("removed", "too few samples") for p in res.phases) and not res.regressions
-    back = compare(Detail(load(new), domain=None), Detail(load(base), domain=None))
+    back = compare(Selection(load(new), domain=None), Selection(load(base), domain=None))
     assert {p.phase: p.status for p in back.phases}["reward"] == "added"
 
 
@@ -180,7 +180,7 @@ def test_real_runs_per_iteration(tmp_path):
 def test_by_iteration_names_the_phases_outside_every_iteration():
     data = Path(__file__).parent / "data" / "gpu"
     base, new = (
-        Detail(load(data / n), domain="nvtxsim") for n in ("demo_h200.sqlite.gz", "demo_h200_graphlevel.sqlite.gz")
+        Selection(load(data / n), domain="nvtxsim") for n in ("demo_h200.sqlite.gz", "demo_h200_graphlevel.sqlite.gz")
     )
     c = compare(base, new, CompareSettings(by="iteration", resamples=100))
     assert "ranges outside every 'iteration' range, not compared: nvtxsim:policy_update (base ×4, new ×7)" in c.notes

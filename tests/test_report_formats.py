@@ -17,7 +17,7 @@ import pytest
 from nsys_util import needs_nsys, profile_python
 from synth import make_export
 
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.cli.progress import progress_after
 from nvtxsim.export.reader import load
 from nvtxsim.reporting.pipeline import render, report
@@ -57,7 +57,7 @@ def test_default_output_and_json_schema_unchanged(synth_path):
     """No view options and --no-findings: exactly the classic summary; --view summary gives the same bytes.
     By default the findings come first (table, markdown) or as a top-level key (json); csv is unchanged."""
     for fmt in ("table", "csv", "json", "markdown"):
-        classic = render(report(synth_path, findings=False).summary, fmt)  # a bare Report: its summary
+        classic = render(report(synth_path, findings=False).summary, fmt)  # a bare PhaseSummary: its summary
         assert cli("report", str(synth_path), "-f", fmt, "--no-findings").stdout == classic
         assert cli("report", str(synth_path), "-f", fmt, "--view", "summary", "--no-findings").stdout == classic
         default = cli("report", str(synth_path), "-f", fmt).stdout
@@ -301,5 +301,5 @@ def test_views_work_without_cuda(tmp_path):
     proc = cli("report", str(path), "--view", "all")
     assert proc.returncode == 0, proc.stderr
     assert "export has no CUDA trace" in proc.stdout
-    assert Detail(load(path)).ops.start.size == 0
+    assert Selection(load(path)).ops.start.size == 0
     assert _page(path)

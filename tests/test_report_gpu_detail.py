@@ -25,7 +25,7 @@ from nvtxsim.analysis.gpu import (
     syncs,
 )
 from nvtxsim.analysis.launches import api_name, queue_delay
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
 
 
@@ -73,7 +73,7 @@ def rich_export(request, tmp_path_factory):
 
 def test_kernels_copies_syncs_match_brute_force(rich_export):
     path, synth, mode = rich_export
-    d = Detail(load(path), domain=None)
+    d = Selection(load(path), domain=None)
     k_ref = defaultdict(set)
     c_ref = defaultdict(set)
     s_ref = defaultdict(lambda: [0, 0])
@@ -112,7 +112,7 @@ def test_kernels_copies_syncs_match_brute_force(rich_export):
 
 def test_overview_matches_brute_force(rich_export):
     path, synth, mode = rich_export
-    d = Detail(load(path), domain=None)
+    d = Selection(load(path), domain=None)
     rows = {r.phase: r for r in overview(d)}
     per_pid_ops = defaultdict(list)
     for o in synth.ops + synth.graph_execs:
@@ -168,7 +168,7 @@ def test_overview_matches_brute_force(rich_export):
 
 def test_per_device_split_adds_up(rich_export):
     path, synth, _ = rich_export
-    d = Detail(load(path), domain=None)
+    d = Selection(load(path), domain=None)
     rows = by_device(d)
     assert {r.device for r in rows} == {0, 1}
     assert all(r.gpu.startswith(f"GPU {r.device}: Synthetic GPU") for r in rows)
@@ -186,7 +186,7 @@ def test_graph_hints_per_trace_mode(tmp_path):
     for mode in ("node", "graph", "missing"):
         path = tmp_path / f"{mode}.sqlite"
         make_export(path, 9, graphs=mode)
-        hints[mode] = " ".join(graph_hints(Detail(load(path), domain=None)))
+        hints[mode] = " ".join(graph_hints(Selection(load(path), domain=None)))
     assert hints["node"] == ""
     assert "graph-level" in hints["graph"] and "--cuda-graph-trace=node" in hints["graph"]
     assert "no GPU activity" in hints["missing"] and "--cuda-graph-trace=node" in hints["missing"]
@@ -197,14 +197,14 @@ def test_graph_hints_per_trace_mode(tmp_path):
     assert not any("graph" in w for w in report(tmp_path / "node.sqlite", findings=False).warnings)
     path = tmp_path / "plain.sqlite"
     make_export(path, 9)
-    assert graph_hints(Detail(load(path), domain=None)) == []
+    assert graph_hints(Selection(load(path), domain=None)) == []
 
 
 def test_graph_level_rows_stay_out_of_the_nsys_compatible_summary(tmp_path):
     """nsys's projection ignores graph-level traces; the summary keeps doing so, the gpu view adds them."""
     path = tmp_path / "g.sqlite"
     synth = make_export(path, 6, graphs="graph")
-    d = Detail(load(path), domain=None)
+    d = Selection(load(path), domain=None)
     summary_busy = sum(p.gpu_busy_total_ns for p in d.report.phases)
     view_busy = sum(r.gpu_busy_ns for r in overview(d))
     assert synth.graph_execs and view_busy > summary_busy
@@ -244,7 +244,7 @@ def test_kernels_per_range_agree_with_nsys_nvtxkernsum(tmp_path, seed):
     make_export(path, seed, graphs="node", syncs=True)
     rows = nsys_stats(path, "nvtxkernsum")
     assert rows
-    check_kernels_against_kernsum(Detail(load(path), domain=None), rows)
+    check_kernels_against_kernsum(Selection(load(path), domain=None), rows)
 
 
 @needs_nsys
@@ -262,7 +262,7 @@ def test_queue_delay_agrees_with_nsys_kernexectrace(tmp_path):
         for r in rows
     )
     ex = load(path)
-    d = Detail(ex, domain=None)
+    d = Selection(ex, domain=None)
     link = d.link
     ours = []
     for c in np.flatnonzero(link.hi > link.lo):

@@ -1,4 +1,4 @@
-"""Detail views on the real GPU exports (nsys 2025.3, H200) in tests/data/gpu, against nsys's own CSVs.
+"""Detailed views on the real GPU exports (nsys 2025.3, H200) in tests/data/gpu, against nsys's own CSVs.
 
 Skipped where the exports are absent; every feature is also covered by synthetic or CPU-captured data.
 """
@@ -15,7 +15,7 @@ from kernsum_check import check_kernels_against_kernsum
 from nsys_util import REPO, parse_stats_csv
 
 from nvtxsim.analysis.gpu import copies, graph_hints, overview, syncs
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
 
 GPU_DATA = REPO / "tests" / "data" / "gpu"
@@ -30,12 +30,12 @@ def _export(name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def loaded():
-    cache: dict[str, Detail] = {}
+    cache: dict[str, Selection] = {}
 
-    def get(name: str, domain=None) -> Detail:
+    def get(name: str, domain=None) -> Selection:
         if name not in cache:
             cache[name] = load(_export(name))
-        return Detail(cache[name], domain=domain)
+        return Selection(cache[name], domain=domain)
 
     return get
 

@@ -13,7 +13,7 @@ from nsys_util import needs_nsys, profile_python
 from synth import make_export
 
 from nvtxsim.analysis.iterations import per_iteration, phase_stats, slowest
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.reader import load
 
@@ -22,7 +22,7 @@ def test_per_iteration_sums_match_brute_force(tmp_path):
     path = tmp_path / "s.sqlite"
     synth = make_export(path, 12, processes=2, threads=2)
     ex = load(path)
-    d = Detail(ex, domain="nvtxsim")
+    d = Selection(ex, domain="nvtxsim")
     it = per_iteration(d, "iteration")
     max_ts = max(max(r["start"], r["end"] or 0) for r in synth.ranges)
     rs = [dict(r, end=r["end"] if r["end"] is not None else max_ts) for r in synth.ranges if r["domain"] == "nvtxsim"]
@@ -47,7 +47,7 @@ def test_per_iteration_sums_match_brute_force(tmp_path):
 def test_skip_first_and_missing_key(tmp_path):
     path = tmp_path / "s.sqlite"
     make_export(path, 3)
-    d = Detail(load(path), domain="nvtxsim")
+    d = Selection(load(path), domain="nvtxsim")
     full = per_iteration(d, "iteration")
     skipped = per_iteration(d, "nvtxsim:iteration", skip_first=2)
     n_threads = len(np.unique(d.export.ranges.global_tid[full.key_range]))
@@ -88,7 +88,7 @@ def loop_capture(tmp_path_factory):
 @needs_nsys
 @pytest.mark.nsys
 def test_slowest_iterations_found_with_their_culprit(loop_capture):
-    d = Detail(load(loop_capture))
+    d = Selection(load(loop_capture))
     it = per_iteration(d, "iteration", skip_first=2)
     assert len(it) == 12 and list(it.index) == list(range(2, 14))
     slow = slowest(it, top=2)

@@ -13,7 +13,7 @@ from synth import make_export
 
 from nvtxsim.analysis.launches import gpu_activity, launches
 from nvtxsim.analysis.projection import project
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.analysis.tree import aggregate, build
 from nvtxsim.export.reader import load
 
@@ -134,7 +134,7 @@ nvtxsim.end_range(tokens[0])
 @pytest.mark.nsys
 def test_tree_of_a_real_capture(tmp_path):
     path = profile_python(tmp_path, PROGRAM)
-    d = Detail(load(path))
+    d = Selection(load(path))
     nodes = aggregate(d.export, d.tree)
     by_path = {n.path: n for n in nodes}
     it = by_path[("nvtxsim:iteration",)]
@@ -185,7 +185,7 @@ def test_very_deep_nesting(tmp_path):
     )
     con.commit()
     con.close()
-    d = Detail(load(path), domain=None)
+    d = Selection(load(path), domain=None)
     assert int(d.tree.nesting.depth.max()) == n - 1
     nodes = aggregate(d.export, d.tree)
     assert [nd.depth for nd in nodes] == list(range(33)) and all(nd.count == 1 for nd in nodes)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(SUPPORT))
 from nesting import Span, children_count, inside, names, parents  # noqa: E402
 
 from nvtxsim.analysis.iterations import loop_rates, per_iteration  # noqa: E402
-from nvtxsim.analysis.selection import Detail  # noqa: E402
+from nvtxsim.analysis.selection import Selection  # noqa: E402
 from nvtxsim.export.reader import load  # noqa: E402
 from nvtxsim.reporting.views import ViewOptions, iterations, slowest  # noqa: E402
 
@@ -59,7 +59,7 @@ def test_structure_recorded_on_the_h200(export):
 
 
 def test_step_view_is_the_default_and_sees_the_gpu(export):
-    d = Detail(export, domain="nvtxsim")
+    d = Selection(export, domain="nvtxsim")
     view = iterations(d, ViewOptions()).as_dict()
     rows = {row["phase"]: row for row in view["rows"]}
     assert view["rows"][0]["phase"] == "nvtxsim:step" and view["rows"][0]["iterations"] == STEPS * ITERATIONS
@@ -71,7 +71,7 @@ def test_step_view_is_the_default_and_sees_the_gpu(export):
 
 
 def test_learning_iteration_view(export):
-    d = Detail(export, domain="nvtxsim")
+    d = Selection(export, domain="nvtxsim")
     it = per_iteration(d, "learning_iteration")
     rates = loop_rates(d, it)
     assert len(it) == ITERATIONS and rates.envs == ENVS and rates.steps.tolist() == [STEPS] * ITERATIONS

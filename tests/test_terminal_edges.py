@@ -90,11 +90,11 @@ def test_cut_lines_keep_numbers_whole() -> None:
 
 def test_findings_block_cuts_between_words() -> None:
     from nvtxsim.analysis.findings import analyse
-    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.analysis.selection import Selection
     from nvtxsim.export.reader import load
     from nvtxsim.reporting.findings import block_lines
 
-    findings = analyse(Detail(load(DEMO), domain="nvtxsim"))
+    findings = analyse(Selection(load(DEMO), domain="nvtxsim"))
     full = block_lines(findings, 10_000)
     for width in range(30, 81, 5):
         for line in block_lines(findings, width):
@@ -189,12 +189,12 @@ def test_sentences_yield_to_numbers() -> None:
 @pytest.mark.parametrize("width", (60, 80, 200))
 def test_tree_keeps_its_nesting_on_a_terminal(width: int) -> None:
     """The tree view's indentation is its nesting: fitted cells keep it (one_line stripped it)."""
-    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.analysis.selection import Selection
     from nvtxsim.export.reader import load
     from nvtxsim.reporting.views import build
     from nvtxsim.reporting.viewtable import cell
 
-    t = build(Detail(load(DEMO), domain="nvtxsim"), ["tree"])[0]
+    t = build(Selection(load(DEMO), domain="nvtxsim"), ["tree"])[0]
     rows = [[cell(c, r) for c in t.columns] for r in t.rows]
     lines = terminal.table_lines(t.columns, rows, width=width)
     at = [c.unit for c in t.columns].index("tree")

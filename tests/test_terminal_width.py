@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
 from nvtxsim.reporting.renderers import terminal
 from nvtxsim.reporting.views import ViewOptions, build, parse_views
@@ -103,13 +103,13 @@ def assert_table_whole(lines: list[str], start: int, t: ViewTable, rows: list[li
     return after
 
 
-def _summary_table(detail: Detail) -> ViewTable:
+def _summary_table(detail: Selection) -> ViewTable:
     return build(detail, ["summary"])[0]
 
 
 @pytest.fixture(scope="module")
 def demo_tables() -> list[ViewTable]:
-    detail = Detail(load(DEMO), domain="nvtxsim")
+    detail = Selection(load(DEMO), domain="nvtxsim")
     return build(detail, parse_views("all"), ViewOptions())
 
 
@@ -153,7 +153,7 @@ def test_compare_fits(width: int, tmp_path: Path) -> None:
     text = tty(["compare", str(DEMO), str(other)], width, tmp_path)
     assert_fits(text, width)
     t = comparison_table(
-        compare(Detail(load(DEMO), domain="nvtxsim"), Detail(load(other), domain="nvtxsim"), CompareSettings())
+        compare(Selection(load(DEMO), domain="nvtxsim"), Selection(load(other), domain="nvtxsim"), CompareSettings())
     )
     assert_table_whole(text.splitlines(), 0, t, _cells(t))
 
@@ -184,7 +184,7 @@ def test_multiline_names_on_one_line(width: int, long_names: Path, tmp_path: Pat
     text = tty(["report", str(long_names), "--domain", "all", "--view", "summary,tree,kernels"], width, tmp_path)
     assert_fits(text, width)
     assert "{'op': 'aten::a" in text and terminal.ELLIPSIS in text and "\\x0a" not in text
-    detail = Detail(load(long_names), domain=None)
+    detail = Selection(load(long_names), domain=None)
     at = 0
     for t in build(detail, ["summary", "tree", "kernels"]):
         if t.rows:

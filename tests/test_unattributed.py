@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from nvtxsim.analysis.projection import _union_length, select_ranges
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.analysis.unattributed import inside_own_ranges, outside_phases
 from nvtxsim.export.reader import load
 from nvtxsim.reporting.pipeline import report as report_of
@@ -24,7 +24,7 @@ def test_inside_own_ranges_nested_and_other_threads():
 
 
 def test_autograd_thread_work_matches_brute_force():
-    detail = Detail(load(DATA / "demo_h200_threads_graph.sqlite.gz"), domain="nvtxsim")
+    detail = Selection(load(DATA / "demo_h200_threads_graph.sqlite.gz"), domain="nvtxsim")
     o = outside_phases(detail)
     ex, ops, link = detail.export, detail.ops, detail.link
     api, r = ex.api, ex.ranges
@@ -52,6 +52,6 @@ def test_no_note_without_cuda(tmp_path):
 
     path = tmp_path / "x.sqlite"
     make_export(path, 1)
-    detail = Detail(load(path), domain=None)
+    detail = Selection(load(path), domain=None)
     o = outside_phases(detail)
     assert o is None or o.gpu_busy_ns <= o.total_busy_ns

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nvtxsim.analysis.projection import PhaseStats, summarize
-from nvtxsim.analysis.selection import Detail, pid_of, tid_of
+from nvtxsim.analysis.selection import Selection, pid_of, tid_of
 from nvtxsim.schema import PID_MASK
 
 
@@ -29,7 +29,7 @@ class GroupedPhase:
         return {"group": self.group, "pid": self.pid, "tid": self.tid, "where": self.where, **self.stats.as_dict()}
 
 
-def breakdown(detail: Detail, by: str = "thread") -> list[GroupedPhase]:
+def breakdown(detail: Selection, by: str = "thread") -> list[GroupedPhase]:
     """Phase statistics per thread (``by="thread"``) or per process (``by="process"``)."""
     if by not in ("thread", "process"):
         raise ValueError(by)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
 
 QUANTILES = {"median": 0.5, "p99": 0.99}
@@ -81,12 +81,12 @@ class Comparison:
         }
 
 
-def samples(detail: Detail, settings: CompareSettings) -> dict[str, np.ndarray]:
+def samples(detail: Selection, settings: CompareSettings) -> dict[str, np.ndarray]:
     """Per phase label, the samples to compare (ns, float64)."""
     return _samples(detail, settings)[0]
 
 
-def _samples(detail: Detail, settings: CompareSettings) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+def _samples(detail: Selection, settings: CompareSettings) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """The samples, and with ``by`` the ranges left out per phase for lying outside every iteration."""
     r = detail.export.ranges
     if settings.metric not in ("cpu", "gpu"):
@@ -156,7 +156,7 @@ def _delta(
     return point, float(lo), float(hi)
 
 
-def compare(base: Detail, new: Detail, settings: CompareSettings | None = None) -> Comparison:
+def compare(base: Selection, new: Selection, settings: CompareSettings | None = None) -> Comparison:
     """Per-phase deltas of ``new`` against ``base``."""
     s = settings or CompareSettings()
     if not 0 < s.confidence < 1:

@@ -62,15 +62,15 @@ def load_frames(path: str | os.PathLike[str], *, domain: str | None = None, by: 
     ``by`` names the range that marks one loop iteration, for the ``iterations`` frame.
     """
     pd = _pandas()
-    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.analysis.selection import Selection
     from nvtxsim.export.reader import load
 
     export = load(path)
-    return frames_of(Detail(export, domain=None if domain in (None, "all") else domain), by=by, pd=pd)
+    return frames_of(Selection(export, domain=None if domain in (None, "all") else domain), by=by, pd=pd)
 
 
 def frames_of(d: Any, *, by: str = "iteration", pd: Any = None) -> Frames:
-    """DataFrames of an already loaded :class:`~nvtxsim.analysis.selection.Detail`."""
+    """DataFrames of an already loaded :class:`~nvtxsim.analysis.selection.Selection`."""
     pd = pd or _pandas()
     api_names = _api_names(d.export)
     return Frames(

@@ -26,7 +26,7 @@ import numpy as np
 
 from nvtxsim.analysis.launches import api_name, contained, copy_direction, is_graph_launch, queue_delay, unique_pairs
 from nvtxsim.analysis.projection import _group_quantiles, _union_length
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.schema import GRAPH, KERNEL, MEMCPY, MEMSET, PID_MASK
 
 SYNC_API = re.compile(
@@ -70,11 +70,11 @@ def short_kernel_name(name: str) -> str:
     return base
 
 
-def _phase_order(detail: Detail) -> dict[str, int]:
+def _phase_order(detail: Selection) -> dict[str, int]:
     return {p.label: i for i, p in enumerate(detail.report.phases)}
 
 
-def _label_of_ranges(detail: Detail, ranges: np.ndarray) -> np.ndarray:
+def _label_of_ranges(detail: Selection, ranges: np.ndarray) -> np.ndarray:
     return detail.export.ranges.label[ranges].astype(np.int64)
 
 
@@ -95,7 +95,7 @@ class KernelRow:
     share: float  # of the phase's kernel time
 
 
-def kernels(detail: Detail, top: int | None = 10) -> list[KernelRow]:
+def kernels(detail: Selection, top: int | None = 10) -> list[KernelRow]:
     """Per phase, its kernels by total GPU time (graph-level graph executions listed as one 'kernel')."""
     ex, ops, pairs = detail.export, detail.ops, detail.pairs
     sel = np.isin(ops.kind[pairs.op], (KERNEL, GRAPH))
@@ -172,7 +172,7 @@ class CopyRow:
     throughput_gbps: float  # bytes / GPU time, GB/s (10^9)
 
 
-def copies(detail: Detail) -> list[CopyRow]:
+def copies(detail: Selection) -> list[CopyRow]:
     """Per phase and direction: memcpy/memset counts, bytes and GPU time (every enclosing range)."""
     ops, pairs = detail.ops, detail.pairs
     sel = np.isin(ops.kind[pairs.op], (MEMCPY, MEMSET))
@@ -224,7 +224,7 @@ class SyncRow:
     share_of_cpu: float  # of the phase's CPU total
 
 
-def _api_names(detail: Detail) -> tuple[np.ndarray, np.ndarray]:
+def _api_names(detail: Selection) -> tuple[np.ndarray, np.ndarray]:
     """Normalised API name per distinct name id (index = position in ``np.unique(api.name_id)``)."""
     api = detail.export.api
     assert api is not None
@@ -232,7 +232,7 @@ def _api_names(detail: Detail) -> tuple[np.ndarray, np.ndarray]:
     return ids, np.array([api_name(detail.export.string(int(i))) for i in ids], dtype=object)
 
 
-def _calls_matching(detail: Detail, pred) -> np.ndarray:
+def _calls_matching(detail: Selection, pred) -> np.ndarray:
     api = detail.export.api
     if api is None or len(api) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -243,7 +243,7 @@ def _calls_matching(detail: Detail, pred) -> np.ndarray:
     return np.flatnonzero(ok[np.searchsorted(ids, api.name_id)])
 
 
-def _range_calls(detail: Detail, calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _range_calls(detail: Selection, calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(range, call) pairs of the selected, same-thread ranges and the given calls."""
     ex, api = detail.export, detail.export.api
     r = ex.ranges
@@ -257,7 +257,7 @@ def _range_calls(detail: Detail, calls: np.ndarray) -> tuple[np.ndarray, np.ndar
     return ranges[ri], calls[ci]
 
 
-def sync_wait_per_range(detail: Detail) -> np.ndarray:
+def sync_wait_per_range(detail: Selection) -> np.ndarray:
     """Per range of the export: CPU time inside it spent in synchronizing CUDA calls (union)."""
     n = len(detail.export.ranges)
     api = detail.export.api
@@ -268,7 +268,7 @@ def sync_wait_per_range(detail: Detail) -> np.ndarray:
     return _union_length(rng, api.start[call], api.end[call], n)
 
 
-def syncs(detail: Detail) -> list[SyncRow]:
+def syncs(detail: Selection) -> list[SyncRow]:
     """Per phase and synchronizing API: calls and CPU time spent in them."""
     api = detail.export.api
     calls = _calls_matching(detail, is_sync_api)
@@ -336,7 +336,7 @@ def _covered(ops_start: np.ndarray, ops_end: np.ndarray, lo: np.ndarray, hi: np.
     return cov(hi) - cov(lo)
 
 
-def gpu_idle_per_range(detail: Detail, ranges: np.ndarray) -> np.ndarray:
+def gpu_idle_per_range(detail: Selection, ranges: np.ndarray) -> np.ndarray:
     """Per given range: wall time with no GPU op of its process running."""
     r, ops = detail.export.ranges, detail.ops
     out = (r.end - r.start)[ranges].astype(np.int64)
@@ -372,7 +372,7 @@ class GpuPhaseRow:
     graph_gpu_ns: int  # busy time of the ops those graph launches ran
 
 
-def overview(detail: Detail) -> list[GpuPhaseRow]:
+def overview(detail: Selection) -> list[GpuPhaseRow]:
     """One row per phase: launches, busy and idle GPU time, queue delay, sync waits, CUDA graphs."""
     ex, r, sel = detail.export, detail.export.ranges, detail.selected
     phases = detail.report.phases
@@ -421,7 +421,7 @@ def overview(detail: Detail) -> list[GpuPhaseRow]:
     return rows
 
 
-def _work_columns(detail: Detail, per_label, nl: int) -> dict[str, np.ndarray]:
+def _work_columns(detail: Selection, per_label, nl: int) -> dict[str, np.ndarray]:
     """Per label: ranges with GPU work, launches, ops, busy time (graph-level executions included) and span gaps."""
     ops, pairs, sel = detail.ops, detail.pairs, detail.selected
     r = detail.export.ranges
@@ -456,7 +456,7 @@ def _work_columns(detail: Detail, per_label, nl: int) -> dict[str, np.ndarray]:
     }
 
 
-def _queue_columns(detail: Detail, nl: int) -> tuple[np.ndarray, np.ndarray, dict, np.ndarray]:
+def _queue_columns(detail: Selection, nl: int) -> tuple[np.ndarray, np.ndarray, dict, np.ndarray]:
     """Queue delay per label, all labels at once (a mask per phase would be quadratic in phases): count, mean, quantiles, max."""
     pairs = detail.pairs
     q = queue_delay(detail.export, detail.ops, pairs)
@@ -469,7 +469,7 @@ def _queue_columns(detail: Detail, nl: int) -> tuple[np.ndarray, np.ndarray, dic
     return q_n, q_mean, _group_quantiles(qlab, q, nl, (0.5, 0.99)), q_max
 
 
-def _graph_columns(detail: Detail, per_label, nl: int) -> tuple[np.ndarray, np.ndarray]:
+def _graph_columns(detail: Selection, per_label, nl: int) -> tuple[np.ndarray, np.ndarray]:
     """Graph launches inside each phase and the GPU time of what they ran."""
     ops, pairs, r = detail.ops, detail.pairs, detail.export.ranges
     g_calls = _calls_matching(detail, is_graph_launch)
@@ -499,7 +499,7 @@ class DeviceRow:
     copy_bytes: int
 
 
-def by_device(detail: Detail) -> list[DeviceRow]:
+def by_device(detail: Selection) -> list[DeviceRow]:
     """Per phase and GPU: how the phase's attributed work spread over devices."""
     ops, pairs = detail.ops, detail.pairs
     if len(pairs) == 0:
@@ -554,7 +554,7 @@ def by_device(detail: Detail) -> list[DeviceRow]:
 # --------------------------------------------------------------------------- CUDA graph hints
 
 
-def graph_hints(detail: Detail) -> list[str]:
+def graph_hints(detail: Selection) -> list[str]:
     """Say how CUDA graph launches were traced and what that means for the numbers."""
     ex = detail.export
     calls = _calls_matching(detail, is_graph_launch)

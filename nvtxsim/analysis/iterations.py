@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nvtxsim import phases
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import Ranges
 from nvtxsim.schema import PID_MASK
@@ -149,7 +149,7 @@ class Iterations:
         return _column_order_stats(self, what, (0.5,), median=True)[:, 0]
 
 
-def _key_label(detail: Detail, by: str) -> int:
+def _key_label(detail: Selection, by: str) -> int:
     """The label ``by`` names: ``domain:name`` or a bare name, preferring the selected ranges' labels."""
     names = detail.label_names
     labels = detail.export.labels
@@ -162,7 +162,7 @@ def _key_label(detail: Detail, by: str) -> int:
     raise NvtxsimError(f"--by {by!r}: no range of that name; phases present: {_candidates(detail, by)}")
 
 
-def _candidates(detail: Detail, by: str, shown: int = 8, cells: int = 40) -> str:
+def _candidates(detail: Selection, by: str, shown: int = 8, cells: int = 40) -> str:
     """The phases ``--by`` could name, for an error line: close matches first, then the most frequent
     (loop bodies), each on one line and short (``emit_nvtx`` names are paragraphs), then how many more."""
     import difflib
@@ -178,12 +178,12 @@ def _candidates(detail: Detail, by: str, shown: int = 8, cells: int = 40) -> str
     return " | ".join(short) + more if short else "none"  # names hold commas
 
 
-def _loop_labels(detail: Detail, name: str) -> list[int]:
+def _loop_labels(detail: Selection, name: str) -> list[int]:
     """Labels of the RL loop level ``name`` (``step`` ...) that nvtxsim records in its domain."""
     return [i for i, (dom, n) in enumerate(detail.export.labels) if n == name and dom == phases.DOMAIN]
 
 
-def default_key(detail: Detail) -> str:
+def default_key(detail: Selection) -> str:
     """``step`` when the selection holds nvtxsim ``step`` ranges (an instrumented RL runner), else ``iteration``."""
     steps = _loop_labels(detail, phases.STEP)
     if steps and np.isin(detail.export.ranges.label[detail.selected], steps).any():
@@ -226,7 +226,7 @@ def _member_rows(r: Ranges, all_keys: np.ndarray, slot: np.ndarray, members: np.
     return it_of
 
 
-def per_iteration(detail: Detail, by: str | None = None, *, skip_first: int = 0) -> Iterations:
+def per_iteration(detail: Selection, by: str | None = None, *, skip_first: int = 0) -> Iterations:
     """Split the selected ranges into the iterations given by the key range ``by`` (None: :func:`default_key`)."""
     if skip_first < 0:
         raise NvtxsimError("--skip-first must be >= 0")
@@ -303,7 +303,7 @@ class LoopRates:
     update_ns: np.ndarray | None  # ``policy_update`` time per iteration (with rollout_ns)
 
 
-def recorded_envs(detail: Detail) -> float | None:
+def recorded_envs(detail: Selection) -> float | None:
     """Environments per step as nvtxsim recorded them: the payload of its RL loop ranges (median)."""
     labels = [
         i for name in (phases.STEP, phases.LEARNING_ITERATION, phases.ROLLOUT) for i in _loop_labels(detail, name)
@@ -315,7 +315,7 @@ def recorded_envs(detail: Detail) -> float | None:
     return float(np.median(values)) if len(values) else None
 
 
-def _loop_column(detail: Detail, it: Iterations, name: str) -> int | None:
+def _loop_column(detail: Selection, it: Iterations, name: str) -> int | None:
     """The column of ``it`` where the nvtxsim loop level or phase ``name`` ran inside iterations (never the key's)."""
     wanted = {str(detail.label_names[i]) for i in _loop_labels(detail, name)}
     present = it.present()
@@ -323,7 +323,7 @@ def _loop_column(detail: Detail, it: Iterations, name: str) -> int | None:
     return cols[0] if cols else None
 
 
-def loop_rates(detail: Detail, it: Iterations, envs: float | None = None) -> LoopRates:
+def loop_rates(detail: Selection, it: Iterations, envs: float | None = None) -> LoopRates:
     """Env steps and env-steps/s per iteration (``envs`` overrides the recorded count); rollout vs update."""
     step = _loop_column(detail, it, phases.STEP)
     steps = it.column(step, "count") if step is not None else np.ones(len(it), dtype=np.int64)

@@ -116,7 +116,7 @@ class PhaseMemory:
     net_total_bytes: int
 
 
-def phase_memory(detail) -> list[PhaseMemory]:  # detail: a Detail (selection imports this module's importers)
+def phase_memory(detail) -> list[PhaseMemory]:  # detail: a Selection (selection imports this module's importers)
     """Per selected phase, the peak/rise/net GPU memory of its ranges (empty without memory events)."""
     idx = detail.selected
     m = range_memory(detail.export, idx)

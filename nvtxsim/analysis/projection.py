@@ -306,7 +306,7 @@ def row_dict(row: Any) -> dict:
 
 
 @dataclass
-class Report:
+class PhaseSummary:
     """Per-phase statistics of one export, plus where they came from."""
 
     source: dict
@@ -392,7 +392,7 @@ def resolve_domain(export: Export, domain: str | None, *, given: bool = True) ->
 
 def summarize(
     export: Export, gpu: RangeGpu | None = None, *, domain: str | None = "nvtxsim", select: np.ndarray | None = None
-) -> Report:
+) -> PhaseSummary:
     """Per-phase statistics for the ranges of ``domain``, sorted by CPU total time.
 
     ``select`` (range indices) narrows the ranges further: one thread, names matching a pattern, ...
@@ -411,7 +411,7 @@ def summarize(
         phases.append(PhaseStats(domain=dom, name=name, **{k: int(v[i]) for k, v in cols.items()}))
     _add_memory(export, idx, group, phases)
     phases.sort(key=lambda p: (-p.cpu_total_ns, p.domain, p.name))
-    return Report(source=source_info(export), phases=phases, warnings=_summary_warnings(export, idx, domain))
+    return PhaseSummary(source=source_info(export), phases=phases, warnings=_summary_warnings(export, idx, domain))
 
 
 def _group_sum(group: np.ndarray, values: np.ndarray, ng: int) -> np.ndarray:

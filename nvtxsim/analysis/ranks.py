@@ -4,7 +4,7 @@ Why: ``torchrun`` training writes one export per rank; reading them one after an
 the other cores, and a per-rank table alone hides what the whole job spent per phase.
 
 Each file is loaded and analysed in its own worker process (or on a Dask cluster): the worker
-returns the rank's :class:`~nvtxsim.analysis.projection.Report` plus, per phase, the raw CPU durations and
+returns the rank's :class:`~nvtxsim.analysis.projection.PhaseSummary` plus, per phase, the raw CPU durations and
 GPU projected durations of its ranges (int64 arrays, in range order) and the phase's sums -
 a few bytes per range, never the export. The merged report is computed by
 :func:`nvtxsim.analysis.projection.summarize` itself over those arrays, so its numbers are exactly the
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nvtxsim.analysis.projection import RangeGpu, Report, project, resolve_domain, select_ranges, summarize
+from nvtxsim.analysis.projection import PhaseSummary, RangeGpu, project, resolve_domain, select_ranges, summarize
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import Export, Ranges
 from nvtxsim.export.reader import load
@@ -55,21 +55,21 @@ class RankResult:
     """What one worker sends back for one export."""
 
     path: str
-    report: Report
+    report: PhaseSummary
     phases: list[PhaseArrays] = field(default_factory=list)
 
 
 def analyse_one(path: str | os.PathLike[str], domain: str | None = "nvtxsim", domain_given: bool = True) -> RankResult:
     """Load and analyse one export; the unit of work of a process or Dask worker (domain: see ``resolve_domain``)."""
     from nvtxsim.analysis.gpu import graph_hints
-    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.analysis.selection import Selection
 
     export = load(path)
     gpu = project(export)
     domain, widened = resolve_domain(export, domain, given=domain_given)
     report = summarize(export, gpu, domain=domain)
     report.warnings[:0] = [widened] if widened else []
-    report.warnings.extend(graph_hints(Detail(export, domain=domain, gpu=gpu)))
+    report.warnings.extend(graph_hints(Selection(export, domain=domain, gpu=gpu)))
     return RankResult(path=str(path), report=report, phases=_phase_arrays(export, gpu, domain))
 
 
@@ -108,7 +108,7 @@ def _phase_arrays(export: Export, gpu: RangeGpu, domain: str | None) -> list[Pha
 # --------------------------------------------------------------------------- merging
 
 
-def merge(results: Sequence[RankResult]) -> Report:
+def merge(results: Sequence[RankResult]) -> PhaseSummary:
     """One report over all ranks: :func:`summarize` over the ranks' phase arrays."""
     labels: list[tuple[str, str]] = []
     where: dict[tuple[str, str], int] = {}
@@ -217,7 +217,7 @@ def _merged_source(results: Sequence[RankResult]) -> dict:
     return src
 
 
-def rank_spread(reports: Sequence[Report]) -> list[dict]:
+def rank_spread(reports: Sequence[PhaseSummary]) -> list[dict]:
     """Per phase: CPU total of each rank, the slowest rank and max/min (a straggler shows up here)."""
     names: dict[str, None] = {}
     for rep in reports:
@@ -248,7 +248,7 @@ def report_many(
     workers: int | None = None,
     dask: str | None = None,
     domain_given: bool = True,
-) -> tuple[list[Report], Report]:
+) -> tuple[list[PhaseSummary], PhaseSummary]:
     """Per-rank reports (in ``paths`` order) and the merged report of several exports.
 
     ``workers``: processes to use (default: one per file, at most the usable cores; 1 = in

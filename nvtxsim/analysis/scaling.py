@@ -134,7 +134,7 @@ class RunData:
 
 
 def collect_run(spec: RunSpec, detail, *, by: str | None = None, skip_first: int = 0) -> RunData:
-    """Per-iteration CPU, GPU and memory samples of every phase of one run (``detail``: a Detail;
+    """Per-iteration CPU, GPU and memory samples of every phase of one run (``detail``: a Selection;
     ``by`` None: the report's default key, ``step`` where an RL runner's steps were recorded)."""
     try:
         it = per_iteration(detail, by, skip_first=skip_first)

@@ -19,13 +19,13 @@ from typing import Any, Generic, TypeVar, overload
 import numpy as np
 
 from nvtxsim.analysis.launches import Launches, OpPairs, Ops, gpu_activity, launches, op_owners, op_pairs
-from nvtxsim.analysis.projection import RangeGpu, Report, project, select_ranges, summarize
+from nvtxsim.analysis.projection import PhaseSummary, RangeGpu, project, select_ranges, summarize
 from nvtxsim.analysis.tree import Nesting, RangeTree, build, nest
 from nvtxsim.errors import NvtxsimError, float_option
 from nvtxsim.export.columns import Export
 from nvtxsim.schema import PID_MASK, pid_of, tid_of
 
-__all__ = ["Detail", "Memo", "compile_match", "pid_of", "tid_of"]
+__all__ = ["Selection", "Memo", "compile_match", "pid_of", "tid_of"]
 
 T = TypeVar("T")
 
@@ -97,7 +97,7 @@ def _disarm(previous: object) -> None:
 
 
 class Memo:
-    """Values computed at most once, by key: the derived data of one :class:`Detail`.
+    """Values computed at most once, by key: the derived data of one :class:`Selection`.
 
     Explicit rather than ``functools.cached_property`` so that an analysis can ask whether a value
     is there (a streamed export's GPU ops cost a read of every op: a finding that can do without
@@ -123,7 +123,7 @@ class Memo:
 
 
 class memoised(Generic[T]):
-    """A read-only property of a :class:`Detail` computed once, into its :class:`Memo` under the property's name."""
+    """A read-only property of a :class:`Selection` computed once, into its :class:`Memo` under the property's name."""
 
     def __init__(self, compute: Callable[[Any], T]) -> None:
         self.compute = compute
@@ -133,17 +133,17 @@ class memoised(Generic[T]):
     @overload
     def __get__(self, obj: None, owner: type) -> memoised[T]: ...
     @overload
-    def __get__(self, obj: Detail, owner: type) -> T: ...
-    def __get__(self, obj: Detail | None, owner: type) -> memoised[T] | T:
+    def __get__(self, obj: Selection, owner: type) -> T: ...
+    def __get__(self, obj: Selection | None, owner: type) -> memoised[T] | T:
         if obj is None:
             return self
         return obj.memo.get(self.name, self.compute, obj)
 
-    def __set__(self, obj: Detail, value: T) -> None:
-        raise AttributeError(f"Detail.{self.name} is computed once; give it a value with Detail.memo.seed")
+    def __set__(self, obj: Selection, value: T) -> None:
+        raise AttributeError(f"Selection.{self.name} is computed once; give it a value with Selection.memo.seed")
 
 
-class Detail:
+class Selection:
     """An export, the ranges selected for the report (domain, name pattern) and its derived data (:attr:`memo`)."""
 
     def __init__(
@@ -169,7 +169,7 @@ class Detail:
         return project(self.export)
 
     @memoised
-    def report(self) -> Report:
+    def report(self) -> PhaseSummary:
         rep = summarize(self.export, self.gpu, domain=self.domain, select=self.selected if self.match else None)
         if self.match and not rep.phases and len(self.export.ranges):
             rep.warnings.append(f"no phase name matches --match {self.match!r}")

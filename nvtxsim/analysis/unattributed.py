@@ -15,7 +15,7 @@ import numpy as np
 
 from nvtxsim.analysis.launches import ops_of
 from nvtxsim.analysis.projection import _union_length, select_ranges
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 
 #: Below this share of all GPU busy time the outside work is not worth a line.
 MIN_SHARE = 0.01
@@ -53,7 +53,7 @@ def inside_own_ranges(
     return inside
 
 
-def outside_calls(detail: Detail) -> np.ndarray:
+def outside_calls(detail: Selection) -> np.ndarray:
     """The CUDA calls (indices into Export.api) that launched GPU work and lie in no range of their own thread."""
     ex, api, link = detail.export, detail.export.api, detail.link
     assert api is not None
@@ -67,7 +67,7 @@ def outside_calls(detail: Detail) -> np.ndarray:
     return calls[~inside]
 
 
-def outside_phases(detail: Detail, *, in_memory_only: bool = False) -> OutsideGpu | None:
+def outside_phases(detail: Selection, *, in_memory_only: bool = False) -> OutsideGpu | None:
     """The GPU work no reported range of its launching thread contains; None when there is none.
 
     ``in_memory_only``: None for a streamed (very large) export instead of reading every op into memory.

@@ -42,16 +42,6 @@ _RENDERER_METHODS = {
 }
 
 
-def env_base_classes() -> list[type]:
-    """The Isaac Lab env base classes already imported (nothing is imported here)."""
-    found = []
-    for module, name in M.ENV_CLASSES:
-        cls = getattr(sys.modules.get(module), name, None)
-        if isinstance(cls, type):
-            found.append(cls)
-    return found
-
-
 def _is_isaaclab_env(obj: Any) -> bool:
     names = {(k.__module__, k.__qualname__) for k in type(obj).__mro__}
     return any(key in names for key in M.ENV_CLASSES)

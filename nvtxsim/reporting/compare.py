@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 from nvtxsim.analysis.compare import CompareSettings, Comparison, PhaseDelta, compare
 from nvtxsim.analysis.projection import resolve_domain
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.columns import Export
 from nvtxsim.reporting.document import ChangeList, Document, Figure, PageHead, Prose, Section, SourcePart
 from nvtxsim.reporting.viewtable import Column, ViewTable
@@ -30,7 +30,7 @@ def compare_exports(
     """``new`` against ``base``, phase by phase (``names``: how the notes call the two runs); ``findings``:
     also which findings appeared or went away."""
     domain, widened = common_domain(base, new, domain, domain_given, names)
-    details = [Detail(e, domain=domain, match=match) for e in (base, new)]
+    details = [Selection(e, domain=domain, match=match) for e in (base, new)]
     result = compare(details[0], details[1], settings)
     result.notes[:0] = [widened] if widened else []
     if findings:

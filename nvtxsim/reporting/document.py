@@ -21,7 +21,7 @@ from nvtxsim.reporting.viewtable import ViewTable
 
 if TYPE_CHECKING:
     from nvtxsim.analysis.findings import Findings
-    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.analysis.selection import Selection
 
 #: What built a document: renderers say which of these they render.
 DocumentKind = Literal["report", "ranks", "compare", "scaling", "live"]
@@ -131,7 +131,7 @@ class Document:
     data: Callable[[], dict]  # the JSON document (its schema is the command's own, docs/*.md)
     flat: ViewTable | None = None  # the one table of formats that hold one (csv); None: there is none
     plots: dict | None = None  # the data an interactive page draws its plots from (the report's HTML)
-    detail: Detail | None = field(default=None, repr=False)  # the analysed export (the Perfetto trace)
+    detail: Selection | None = field(default=None, repr=False)  # the analysed export (the Perfetto trace)
 
     def blocks(self) -> Iterator[Block]:
         for section in self.sections:

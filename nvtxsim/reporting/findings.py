@@ -12,7 +12,7 @@ import html
 import re
 
 from nvtxsim.analysis.findings import Finding, Findings, Units, kind
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.reporting.escaping import markdown_cell, printable
 from nvtxsim.reporting.renderers.terminal import fit_width, line_width, one_line, shorten_end, shorten_middle
 from nvtxsim.reporting.viewtable import Column, ViewTable, fmt_bytes, fmt_ns
@@ -143,7 +143,7 @@ def findings_table(fs: Findings) -> ViewTable:
     )
 
 
-def overlap_table(d: Detail, *, by: str | None = None, skip_first: int = 0) -> ViewTable:
+def overlap_table(d: Selection, *, by: str | None = None, skip_first: int = 0) -> ViewTable:
     """Other threads' GPU work by the phase open at launch: a time-overlap attribution beside nsys's columns."""
     from nvtxsim.analysis.findings import OUTSIDE, OUTSIDE_LOOP, Context, overlap_rows
 

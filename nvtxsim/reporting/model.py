@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from nvtxsim.analysis.projection import DEFAULT_DOMAIN, PhaseStats, Report
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.projection import DEFAULT_DOMAIN, PhaseStats, PhaseSummary
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.reporting.document import Document, FindingsBlock, PageHead, Prose, Section, SourcePart
 from nvtxsim.reporting.escaping import json_text
 from nvtxsim.reporting.summary import heading_parts, json_document, summary_sections
@@ -42,10 +42,10 @@ class ReportModel:
     """One report: the per-phase summary (with warnings and findings), the requested views and, for
     the HTML page, the plots' data. ``detail`` keeps the analysed export for the Perfetto trace."""
 
-    summary: Report
+    summary: PhaseSummary
     request: ReportRequest = field(default_factory=ReportRequest)
     views: list[ViewTable] = field(default_factory=list)
-    detail: Detail | None = field(default=None, repr=False)
+    detail: Selection | None = field(default=None, repr=False)
     page: dict | None = field(default=None, repr=False)
     found: Any = field(default=None, repr=False)  # the Findings computed (also when only --fail-on asked for them)
 

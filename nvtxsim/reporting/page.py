@@ -13,7 +13,7 @@ import numpy as np
 
 from nvtxsim.analysis.gpu import DIRECTION_LABELS, short_kernel_name
 from nvtxsim.analysis.iterations import Iterations, per_iteration
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.phases import style_for
 from nvtxsim.schema import KERNEL, MEMCPY, MEMSET, copy_label
@@ -31,7 +31,7 @@ def phase_color(label: str) -> str:
     return f"#{style_for(name).color:06x}"
 
 
-def page_data(detail: Detail, options: Any) -> dict:
+def page_data(detail: Selection, options: Any) -> dict:
     """The JSON the page's script draws from."""
     rep = detail.report
     it, it_note = None, ""
@@ -110,7 +110,7 @@ class _Names:
         return i
 
 
-def _window(detail: Detail, it: Iterations | None) -> tuple[int, int, str] | None:
+def _window(detail: Selection, it: Iterations | None) -> tuple[int, int, str] | None:
     """The time window shown: a few iterations around the slowest one, else the start of the capture."""
     r, sel = detail.export.ranges, detail.selected
     if it is not None and len(it):
@@ -132,7 +132,7 @@ def _window(detail: Detail, it: Iterations | None) -> tuple[int, int, str] | Non
     return None
 
 
-def timeline(detail: Detail, it: Iterations | None) -> dict:
+def timeline(detail: Selection, it: Iterations | None) -> dict:
     """Ranges and GPU ops inside a window of a few iterations (around the slowest one)."""
     window = _window(detail, it)
     if window is None:
@@ -155,7 +155,7 @@ def timeline(detail: Detail, it: Iterations | None) -> dict:
     }
 
 
-def _cpu_lanes(detail: Detail, t0: int, t1: int, nid: _Names) -> list[dict]:
+def _cpu_lanes(detail: Selection, t0: int, t1: int, nid: _Names) -> list[dict]:
     """One lane per thread: its selected ranges in the window, at their nesting depth."""
     r, nest = detail.export.ranges, detail.nesting
     idx = nest.ranges
@@ -181,7 +181,7 @@ def _cpu_lanes(detail: Detail, t0: int, t1: int, nid: _Names) -> list[dict]:
     return lanes
 
 
-def _op_name(detail: Detail, j: int) -> str:
+def _op_name(detail: Selection, j: int) -> str:
     ops = detail.ops
     kind = int(ops.kind[j])
     if kind == KERNEL:
@@ -193,7 +193,7 @@ def _op_name(detail: Detail, j: int) -> str:
     return f"CUDA graph {int(ops.name_id[j])}"
 
 
-def _gpu_lanes(detail: Detail, t0: int, t1: int, nid: _Names) -> list[dict]:
+def _gpu_lanes(detail: Selection, t0: int, t1: int, nid: _Names) -> list[dict]:
     """One lane per (GPU, stream): its ops in the window, coloured by the phase that launched them."""
     ops = detail.ops
     if not len(ops):

@@ -18,8 +18,8 @@ from dataclasses import replace
 from typing import Any
 
 from nvtxsim.analysis.gpu import graph_hints
-from nvtxsim.analysis.projection import DEFAULT_DOMAIN, Report, resolve_domain
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.projection import DEFAULT_DOMAIN, PhaseSummary, resolve_domain
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.columns import Export
 from nvtxsim.export.reader import Backend, load
 from nvtxsim.reporting import renderers
@@ -90,7 +90,7 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     if req.findings and r is not None and not r.shows_findings:
         req = replace(req, findings=False)
     domain, widened = resolve_domain(export, req.domain, given=req.domain_given)
-    detail = Detail(export, domain=domain, match=req.match)
+    detail = Selection(export, domain=domain, match=req.match)
     want_findings = bool(req.findings or req.fail_on) and len(detail.selected) > 0
     if want_findings:
         from nvtxsim.analysis import findings
@@ -116,8 +116,8 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     return model
 
 
-def render(model: ReportModel | Report, fmt: str, *, width: int | None = None, color: bool = False) -> str:
-    """``model`` in format ``fmt`` (a bare :class:`Report`: its summary alone)."""
-    if isinstance(model, Report):
+def render(model: ReportModel | PhaseSummary, fmt: str, *, width: int | None = None, color: bool = False) -> str:
+    """``model`` in format ``fmt`` (a bare :class:`PhaseSummary`: its summary alone)."""
+    if isinstance(model, PhaseSummary):
         model = ReportModel(summary=model, views=[summary_table(model)])
     return renderers.render(model.document(), fmt, width=width, color=color)

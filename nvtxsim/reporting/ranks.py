@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from nvtxsim.analysis.projection import Report
+from nvtxsim.analysis.projection import PhaseSummary
 from nvtxsim.reporting.document import Document, PageHead, Phrase, Prose, Section
 from nvtxsim.reporting.summary import json_document, record_keys, summary_sections, summary_table
 from nvtxsim.reporting.viewtable import ViewTable, fmt_ns
 
 
-def ranks_document(reports: list[Report], merged: Report, spread: list[dict]) -> Document:
+def ranks_document(reports: list[PhaseSummary], merged: PhaseSummary, spread: list[dict]) -> Document:
     """Per rank: a heading and its summary; then the merged summary and a line per phase of the spread."""
     names = _names(reports)
     sections: list[Section] = []
@@ -28,7 +28,7 @@ def ranks_document(reports: list[Report], merged: Report, spread: list[dict]) ->
     )
 
 
-def _names(reports: list[Report]) -> list[str]:
+def _names(reports: list[PhaseSummary]) -> list[str]:
     return [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
 
 
@@ -39,7 +39,7 @@ def _spread_line(row: dict) -> Phrase:
     return Phrase(("", row["phase"], f": {totals} (slowest: rank {row['slowest_rank']}, max/min {ratio})"))
 
 
-def _flat(reports: list[Report], merged: Report) -> ViewTable:
+def _flat(reports: list[PhaseSummary], merged: PhaseSummary) -> ViewTable:
     """Every rank's phases, then the merged ones (rank "all"), as one table."""
     names = _names(reports)
     rows = [{"rank": i, "path": names[i], **p.as_dict()} for i, r in enumerate(reports) for p in r.phases]
@@ -48,7 +48,7 @@ def _flat(reports: list[Report], merged: Report) -> ViewTable:
     return ViewTable("ranks", "Phases per rank", [], rows, record_keys=keys)
 
 
-def _json(reports: list[Report], merged: Report, spread: list[dict]) -> dict:
+def _json(reports: list[PhaseSummary], merged: PhaseSummary, spread: list[dict]) -> dict:
     """The merged report's document with every rank's report and the spread added."""
     doc = json_document(merged)
     doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]

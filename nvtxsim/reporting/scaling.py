@@ -20,7 +20,7 @@ from nvtxsim.analysis.scaling import (
     parse_runs,
     predict,
 )
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import Export
 from nvtxsim.export.reader import load as load_export
@@ -50,7 +50,7 @@ def sweep(
         dom, note = resolve_domain(export, domain, given=domain_given)
         if note:
             notes.append(f"{spec.path}: {note}")
-        runs.append(collect_run(spec, Detail(export, domain=dom, match=match), by=by, skip_first=skip_first))
+        runs.append(collect_run(spec, Selection(export, domain=dom, match=match), by=by, skip_first=skip_first))
     sc = analyse(runs, param)
     sc.notes[:0] = notes
     return sc

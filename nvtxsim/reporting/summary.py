@@ -1,6 +1,6 @@
 """The per-phase summary: its columns, defined once, and the table every format renders it from.
 
-:func:`summary_table` makes a :class:`~nvtxsim.analysis.projection.Report` the ``summary`` view
+:func:`summary_table` makes a :class:`~nvtxsim.analysis.projection.PhaseSummary` the ``summary`` view
 table; :func:`summary_sections` places it in a document under the report's source line, with the
 Findings block and the warnings. Machine formats (csv, json) carry every field in integer
 nanoseconds, human formats (table, markdown, html) pick units per value.
@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
-from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, Report
+from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, PhaseSummary
 from nvtxsim.reporting.document import FindingsBlock, Prose, Section
 from nvtxsim.reporting.viewtable import Column, ViewTable, fmt_ns
 
 if TYPE_CHECKING:
-    from nvtxsim.analysis.selection import Detail
+    from nvtxsim.analysis.selection import Selection
     from nvtxsim.analysis.unattributed import OutsideGpu
 
 JSON_SCHEMA_VERSION = 1
@@ -48,11 +48,11 @@ MEMORY_SUMMARY_COLUMNS = [
 ]
 
 
-def _has_memory(report: Report) -> bool:
+def _has_memory(report: PhaseSummary) -> bool:
     return any(p.gpu_mem_peak_bytes is not None for p in report.phases)
 
 
-def summary_columns(report: Report) -> list[Column]:
+def summary_columns(report: PhaseSummary) -> list[Column]:
     """The summary's columns for this report (the memory ones only when it has memory data)."""
     return SUMMARY_COLUMNS + (MEMORY_SUMMARY_COLUMNS if _has_memory(report) else [])
 
@@ -62,13 +62,13 @@ def phase_record(p: PhaseStats) -> dict:
     return {"phase": p.label, **p.as_dict()}
 
 
-def record_keys(report: Report) -> tuple[str, ...]:
+def record_keys(report: PhaseSummary) -> tuple[str, ...]:
     """The summary's csv columns: every field of a phase (the memory ones only when recorded)."""
     names = [f.name for f in fields(PhaseStats)]
     return tuple(names if _has_memory(report) else [n for n in names if n not in MEMORY_FIELDS])
 
 
-def summary_table(report: Report) -> ViewTable:
+def summary_table(report: PhaseSummary) -> ViewTable:
     """The per-phase summary as a view table (the rows as in the JSON: raw values, memory fields only when recorded).
 
     In text formats the report's source line stands above it instead of its title."""
@@ -86,7 +86,7 @@ def summary_table(report: Report) -> ViewTable:
     )
 
 
-def summary_sections(report: Report, table: ViewTable, findings: FindingsBlock | None = None) -> list[Section]:
+def summary_sections(report: PhaseSummary, table: ViewTable, findings: FindingsBlock | None = None) -> list[Section]:
     """The summary in a document: the source line, the Findings block (set apart), the table and the warnings."""
     source = Prose("source", list(heading_parts(report.source)))
     warnings = [Prose("warning", list(report.warnings))] if report.warnings else []
@@ -119,7 +119,7 @@ def outside_note(o: OutsideGpu, *, threads_shown: int = 3) -> str:
     )
 
 
-def outside_warnings(detail: Detail, *, in_memory_only: bool = False) -> list[str]:
+def outside_warnings(detail: Selection, *, in_memory_only: bool = False) -> list[str]:
     """The :func:`outside_note` line for a report's warnings; none when that work is under 1 % of GPU busy time."""
     from nvtxsim.analysis.unattributed import MIN_SHARE, outside_phases
 
@@ -127,7 +127,7 @@ def outside_warnings(detail: Detail, *, in_memory_only: bool = False) -> list[st
     return [outside_note(o)] if o is not None and o.share >= MIN_SHARE else []
 
 
-def json_document(report: Report) -> dict:
+def json_document(report: PhaseSummary) -> dict:
     """The JSON report as a document (the views are added to it as they are, without a text round trip)."""
     from nvtxsim._version import __version__
 

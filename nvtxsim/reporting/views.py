@@ -1,4 +1,4 @@
-"""The report's views: each turns a :class:`~nvtxsim.analysis.selection.Detail` into one :class:`ViewTable`.
+"""The report's views: each turns a :class:`~nvtxsim.analysis.selection.Selection` into one :class:`ViewTable`.
 
 ``summary`` is the classic per-phase table; the others answer "why": ``tree``
 (nesting, self time), ``iterations`` and ``slowest`` (per-iteration statistics),
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nvtxsim.analysis.projection import row_dict
-from nvtxsim.analysis.selection import Detail, pid_of, tid_of
+from nvtxsim.analysis.selection import Selection, pid_of, tid_of
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.summary import SUMMARY_COLUMNS, summary_table
 from nvtxsim.reporting.viewtable import Column, ViewTable, fmt_bytes, fmt_ns
@@ -34,11 +34,11 @@ class ViewOptions:
     envs: float | None = None  # environments stepped per iteration (--envs): env-steps/s in the iterations view
 
 
-def summary(d: Detail, o: ViewOptions) -> ViewTable:
+def summary(d: Selection, o: ViewOptions) -> ViewTable:
     return summary_table(d.report)
 
 
-def memory(d: Detail, o: ViewOptions) -> ViewTable:
+def memory(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.memory import has_memory, phase_memory, process_peak
 
     cols = [
@@ -68,7 +68,7 @@ def memory(d: Detail, o: ViewOptions) -> ViewTable:
     return ViewTable("memory", "GPU memory per phase", cols, [row_dict(r) for r in phase_memory(d)], notes)
 
 
-def tree(d: Detail, o: ViewOptions) -> ViewTable:
+def tree(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.tree import aggregate
 
     nodes = aggregate(d.export, d.tree)
@@ -118,7 +118,7 @@ def tree(d: Detail, o: ViewOptions) -> ViewTable:
     )
 
 
-def _iterations(d: Detail, o: ViewOptions):
+def _iterations(d: Selection, o: ViewOptions):
     from nvtxsim.analysis.iterations import per_iteration
 
     try:
@@ -129,7 +129,7 @@ def _iterations(d: Detail, o: ViewOptions):
         return None, f"{exc} (choose the range that marks one loop iteration with --by NAME)"
 
 
-def iterations(d: Detail, o: ViewOptions) -> ViewTable:
+def iterations(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.iterations import loop_rates, phase_stats
 
     it, err = _iterations(d, o)
@@ -189,7 +189,7 @@ def _throughput(rows: list[dict], cols: list[Column], rates: LoopRates) -> tuple
     return cols + [Column("env_steps_per_s_cost", "env-steps/s cost", "int")], note
 
 
-def slowest(d: Detail, o: ViewOptions) -> ViewTable:
+def slowest(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.iterations import loop_rates
     from nvtxsim.analysis.iterations import slowest as slow
 
@@ -245,7 +245,7 @@ def _learning_note(it: Iterations, rates: LoopRates) -> str:
     return text
 
 
-def kernels(d: Detail, o: ViewOptions) -> ViewTable:
+def kernels(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import kernels as k
 
     rows = [row_dict(r) for r in k(d, o.top)]
@@ -272,7 +272,7 @@ def kernels(d: Detail, o: ViewOptions) -> ViewTable:
     return ViewTable("kernels", "Top kernels per phase", cols, rows, notes)
 
 
-def copies(d: Detail, o: ViewOptions) -> ViewTable:
+def copies(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import DIRECTION_LABELS
     from nvtxsim.analysis.gpu import copies as cp
 
@@ -293,7 +293,7 @@ def copies(d: Detail, o: ViewOptions) -> ViewTable:
     return ViewTable("copies", "Memory copies and sets per phase", cols, rows)
 
 
-def syncs(d: Detail, o: ViewOptions) -> ViewTable:
+def syncs(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import syncs as sy
 
     cols = [
@@ -308,7 +308,7 @@ def syncs(d: Detail, o: ViewOptions) -> ViewTable:
     return ViewTable("syncs", "CPU time in synchronizing CUDA calls per phase", cols, [row_dict(r) for r in sy(d)])
 
 
-def gpu(d: Detail, o: ViewOptions) -> ViewTable:
+def gpu(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import graph_hints, overview
 
     cols = [
@@ -341,7 +341,7 @@ def gpu(d: Detail, o: ViewOptions) -> ViewTable:
     )
 
 
-def gpus(d: Detail, o: ViewOptions) -> ViewTable:
+def gpus(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.gpu import by_device
 
     cols = [
@@ -356,7 +356,7 @@ def gpus(d: Detail, o: ViewOptions) -> ViewTable:
     return ViewTable("gpus", "Per phase and GPU", cols, [row_dict(r) for r in by_device(d)])
 
 
-def _grouped(d: Detail, by: str) -> ViewTable:
+def _grouped(d: Selection, by: str) -> ViewTable:
     from nvtxsim.analysis.breakdown import breakdown
 
     rows = []
@@ -368,22 +368,22 @@ def _grouped(d: Detail, by: str) -> ViewTable:
     return ViewTable("threads" if by == "thread" else "processes", f"Phases per {by}", [first] + SUMMARY_COLUMNS, rows)
 
 
-def threads(d: Detail, o: ViewOptions) -> ViewTable:
+def threads(d: Selection, o: ViewOptions) -> ViewTable:
     return _grouped(d, "thread")
 
 
-def processes(d: Detail, o: ViewOptions) -> ViewTable:
+def processes(d: Selection, o: ViewOptions) -> ViewTable:
     return _grouped(d, "process")
 
 
-def findings(d: Detail, o: ViewOptions) -> ViewTable:
+def findings(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.findings import analyse
     from nvtxsim.reporting.findings import findings_table
 
     return findings_table(analyse(d, by=o.by, skip_first=o.skip_first))
 
 
-def overlap(d: Detail, o: ViewOptions) -> ViewTable:
+def overlap(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.reporting.findings import overlap_table
 
     return overlap_table(d, by=o.by, skip_first=o.skip_first)
@@ -396,9 +396,9 @@ class View:
 
     name: str
     page_title: str
-    build: Callable[[Detail, ViewOptions], ViewTable]
+    build: Callable[[Selection, ViewOptions], ViewTable]
 
-    def table(self, d: Detail, o: ViewOptions) -> ViewTable:
+    def table(self, d: Selection, o: ViewOptions) -> ViewTable:
         return replace(self.build(d, o), page_title=self.page_title)
 
 
@@ -437,6 +437,6 @@ def parse_views(text: str | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def build(d: Detail, names: list[str], options: ViewOptions | None = None) -> list[ViewTable]:
+def build(d: Selection, names: list[str], options: ViewOptions | None = None) -> list[ViewTable]:
     o = options or ViewOptions()
     return [VIEWS[n].table(d, o) for n in names]

@@ -13,7 +13,7 @@ import numpy as np
 
 from nvtxsim.analysis.gpu import is_sync_api
 from nvtxsim.analysis.launches import api_name
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.columns import ApiCalls, Export
 from nvtxsim.export.streamed import COPY_TAG, source_of
 from nvtxsim.schema import PID_MASK, SYNC_TYPE_CALLS
@@ -23,11 +23,11 @@ def is_copy_api(name: str) -> bool:
     return name.startswith(("cudaMemcpy", "cuMemcpy"))
 
 
-def _notable_ids(detail: Detail) -> list[int]:
+def _notable_ids(detail: Selection) -> list[int]:
     return [i for i, v in detail.export.strings.items() if is_sync_api(v) or is_copy_api(api_name(v))]
 
 
-def notable_calls(detail: Detail) -> ApiCalls:
+def notable_calls(detail: Selection) -> ApiCalls:
     """The synchronizing calls and memcpys of every thread (see the module's docstring for streamed exports)."""
     ex = detail.export
     api = ex.api
@@ -54,7 +54,7 @@ def api_label(export: Export, name_id: int) -> str:
     return WATCH_NAMES.get(int(name_id), "") if name_id < 0 else api_name(export.string(int(name_id)))
 
 
-def prefetch(detail: Detail) -> None:
+def prefetch(detail: Selection) -> None:
     """For a streamed export whose projection has not run yet: ask its pass over the CUDA calls to keep
     the synchronize calls and the host copies' calls on its way, by correlation id (from the small
     synchronization and memcpy tables): no second scan of the calls, no extra column read. Their names

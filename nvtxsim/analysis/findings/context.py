@@ -21,7 +21,7 @@ from nvtxsim.analysis.findings.model import MIN_SHARE, Finding, severity
 from nvtxsim.analysis.iterations import Iterations, per_iteration
 from nvtxsim.analysis.launches import innermost
 from nvtxsim.analysis.projection import _union_length
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.analysis.tree import RangeTree, build
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import ApiCalls, Export
@@ -69,7 +69,9 @@ class Context:
     ``threads``: whether the kinds that join every CUDA call to its GPU work (other threads' work)
     run; None = unless the export is streamed."""
 
-    def __init__(self, detail: Detail, by: str | None = None, skip_first: int = 0, threads: bool | None = None) -> None:
+    def __init__(
+        self, detail: Selection, by: str | None = None, skip_first: int = 0, threads: bool | None = None
+    ) -> None:
         self.d = detail
         self.ex = detail.export
         self.r = detail.export.ranges

@@ -22,7 +22,7 @@ from nvtxsim.analysis.findings.kind import Facts, Kind, Units
 from nvtxsim.analysis.findings.model import OUTSIDE, OUTSIDE_LOOP, Finding
 from nvtxsim.analysis.launches import innermost, ops_of
 from nvtxsim.analysis.projection import _union_length
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 from nvtxsim.schema import PID_MASK
 
 NAME = "other_thread_gpu"
@@ -81,7 +81,7 @@ def _call_labels(ctx: Context, calls: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return calls, labels
 
 
-def overlap_rows(detail: Detail, ctx: Context | None = None) -> list[OtherThreadGpu]:
+def overlap_rows(detail: Selection, ctx: Context | None = None) -> list[OtherThreadGpu]:
     """GPU work nsys attributes to no range, split by the phase open on another thread at launch time
     (``--view overlap``, and this kind's and unattributed_gpu's findings)."""
     ctx = ctx or Context(detail)

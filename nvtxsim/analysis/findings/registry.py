@@ -21,7 +21,7 @@ from nvtxsim.analysis.findings import (
 from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.kind import FACTS, Facts, Kind
 from nvtxsim.analysis.findings.model import Findings
-from nvtxsim.analysis.selection import Detail
+from nvtxsim.analysis.selection import Selection
 
 REGISTRY: tuple[Kind, ...] = (
     sync.KIND,
@@ -66,7 +66,7 @@ def run_order(kinds: tuple[Kind, ...]) -> tuple[Kind, ...]:
 RUN_ORDER = run_order(REGISTRY)
 
 
-def analyse(detail: Detail, *, by: str | None = None, skip_first: int = 0, threads: bool | None = None) -> Findings:
+def analyse(detail: Selection, *, by: str | None = None, skip_first: int = 0, threads: bool | None = None) -> Findings:
     """All findings of the report's selection, most costly first; computed once per (detail, by, skip_first,
     threads), in the detail's memo: the block, the views and the page share it.
 
@@ -76,7 +76,7 @@ def analyse(detail: Detail, *, by: str | None = None, skip_first: int = 0, threa
     return detail.memo.get(("findings", by, skip_first, threads), _analyse, detail, by, skip_first, threads)
 
 
-def _analyse(detail: Detail, by: str | None, skip_first: int, threads: bool | None) -> Findings:
+def _analyse(detail: Selection, by: str | None, skip_first: int, threads: bool | None) -> Findings:
     if not len(detail.selected):
         return Findings([], None, 0)
     ctx = Context(detail, by, skip_first, threads)

@@ -16,7 +16,7 @@ import numpy as np
 
 from nvtxsim.analysis.gpu import short_kernel_name
 from nvtxsim.analysis.launches import copy_direction
-from nvtxsim.analysis.selection import Detail, pid_of, tid_of
+from nvtxsim.analysis.selection import Selection, pid_of, tid_of
 from nvtxsim.reporting.document import Document
 from nvtxsim.reporting.escaping import json_text
 from nvtxsim.reporting.renderers.base import Renderer
@@ -29,7 +29,7 @@ def _us(ns: np.ndarray, t0: int) -> list[float]:
     return np.round((ns - t0) / 1000.0, 3).tolist()
 
 
-def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+def trace_events(d: Selection) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
     """Metadata and range events (dicts), GPU op events (JSON text) and the trace's otherData."""
     r, sel, ops = d.export.ranges, d.selected, d.ops
     starts = [r.start[sel].min()] if len(sel) else []
@@ -48,7 +48,7 @@ def trace_events(d: Detail) -> tuple[list[dict[str, Any]], list[str], dict[str, 
     return meta + events, gpu_text, other
 
 
-def _range_events(d: Detail, t0: int) -> tuple[list[dict[str, Any]], set[int]]:
+def _range_events(d: Selection, t0: int) -> tuple[list[dict[str, Any]], set[int]]:
     """Push/pop ranges as complete slices, start/end ranges as async begin/end pairs; and the threads seen."""
     r, sel, names = d.export.ranges, d.selected, d.label_names
     events: list[dict[str, Any]] = []
@@ -89,7 +89,7 @@ def _range_events(d: Detail, t0: int) -> tuple[list[dict[str, Any]], set[int]]:
     return events, threads
 
 
-def _thread_meta(d: Detail, threads: set[int]) -> list[dict[str, Any]]:
+def _thread_meta(d: Selection, threads: set[int]) -> list[dict[str, Any]]:
     meta: list[dict[str, Any]] = []
     for gtid in sorted(threads):
         meta.append(
@@ -106,7 +106,7 @@ def _thread_meta(d: Detail, threads: set[int]) -> list[dict[str, Any]]:
     return meta
 
 
-def _gpu_meta(d: Detail) -> list[dict[str, Any]]:
+def _gpu_meta(d: Selection) -> list[dict[str, Any]]:
     """Each GPU a process (sorted after the CPU ones), each of its streams a thread."""
     ops = d.ops
     meta: list[dict[str, Any]] = []
@@ -140,7 +140,7 @@ def _gpu_meta(d: Detail) -> list[dict[str, Any]]:
 _CATEGORIES = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}
 
 
-def _op_text(d: Detail, kind: int, name_id: int, direction: str) -> str:
+def _op_text(d: Selection, kind: int, name_id: int, direction: str) -> str:
     if kind == KERNEL:
         return short_kernel_name(d.export.string(name_id) or f"kernel #{name_id}")
     if kind == MEMCPY:
@@ -150,7 +150,7 @@ def _op_text(d: Detail, kind: int, name_id: int, direction: str) -> str:
     return f"CUDA graph {name_id}"
 
 
-def _op_events(d: Detail, t0: int) -> list[str]:
+def _op_events(d: Selection, t0: int) -> list[str]:
     """GPU ops are many: serialised straight to JSON text, from Python lists, with cached names."""
     ops, r, names = d.ops, d.export.ranges, d.label_names
     phase_of_op = d.op_owner
