@@ -37,13 +37,14 @@ from nvtxsim.emit.notices import report
 from nvtxsim.envflags import env_flag, parse_flag
 
 if TYPE_CHECKING:
+    from nvtxsim.emit.live.gpu import GpuTiming
     from nvtxsim.emit.live.session import Session
     from nvtxsim.emit.live.sinks import Sink
 
 ENV_FILE = "NVTXSIM_LIVE"
 ENV_EVERY = "NVTXSIM_LIVE_EVERY"
 ENV_SAMPLE = "NVTXSIM_LIVE_SAMPLE"
-ENV_GPU = "NVTXSIM_LIVE_GPU"  # 0/false/no/off: CPU times only
+ENV_GPU = "NVTXSIM_LIVE_GPU"  # 0/false/no/off: CPU times only; cupti: busy time from CUPTI records
 ENV_TRIGGER = _phases.ENV_LIVE_TRIGGER
 ENV_TRIGGER_ITERATIONS = _phases.ENV_LIVE_TRIGGER_ITERATIONS
 #: Set by the process that started live timing from the environment: its children (exec'd
@@ -66,28 +67,53 @@ def start(
     trigger: str | None = None,
     trigger_iterations: int = DEFAULT_TRIGGER_ITERATIONS,
     append: bool = False,
-    gpu: bool = True,
+    gpu: bool | str = True,
 ) -> None:
     """Start live phase timing (restarts it when on): one JSON line to ``path`` per ``every`` iterations.
 
     ``sample=K`` measures every K-th iteration (the others cost nothing extra). ``writer``: any object
     with TensorBoard's ``add_scalar(tag, value, step)``; ``callback(record)``: any other logger. Both run
     on the writer thread. ``trigger``: a rule like ``'sim_step>1.5x'`` opening a capture window of
-    ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events.
+    ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events;
+    ``gpu="cupti"``: GPU busy time, kernels and copies per phase from CUPTI activity records (the ``cupti`` extra;
+    CUDA events when CUPTI cannot be had, with one stderr line saying why).
     """
     global _session
     if every < 1 or sample < 1:
         raise ValueError("live timing: every and sample must be >= 1")
+    if gpu not in (True, False, "cupti", "events"):
+        raise ValueError(f"live timing: gpu must be True, False, 'events' or 'cupti' (not {gpu!r})")
     trig = Trigger(trigger, trigger_iterations) if trigger else None
     stop()
-    from nvtxsim.emit.live.cuda_events import CudaEventTiming
     from nvtxsim.emit.live.session import Session
 
     sinks = _sinks(None if path is None else os.fspath(path), append, writer, callback)
     with _lock:
-        _session = Session(every, sample, trig, sinks, CudaEventTiming if gpu else None)
+        _session = Session(every, sample, trig, sinks, _gpu_timing(gpu))
         _session.activate()
     _register_atexit()
+
+
+def _gpu_timing(gpu: bool | str) -> type[GpuTiming] | None:
+    if gpu == "cupti":
+        from nvtxsim.emit.live.cupti import CuptiTiming
+
+        return CuptiTiming
+    if gpu:
+        from nvtxsim.emit.live.cuda_events import CudaEventTiming
+
+        return CudaEventTiming
+    return None
+
+
+def _gpu_env() -> bool | str:
+    """``NVTXSIM_LIVE_GPU``: a flag (CUDA events or none) or ``cupti``/``events``; anything else: one line, events."""
+    raw = os.environ.get(ENV_GPU, "").strip().lower()
+    if raw in ("cupti", "events"):
+        return raw
+    if raw and parse_flag(raw) is None:
+        report(f"{ENV_GPU}={raw!r} ignored (expected cupti, events, 1 or 0); GPU times from CUDA events")
+    return env_flag(ENV_GPU, default=True)
 
 
 def _sinks(path: str | None, append: bool, writer: Any, callback: Callable[[dict], Any] | None) -> list[Sink]:
@@ -201,7 +227,7 @@ def start_from_env() -> bool:
             trigger=trigger,
             trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS),
             append=append,
-            gpu=env_flag(ENV_GPU, default=True),
+            gpu=_gpu_env(),
         )
     except Exception as exc:
         report(
