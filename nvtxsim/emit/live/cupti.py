@@ -15,8 +15,8 @@ of a range are those with an id between its two markers'.
 
 Steps aside (one stderr line, CUDA events instead) when another CUPTI client is injected (nsys, Nsight
 Compute: ``CUDA_INJECTION64_PATH``), when cupti-python is missing, or when CUPTI refuses (a driver too
-old, a second subscriber). Buffers that would hold more than :data:`MAX_OPS` ops waiting for the writer are
-dropped and counted, never waited for.
+old, a second subscriber). Ops past :data:`MAX_OPS` waiting for the writer are dropped and counted (the
+markers are kept), never waited for.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from nvtxsim.emit.notices import report_once
 BUFFER_BYTES = 8 << 20
 FLUSH_PERIOD_MS = 100  # CUPTI's worker thread delivers the records it has at least this often
 GPU_WAIT_S = 10.0  # how long the writer waits for a window's records before giving up on them
-MAX_OPS = 20_000_000  # ops held for the writer (about 30 B each); past that a buffer is dropped and counted
+MAX_OPS = 20_000_000  # ops held for the writer (about 33 B each); past that a buffer's ops are dropped and counted
 MARKER_ENV = "NVTXSIM_LIVE_CUPTI_MARKER"  # the driver function used as marker (default cuDriverGetVersion)
 MARKERS = ("cuDriverGetVersion", "cuDeviceGetCount")  # both take one int*: (int *version), (int *count)
 ACTIVITY_KINDS = ("CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "EXTERNAL_CORRELATION")
@@ -74,13 +74,11 @@ class Collector:
         try:
             if not activities:
                 return
-            with self.lock:
-                full = self.ops.size >= MAX_OPS
-            if full:
-                self._drop(len(activities))
-                return
             ops = self._parse(activities)
             with self.lock:
+                if self.ops.size + ops.size > MAX_OPS:  # the writer is behind: these ops go, the markers stay
+                    self.dropped += ops.size
+                    ops = recs.Ops(tickets=ops.tickets, records=ops.records)
                 self.ops.merge(ops)
                 self.last_delivery = time.monotonic()
         except Exception as exc:
