@@ -437,3 +437,55 @@ def test_old_and_new_lines_read_back():
     assert n.to_json() == new
     bad = LiveWindow.from_json(new.replace('"cupti"', '"<script>"').replace('"kernels":3', '"kernels":-3'))
     assert bad is not None and bad.gpu_mode is None and bad.phases["nvtxsim:a"].kernels is None
+
+
+def test_scalars_and_live_command_show_busy_and_launches(fake_cupti, tmp_path):
+    fc = fake_cupti()
+    scalars: dict[str, list[float]] = {}
+
+    class Writer:
+        def add_scalar(self, tag, value, step):
+            scalars.setdefault(tag, []).append(value)
+
+    out = tmp_path / "live.jsonl"
+    live.start(out, every=2, writer=Writer(), gpu="cupti")
+    ph = nvtxsim.phase("policy")
+    for i in range(4):
+        nvtxsim.step()
+        with ph:
+            b = 1_000_000 * (i + 1)
+            for k in range(3):  # 3 kernels of 100 ns back to back, then 200 bytes copied in 10 ns
+                fc.launch(b + 100 * k, b + 100 * k + 100)
+            fc.launch(b + 300, b + 310, kind=1, nbytes=200)
+    live.stop()
+    # per measured iteration: 310 ns busy, 4 launches, 200 bytes
+    assert scalars["nvtxsim/policy/gpu_ms"] == [310 / 1e6] * 2 and scalars["nvtxsim/policy/launches"] == [4.0, 4.0]
+    assert scalars["nvtxsim/policy/copy_mb"] == [200 / 1e6] * 2
+    from nvtxsim.reporting.live import live_table, read_live
+
+    row = live_table(read_live(out)).rows[0]
+    assert (row["busy_per_iteration_ns"], row["launches_per_iteration"], row["kernels"], row["copies"]) == (
+        310,
+        4.0,
+        12,
+        4,
+    )
+    assert row["copy_bytes"] == 800 and any("CUPTI busy time" in n for n in live_table(read_live(out)).notes)
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        ("cupti", "cupti"),
+        ("CUPTI", "cupti"),
+        ("events", "events"),
+        ("1", True),
+        ("0", False),
+        ("", False),
+        ("bogus", True),
+    ],
+)
+def test_env_choice_of_gpu_timing(monkeypatch, capsys, raw, want):
+    monkeypatch.setenv(live.ENV_GPU, raw)
+    assert live._gpu_env() == want
+    assert ("ignored" in capsys.readouterr().err) == (raw == "bogus")
