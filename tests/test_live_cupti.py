@@ -282,47 +282,55 @@ def _union(intervals):
 
 def _training(fc, iterations=4):
     """A loop with nested phases, overlapping kernels, copies, a launch from another thread inside a phase and
-    launches outside every phase; returns the ops each phase should get, per window of two iterations."""
-    truth: list[dict[str, list]] = [{}, {}]
-    open_now: list[str] = []
+    launches outside every phase; returns, per window of two iterations, each phase's ranges' ops."""
+    truth: list[dict[str, list[list]]] = [{}, {}]
+    open_now: list[list] = []  # the ops list of each range open now
 
     def launch(s, e, kind=10, nbytes=0):
         fc.launch(s, e, kind, nbytes)
-        for name in set(open_now):
-            truth[w].setdefault(name, []).append((s, e, kind, nbytes))
+        for ops in open_now:
+            ops.append((s, e, kind, nbytes))
 
-    it_ph, pol, sim = nvtxsim.phase("iteration"), nvtxsim.phase("policy"), nvtxsim.phase("sim_step")
+    class Opened:
+        def __init__(self, name):
+            self.name, self.ph = name, nvtxsim.phase(name)
+
+        def __enter__(self):
+            self.ph.__enter__()
+            ops: list = []
+            truth[w].setdefault(self.name, []).append(ops)
+            open_now.append(ops)
+
+        def __exit__(self, *exc):
+            open_now.pop()
+            return self.ph.__exit__(*exc)
+
     for i in range(iterations):
         nvtxsim.step()
         w, b = i // 2, 1_000_000 + i * 10_000
         launch(b - 500, b - 400)  # outside every phase: nobody's
-        with it_ph:
-            open_now.append("iteration")
-            with pol:
-                open_now.append("policy")
+        with Opened("iteration"):
+            with Opened("policy"):
                 launch(b, b + 100)
                 launch(b + 50, b + 150)  # overlaps the first (another stream)
-                open_now.pop()
             launch(b + 200, b + 260, kind=1, nbytes=4096)  # a memcpy in the iteration, outside policy
             for j in range(2):
-                with sim:
-                    open_now.append("sim_step")
-                    launch(b + 1000 + j * 1000, b + 1400 + j * 1000)
-                    launch(b + 1400 + j * 1000, b + 1410 + j * 1000, kind=2, nbytes=64)
+                with Opened("sim_step"):
+                    launch(b + 1000 + j * 300, b + 1400 + j * 300)  # the two ranges' kernels overlap in time
+                    launch(b + 1400 + j * 300, b + 1410 + j * 300, kind=2, nbytes=64)
                     t = threading.Thread(target=launch, args=(b + 1800 + j * 1000, b + 1850 + j * 1000))
                     t.start()  # autograd-like: another thread launches while sim_step is open here
                     t.join()
-                    open_now.pop()
-            open_now.pop()
     return truth
 
 
-def _expected(ops):
-    kernels = [o for o in ops if o[2] == 10]
+def _expected(ranges):
+    """Summed over the ranges: each range's union (the report's per-range busy time), ops and bytes."""
+    ops = [o for r in ranges for o in r]
     copies = [o for o in ops if o[2] != 10]
     return {
-        "gpu_ns": _union([(s, e) for s, e, _k, _b in ops]),
-        "kernels": len(kernels),
+        "gpu_ns": sum(_union([(s, e) for s, e, _k, _b in r]) for r in ranges),
+        "kernels": len(ops) - len(copies),
         "copies": len(copies),
         "copy_bytes": sum(b for *_x, b in copies),
     }
@@ -344,6 +352,7 @@ def test_busy_time_counts_and_bytes_per_phase_match_an_independent_union(fake_cu
         }
         assert got == {name: _expected(ops) for name, ops in want.items()}
     # the numbers themselves, for the first window: policy 150 ns per iteration, sim_step 400+10+50 per range
+    # (its two ranges overlap on the GPU: summed per range, as the report does, not one union)
     first = records[0]["phases"]
     assert first["nvtxsim:policy"]["gpu_ns"] == 2 * 150 and first["nvtxsim:sim_step"]["gpu_ns"] == 4 * 460
     assert first["nvtxsim:sim_step"]["kernels"] == 8 and first["nvtxsim:iteration"]["copy_bytes"] == 2 * (4096 + 2 * 64)

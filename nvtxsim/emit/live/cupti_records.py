@@ -12,7 +12,8 @@ around one cheap driver call) at its enter and exit, so CUPTI tells the correlat
 Correlation ids are assigned to API calls in call order, process-wide, so a kernel or copy whose id lies
 between a range's opening and closing marker was launched while the range was open, by any thread:
 the report's nsys-exact attribution for the range's own thread plus the ``--view overlap`` attribution
-of other threads' launches. A phase's busy time is the union of those ops' intervals.
+of other threads' launches. A range's busy time is the union of its ops' intervals; a phase's, the sum over
+its ranges (the report's ``gpu_busy_total_ns``).
 """
 
 from __future__ import annotations
@@ -231,24 +232,25 @@ def union_ns(start: np.ndarray, end: np.ndarray) -> int:
 
 
 def attribute(spans: list[tuple[str, int, int]], ops: Ops) -> dict[str, Busy]:
-    """Per phase name, the ops launched strictly between a range's opening and closing marker correlation ids
-    (an op inside two ranges of one phase counts once)."""
+    """Per phase name, summed over its ranges: each range's ops (launched strictly between its opening and
+    closing marker correlation ids), their busy time (the union within the range, as the report's per-range
+    busy time) and counts. Ranges of one phase nested in each other count their common ops twice, as the
+    report's totals do."""
     corr, start, end, nbytes, copy = ops.columns()
     order = np.argsort(corr, kind="stable")
     c = corr[order]
-    by_name: dict[str, list[tuple[int, int]]] = {}
-    for name, lo, hi in spans:
-        by_name.setdefault(name, []).append((lo, hi))
-    out: dict[str, Busy] = {}
-    for name, pairs in by_name.items():
-        bounds = np.array(pairs, dtype=np.int64)
-        first = np.searchsorted(c, bounds[:, 0], side="right")
-        past = np.searchsorted(c, bounds[:, 1], side="left")
-        ok = past > first
-        diff = np.zeros(c.size + 1, np.int64)
-        np.add.at(diff, first[ok], 1)
-        np.add.at(diff, past[ok], -1)
-        idx = order[np.cumsum(diff[:-1]) > 0]
+    bounds = np.array([(lo, hi) for _n, lo, hi in spans], dtype=np.int64).reshape(-1, 2)
+    firsts = np.searchsorted(c, bounds[:, 0], side="right")
+    pasts = np.searchsorted(c, bounds[:, 1], side="left")
+    sums: dict[str, list[int]] = {}
+    for (name, _lo, _hi), first, past in zip(spans, firsts.tolist(), pasts.tolist()):
+        t = sums.setdefault(name, [0, 0, 0, 0])
+        if past <= first:
+            continue
+        idx = order[first:past]
         cp = copy[idx]
-        out[name] = Busy(union_ns(start[idx], end[idx]), int((~cp).sum()), int(cp.sum()), int(nbytes[idx][cp].sum()))
-    return out
+        t[0] += union_ns(start[idx], end[idx])
+        t[1] += int(idx.size - cp.sum())
+        t[2] += int(cp.sum())
+        t[3] += int(nbytes[idx][cp].sum())
+    return {name: Busy(*t) for name, t in sums.items()}
