@@ -15,6 +15,7 @@ import random
 import struct
 import sys
 import threading
+import time
 import types
 from pathlib import Path
 
@@ -121,8 +122,9 @@ class FakeCupti:
     ExternalCorrelationKind = types.SimpleNamespace(CUSTOM0=3, CUSTOM1=4)
     driver_api_trace_cbid = types.SimpleNamespace(cuDriverGetVersion=2, cuDeviceGetCount=3)
 
-    def __init__(self, layout=REAL, addresses=True, batch=7, refuse=False):
+    def __init__(self, layout=REAL, addresses=True, batch=7, refuse=False, ext_records=True, api_records=True):
         self.layout, self.addresses, self.batch, self.refuse = layout, addresses, batch, refuse
+        self.ext_records, self.api_records = ext_records, api_records
         for kind, attr in DTYPE_ATTRS.items():
             size, cols = layout[kind]
             names = list(cols)
@@ -188,7 +190,7 @@ class FakeCupti:
 
     def marker(self, arg):
         corr = next(self.corr)
-        if 2 in self.driver_api:
+        if 2 in self.driver_api and self.api_records:
             self._add(
                 4,
                 {
@@ -200,7 +202,7 @@ class FakeCupti:
                 },
             )
             for kind, ext_id in self._stack():
-                if 39 in self.enabled:
+                if 39 in self.enabled and self.ext_records:
                     self._add(39, {"external_kind": kind, "external_id": ext_id, "correlation_id": corr})
         return 0
 
@@ -336,11 +338,17 @@ def _expected(ranges):
     }
 
 
-@pytest.mark.parametrize("shape", ["bytes", "objects", "newer-layout"])
+@pytest.mark.parametrize("shape", ["bytes", "objects", "newer-layout", "no-external-ids", "no-external-ids-objects"])
 def test_busy_time_counts_and_bytes_per_phase_match_an_independent_union(fake_cupti, shape):
-    fc = fake_cupti(addresses=shape != "objects", layout=NEWER if shape == "newer-layout" else REAL)
+    """no-external-ids: CUPTI gives the markers' driver records only; tickets are paired with them in call order
+    per thread (a thread calling the marker function without marking is not paired)."""
+    layout = NEWER if shape == "newer-layout" else REAL
+    fc = fake_cupti(addresses="objects" not in shape, layout=layout, ext_records="no-external" not in shape)
     records: list[dict] = []
     live.start(None, every=2, callback=records.append, gpu="cupti")
+    stray = threading.Thread(target=lambda: [fc.marker(None) for _ in range(3)])
+    stray.start()  # someone else's calls of the marker function
+    stray.join()
     truth = _training(fc)
     live.stop()
     assert [r["iterations"] for r in records] == [[0, 1], [2, 3]]
@@ -498,3 +506,20 @@ def test_env_choice_of_gpu_timing(monkeypatch, capsys, raw, want):
     monkeypatch.setenv(live.ENV_GPU, raw)
     assert live._gpu_env() == want
     assert ("ignored" in capsys.readouterr().err) == (raw == "bogus")
+
+
+def test_markers_that_never_come_back_one_line_and_no_more_waiting(fake_cupti, monkeypatch, capsys):
+    fc = fake_cupti(ext_records=False, api_records=False)
+    monkeypatch.setattr(cupti_mod, "GPU_WAIT_S", 0.3)
+    records: list[dict] = []
+    live.start(None, every=1, callback=records.append, gpu="cupti")
+    for i in range(6):
+        nvtxsim.step()
+        with nvtxsim.phase("sim_step"):
+            fc.launch(i * 100, i * 100 + 10)
+    t0 = time.monotonic()
+    live.stop()
+    assert time.monotonic() - t0 < 3  # after the first window, the writer no longer waits for markers
+    assert len(records) == 6 and all(r["phases"]["nvtxsim:sim_step"]["gpu_ns"] is None for r in records)
+    err = [ln for ln in capsys.readouterr().err.splitlines() if "markers" in ln]
+    assert len(err) == 1 and "NVTXSIM_LIVE_CUPTI_MARKER=cuDeviceGetCount" in err[0]

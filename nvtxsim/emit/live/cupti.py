@@ -62,6 +62,13 @@ class Collector:
         self.kinds = [getattr(cupti.ActivityKind, k) for k in ACTIVITY_KINDS]
         self.enabled = False
         self.tickets = itertools.count(1)
+        self.cbid = -1  # the marker function's driver cbid (start)
+        # the fallback pairing (by_order) while no external-id record of ours came: tickets issued per thread
+        self.track = True
+        self.ext_seen = False
+        self.issued: dict[int, list[int]] = {}
+        self.local = threading.local()
+        self.no_markers = False  # a window's markers never came back: later windows do not wait for them
         self.arg = ctypes.byref(ctypes.c_int())  # the marker's out-argument (its value is never read)
 
     # ---- CUPTI's thread
@@ -75,6 +82,10 @@ class Collector:
             if not activities:
                 return
             ops = self._parse(activities)
+            if ops.tickets:
+                self.ext_seen = True
+            if not self.track:
+                ops.markers = []
             with self.lock:
                 if self.ops.size + ops.size > MAX_OPS:  # the writer is behind: these ops go, the markers stay
                     self.dropped += ops.size
@@ -88,14 +99,17 @@ class Collector:
             )
 
     def _parse(self, activities: list) -> recs.Ops:
+        n = len(activities)
         try:
             first, last = int(activities[0]), int(activities[-1])
-            size = self.layout[int(activities[-1].kind)][0]
-            raw = ctypes.string_at(first, last - first + size)
+            span = last - first + self.layout[int(activities[-1].kind)][0]
+            biggest = max(size for size, _cols in self.layout.values())
+            # one buffer's records lie back to back: anything else is not read as bytes
+            raw = ctypes.string_at(first, span) if 0 < span <= min(n * biggest, 2 * BUFFER_BYTES) else None
         except Exception:
             raw = None
-        ops = recs.parse_buffer(raw, len(activities), self.ext_kind, self.layout) if raw is not None else None
-        return ops if ops is not None else recs.parse_objects(activities, self.ext_kind)
+        ops = recs.parse_buffer(raw, n, self.ext_kind, self.layout, self.cbid) if raw is not None else None
+        return ops if ops is not None else recs.parse_objects(activities, self.ext_kind, self.cbid)
 
     def _drop(self, n: int) -> None:
         with self.lock:
@@ -105,8 +119,9 @@ class Collector:
 
     def start(self) -> None:
         c = self.cupti
+        self.cbid = self._marker_cbid()
         c.activity_register_callbacks(self.requested, self.completed)
-        c.activity_enable_driver_api(self._marker_cbid(), 1)
+        c.activity_enable_driver_api(self.cbid, 1)
         self.enable(True)
         try:
             c.activity_flush_period(FLUSH_PERIOD_MS)
@@ -129,6 +144,12 @@ class Collector:
     def mark(self) -> int:
         """A ticket, pushed as external id around one marker call: CUPTI records its correlation id."""
         ticket = next(self.tickets)
+        if self.track:
+            try:
+                issued = self.local.issued
+            except AttributeError:
+                issued = self.local.issued = self.issued.setdefault(threading.get_ident() & 0xFFFFFFFF, [])
+            issued.append(ticket)
         c, kind = self.cupti, self.ext_kind
         c.activity_push_external_correlation_id(kind, ticket)
         try:
@@ -138,6 +159,30 @@ class Collector:
         return ticket
 
     # ---- the writer thread
+
+    def by_order(self) -> None:
+        """Pair the tickets issued on each thread with that thread's marker driver records in call order: where
+        CUPTI gives the driver records but no external-id records. Tickets that have one keep it; once an
+        external-id record of ours came, this stops (and forgets what it kept)."""
+        with self.lock:
+            if self.ext_seen:
+                self.track, self.issued, self.ops.markers = False, {}, []
+                return
+            per: dict[int, list[int]] = {}
+            for thread, corr in self.ops.markers:
+                per.setdefault(thread, []).append(corr)
+            left: list[tuple[int, int]] = []
+            for thread, corrs in per.items():
+                issued = self.issued.get(thread)
+                if not issued:
+                    continue  # a call of the marker function on a thread that never marked: not ours
+                corrs.sort()
+                n = min(len(issued), len(corrs))
+                for ticket, corr in zip(issued[:n], corrs[:n]):
+                    self.ops.tickets.setdefault(ticket, corr)
+                del issued[:n]
+                left.extend((thread, c) for c in corrs[n:])
+            self.ops.markers = left
 
     def cupti_dropped(self) -> int:
         """Records CUPTI dropped since the last ask (no buffer at hand), 0 when it cannot tell."""
@@ -212,12 +257,16 @@ class CuptiTiming(GpuTiming):
 
     def _resolve(self, spans: list[Span]) -> dict[str, PhaseGpu]:
         col = self.col
+        if col.no_markers:
+            return {}
         wanted = {t for _n, a, b in spans for t in (a, b)}
         tickets = _wait(col, wanted)
         if tickets is None:
+            col.no_markers = True
             report_once(
                 "live-cupti-markers",
-                "live timing: CUPTI did not return the phase markers' correlation ids; GPU times skipped",
+                f"live timing: CUPTI did not return the phase markers' correlation ids ({col.marker.__name__}); GPU "
+                f"times skipped (try {MARKER_ENV}={next(m for m in MARKERS if m != col.marker.__name__)})",
             )
             return {}
         bracket = [(n, tickets[a], tickets[b]) for n, a, b in spans if a in tickets and b in tickets]
@@ -249,6 +298,8 @@ def _wait(col: Collector, wanted: set[int]) -> dict[int, int] | None:
     deadline = time.monotonic() + GPU_WAIT_S
     flushed = False
     while True:
+        if col.track:
+            col.by_order()
         with col.lock:
             have = {t: col.ops.tickets[t] for t in wanted if t in col.ops.tickets}
         if len(have) == len(wanted):

@@ -33,14 +33,14 @@ LAYOUTS: dict[int, tuple[int, dict[str, tuple[int, str]]]] = {
     CONCURRENT_KERNEL: (216, {"start": (16, "<u8"), "end": (24, "<u8"), "corr": (92, "<u4")}),
     MEMCPY: (96, {"bytes": (8, "<u8"), "start": (16, "<u8"), "end": (24, "<u8"), "corr": (44, "<u4")}),
     MEMSET: (88, {"bytes": (8, "<u8"), "start": (16, "<u8"), "end": (24, "<u8"), "corr": (44, "<u4")}),
-    DRIVER: (40, {"corr": (32, "<u4")}),
+    DRIVER: (40, {"cbid": (4, "<u4"), "thread": (28, "<u4"), "corr": (32, "<u4")}),
     EXTERNAL_CORRELATION: (24, {"ext_kind": (4, "<i4"), "ext_id": (8, "<u8"), "corr": (16, "<u4")}),
 }
 _DTYPE_NAMES = {
     CONCURRENT_KERNEL: ("activity_kernel10_dtype", {"correlation_id": "corr"}),
     MEMCPY: ("activity_memcpy6_dtype", {"correlation_id": "corr"}),
     MEMSET: ("activity_memset4_dtype", {"correlation_id": "corr"}),
-    DRIVER: ("activity_api_dtype", {"correlation_id": "corr"}),
+    DRIVER: ("activity_api_dtype", {"correlation_id": "corr", "thread_id": "thread"}),
     EXTERNAL_CORRELATION: (
         "activity_external_correlation_dtype",
         {"correlation_id": "corr", "external_kind": "ext_kind", "external_id": "ext_id"},
@@ -80,6 +80,9 @@ class Ops:
     nbytes: list[np.ndarray] = field(default_factory=list)  # 0 for a kernel
     copy: list[np.ndarray] = field(default_factory=list)  # bool: a memcpy or memset
     tickets: dict[int, int] = field(default_factory=dict)  # our external id -> the marker call's correlation id
+    #: (CUPTI thread id, correlation id) of each marker call's driver record: the fallback when no external-id
+    #: record comes (:meth:`nvtxsim.emit.live.cupti.Collector.by_order`)
+    markers: list[tuple[int, int]] = field(default_factory=list)
     records: int = 0
 
     def add(self, corr: Any, start: Any, end: Any, nbytes: Any, copy: bool) -> None:
@@ -96,6 +99,7 @@ class Ops:
         for name in ("corr", "start", "end", "nbytes", "copy"):
             getattr(self, name).extend(getattr(other, name))
         self.tickets.update(other.tickets)
+        self.markers.extend(other.markers)
         self.records += other.records
 
     def columns(self) -> tuple[np.ndarray, ...]:
@@ -125,9 +129,10 @@ class Ops:
         return max((int(c.max()) for c in self.corr if c.size), default=-1)
 
 
-def parse_buffer(raw: bytes, expected: int, ext_kind: int, layout: dict | None = None) -> Ops | None:
+def parse_buffer(raw: bytes, expected: int, ext_kind: int, layout: dict | None = None, marker: int = -1) -> Ops | None:
     """The ops and our markers in one buffer's bytes (``expected`` records); None when the bytes are not
-    laid out as :data:`LAYOUTS` says (an unknown kind, or a record count other than ``expected``)."""
+    laid out as :data:`LAYOUTS` says (an unknown kind, or a record count other than ``expected``). ``marker``: the
+    cbid of the marker function (its driver records are kept as :attr:`Ops.markers`)."""
     layout = layout or LAYOUTS
     n = len(raw)
     kinds = np.frombuffer(raw, dtype="<i4", count=n // 4)
@@ -155,7 +160,7 @@ def parse_buffer(raw: bytes, expected: int, ext_kind: int, layout: dict | None =
         count += run
     if count != expected:
         return None
-    return _ops(runs, ext_kind, count)
+    return _ops(runs, ext_kind, count, marker)
 
 
 def _dtype(spec: tuple[int, dict[str, tuple[int, str]]]) -> np.dtype:
@@ -171,7 +176,7 @@ def _dtype(spec: tuple[int, dict[str, tuple[int, str]]]) -> np.dtype:
     )
 
 
-def _ops(runs: dict[int, list[np.ndarray]], ext_kind: int, records: int) -> Ops:
+def _ops(runs: dict[int, list[np.ndarray]], ext_kind: int, records: int, marker: int) -> Ops:
     ops = Ops(records=records)
     for kind, views in runs.items():
         v = np.concatenate(views) if len(views) > 1 else views[0]
@@ -182,10 +187,13 @@ def _ops(runs: dict[int, list[np.ndarray]], ext_kind: int, records: int) -> Ops:
         elif kind == EXTERNAL_CORRELATION:
             mine = v[v["ext_kind"] == ext_kind]
             ops.tickets.update(zip(mine["ext_id"].tolist(), mine["corr"].tolist()))
+        elif kind == DRIVER:
+            mine = v[v["cbid"] == marker]
+            ops.markers.extend(zip(mine["thread"].tolist(), mine["corr"].tolist()))
     return ops
 
 
-def parse_objects(activities: list, ext_kind: int) -> Ops:
+def parse_objects(activities: list, ext_kind: int, marker: int = -1) -> Ops:
     """The slow way, one attribute at a time (cupti-python's record objects): when the bytes cannot be read."""
     kern: list[tuple[int, int, int]] = []
     copies: list[tuple[int, int, int, int]] = []
@@ -198,6 +206,8 @@ def parse_objects(activities: list, ext_kind: int) -> Ops:
             copies.append((a.correlation_id, a.start, a.end, a.bytes))
         elif kind == EXTERNAL_CORRELATION and int(a.external_kind) == ext_kind:
             ops.tickets[int(a.external_id)] = int(a.correlation_id)
+        elif kind == DRIVER and int(a.cbid) == marker:
+            ops.markers.append((int(a.thread_id), int(a.correlation_id)))
     if kern:
         k = np.array(kern, dtype=np.int64)
         ops.add(k[:, 0], k[:, 1], k[:, 2], None, False)
