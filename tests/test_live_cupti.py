@@ -523,3 +523,14 @@ def test_markers_that_never_come_back_one_line_and_no_more_waiting(fake_cupti, m
     assert len(records) == 6 and all(r["phases"]["nvtxsim:sim_step"]["gpu_ns"] is None for r in records)
     err = [ln for ln in capsys.readouterr().err.splitlines() if "markers" in ln]
     assert len(err) == 1 and "NVTXSIM_LIVE_CUPTI_MARKER=cuDeviceGetCount" in err[0]
+
+
+def test_a_file_without_cupti_windows_keeps_its_table(tmp_path):
+    line = '{"iterations":[0,1],"measured":2,"sample":1,"pid":1,"time":1.0,"phases":{"nvtxsim:a":{"count":2,"cpu_ns":10,"cpu_mean_ns":5,"cpu_p90_ns":6,"gpu_ns":8}}}'
+    path = tmp_path / "old.jsonl"
+    path.write_text(line + "\n")
+    from nvtxsim.reporting.live import COLUMNS, live_table, read_live
+
+    t = live_table(read_live(path))
+    assert t.columns == COLUMNS and not {"kernels", "launches", "busy_per_iteration_ns"} & set(t.rows[0])
+    assert any("CUDA events" in n for n in t.notes)  # a file from before gpu_mode: its GPU times are event spans

@@ -78,7 +78,7 @@ def totals(windows: Iterable[LiveWindow]) -> dict[str, dict[str, Any]]:
     """Per phase key (``domain:name``) over all windows: count, cpu_ns, gpu_ns (None when never measured),
     the largest window p90, and the number of measured iterations it ran in. From CUPTI windows also
     kernels, copies, copy_bytes, launches (kernels + copies) and the GPU busy time and launches per measured
-    iteration of those windows (None where no window had them)."""
+    iteration of those windows (keys left out where no window had them)."""
     out: dict[str, dict[str, Any]] = {}
     measured = 0
     counted: dict[str, int] = {}  # phase -> measured iterations of the windows that counted its ops
@@ -105,8 +105,12 @@ def totals(windows: Iterable[LiveWindow]) -> dict[str, dict[str, Any]]:
         t["per_iteration_ns"] = t["cpu_ns"] // measured if measured else None
         its = counted.get(key)
         t["launches"] = None if t["kernels"] is None else t["kernels"] + (t["copies"] or 0)
-        t["busy_per_iteration_ns"] = t.pop("busy_ns") // its if its else None
+        busy = t.pop("busy_ns")
+        t["busy_per_iteration_ns"] = busy // its if its and busy is not None else None
         t["launches_per_iteration"] = round(t["launches"] / its, 1) if its and t["launches"] is not None else None
+        if t["kernels"] is None:  # no CUPTI window: the phase's totals as before these keys existed
+            for k in (*COUNTS, "launches", "busy_per_iteration_ns", "launches_per_iteration"):
+                del t[k]
     return out
 
 

@@ -47,17 +47,19 @@ COLUMNS = [
     Column("gpu_ns", "GPU total", "ns"),
     Column("gpu_mean_ns", "GPU mean", "ns"),
     Column("windows", "windows", "int"),
-    # CUPTI windows only (NVTXSIM_LIVE_GPU=cupti): left out of a terminal table where no phase has them
-    Column("busy_per_iteration_ns", "GPU busy / iteration", "ns", drop_if_empty=True),
-    Column("launches_per_iteration", "launches / iteration", "num", drop_if_empty=True),
-    Column("kernels", "kernels", "int", drop_if_empty=True),
-    Column("copies", "copies", "int", drop_if_empty=True),
-    Column("copy_bytes", "copied", "bytes", drop_if_empty=True),
+]
+#: From CUPTI windows only (NVTXSIM_LIVE_GPU=cupti): a table of a file without any has the columns above alone.
+CUPTI_COLUMNS = [
+    Column("busy_per_iteration_ns", "GPU busy / iteration", "ns", default=None),
+    Column("launches_per_iteration", "launches / iteration", "num", default=None),
+    Column("kernels", "kernels", "int", default=None),
+    Column("copies", "copies", "int", default=None),
+    Column("copy_bytes", "copied", "bytes", default=None),
 ]
 PLOT_GPU = {"events": "CUDA events on the launching stream", "cupti": "CUPTI busy time"}
 GPU_MODE_TEXT = {
     "events": "GPU: CUDA events on the launching stream (a stream span: for a short phase that waits on the CPU's launches it reads about its CPU time)",
-    "cupti": "GPU: CUPTI busy time (the union of the kernels and copies launched while the phase was open, by any thread)",
+    "cupti": "GPU: CUPTI busy time (per range, the union of the kernels and copies launched while it was open, by any thread)",
 }
 
 
@@ -97,7 +99,8 @@ def live_table(log: LiveLog) -> ViewTable:
     """One row per phase, the busiest (CPU total) first."""
     rows = [{"phase": key, **t} for key, t in totals(log.windows).items()]
     rows.sort(key=lambda r: (-r["cpu_ns"], r["phase"]))
-    return ViewTable("live", _heading(log), COLUMNS, rows, _notes(log), page_title="Totals")
+    cols = COLUMNS + CUPTI_COLUMNS if any("kernels" in r for r in rows) else COLUMNS
+    return ViewTable("live", _heading(log), cols, rows, _notes(log), page_title="Totals")
 
 
 @dataclass
@@ -124,7 +127,7 @@ def live_document(log: LiveLog) -> Document:
         "over_training",
         "Each phase over training",
         "mean time per range in each window of iterations (CPU: perf_counter; GPU: "
-        + (" / ".join(PLOT_GPU[m] for m in gpu_modes(log.windows)) or "none")
+        + " / ".join(PLOT_GPU[m] for m in gpu_modes(log.windows) or ["events"])
         + ")",
         TrainingLines(log, plotted, len(t.rows) - len(plotted)),
     )

@@ -137,6 +137,7 @@ def parse_buffer(raw: bytes, expected: int, ext_kind: int, layout: dict | None =
     n = len(raw)
     kinds = np.frombuffer(raw, dtype="<i4", count=n // 4)
     runs: dict[int, list[np.ndarray]] = {}
+    dtypes: dict[int, np.dtype] = {}
     off = count = 0
     while off < n:
         kind = int(kinds[off >> 2])
@@ -145,16 +146,18 @@ def parse_buffer(raw: bytes, expected: int, ext_kind: int, layout: dict | None =
             return None
         size = spec[0]
         fit = (n - off) // size
-        run = 0
+        run, step = 0, 16
         while run < fit:  # the run of records of this kind from here: their kind fields, a stride of `size` apart
-            probe = kinds[
-                (off >> 2) + run * (size >> 2) : (off >> 2) + min(fit, run + _RUN_PROBE) * (size >> 2) : size >> 2
-            ]
+            probe = kinds[(off >> 2) + run * (size >> 2) : (off >> 2) + min(fit, run + step) * (size >> 2) : size >> 2]
             other = np.flatnonzero(probe != kind)
             run += int(other[0]) if other.size else probe.size
             if other.size:
                 break
-        view = np.ndarray((run,), dtype=_dtype(spec), buffer=raw, offset=off)
+            step = min(step * 4, _RUN_PROBE)  # short runs cost little, long ones few probes
+        dtype = dtypes.get(kind)
+        if dtype is None:
+            dtype = dtypes[kind] = _dtype(spec)
+        view = np.ndarray((run,), dtype=dtype, buffer=raw, offset=off)
         runs.setdefault(kind, []).append(view)
         off += run * size
         count += run
