@@ -6,7 +6,9 @@
 # cupti-python's wheel in .gpu/whl (../shared/tools/gpu-nsys/prepare.sh with EXTRA_WHEELS="cupti-python==13.0.1"):
 #     source .gpu/env.sh && OUT=/tmp/lc bash scripts/gpu/live_cupti.sh
 # Here (CPU, nsys 2022.4: plumbing only, no GPU numbers):   DRY_RUN=1 bash scripts/gpu/live_cupti.sh
-# Knobs: LAUNCHES ("5000 20000": cost), ACC_LAUNCHES (10000), ITERATIONS (60), ROUNDS (6), BLOCK (10).
+# Knobs: LAUNCHES ("5000 20000": cost), ACC_LAUNCHES (10000), ITERATIONS (40), ROUNDS (6), BLOCK (10).
+# Writes into $OUT: live_cupti.txt (everything printed), cupti.jsonl, events.jsonl, check.jsonl, report.json,
+# nsys.sqlite.gz, nsys.log.
 set -u
 OUT=${OUT:-$PWD/gpu-live-cupti}
 mkdir -p "$OUT"
@@ -23,7 +25,7 @@ else
   : "${NSYS:?source .gpu/env.sh first (NSYS unset)}"
   TRACE=cuda,nvtx,osrt
 fi
-LAUNCHES=${LAUNCHES:-5000 20000}; ROUNDS=${ROUNDS:-6}; BLOCK=${BLOCK:-10}; ITERATIONS=${ITERATIONS:-60}
+LAUNCHES=${LAUNCHES:-5000 20000}; ROUNDS=${ROUNDS:-6}; BLOCK=${BLOCK:-10}; ITERATIONS=${ITERATIONS:-40}
 ACC=${ACC_LAUNCHES:-10000}
 
 echo "== $(date +%T) env"
