@@ -534,3 +534,41 @@ def test_a_file_without_cupti_windows_keeps_its_table(tmp_path):
     t = live_table(read_live(path))
     assert t.columns == COLUMNS and not {"kernels", "launches", "busy_per_iteration_ns"} & set(t.rows[0])
     assert any("CUDA events" in n for n in t.notes)  # a file from before gpu_mode: its GPU times are event spans
+
+
+PROGRAM = """
+import sys, types
+sys.path.insert(0, {tests!r})
+from test_live import _FakeTorch
+from test_live_cupti import FakeCupti
+fc = FakeCupti()
+pkg = types.ModuleType("cupti")
+pkg.cupti = fc
+sys.modules["cupti"], sys.modules["torch"] = pkg, _FakeTorch
+import nvtxsim
+from nvtxsim.emit.live import cupti as cupti_mod
+cupti_mod._marker_function = lambda: fc.marker
+cupti_mod.FLUSH_PERIOD_MS = 5
+for i in range(4):
+    nvtxsim.step()
+    with nvtxsim.phase("policy"):
+        fc.launch(1_000_000 * (i + 1), 1_000_000 * (i + 1) + 250)
+        fc.launch(1_000_000 * (i + 1) + 100, 1_000_000 * (i + 1) + 300, kind=1, nbytes=128)
+print("done")
+"""
+
+
+def test_from_the_environment_end_to_end(tmp_path):
+    from test_live import _run
+
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM.format(tests=str(Path(__file__).resolve().parent)))
+    out = tmp_path / "live.jsonl"
+    r = _run([str(prog)], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="2", NVTXSIM_LIVE_GPU="cupti")
+    assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
+    assert "CUPTI" not in r.stderr and "cupti" not in r.stderr
+    lines = [LiveWindow.from_json(ln) for ln in out.read_text().splitlines()]
+    assert [w.gpu_mode for w in lines if w] == ["cupti", "cupti"]
+    p = [w.phases["nvtxsim:policy"] for w in lines if w]
+    # per range: a kernel [0, 250) and a copy [100, 300) overlapping it: 300 ns busy, one kernel, one copy, 128 B
+    assert [(x.gpu_ns, x.kernels, x.copies, x.copy_bytes) for x in p] == [(600, 2, 2, 256)] * 2
