@@ -19,13 +19,15 @@ from typing import Any
 
 from nvtxsim.analysis.gpu import graph_hints
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN, PhaseSummary, resolve_domain
-from nvtxsim.analysis.selection import Selection
+from nvtxsim.analysis.selection import Selection, compile_match
+from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import Export
 from nvtxsim.export.reader import Backend, load
-from nvtxsim.reporting import renderers
+from nvtxsim.reporting import options, renderers
 from nvtxsim.reporting.model import ReportModel, ReportRequest
+from nvtxsim.reporting.options import views as parse_views
 from nvtxsim.reporting.summary import outside_warnings, summary_table
-from nvtxsim.reporting.views import ViewOptions, build, parse_views
+from nvtxsim.reporting.views import ViewOptions, build
 
 __all__ = [
     "ReportRequest",
@@ -49,20 +51,34 @@ def request(
     top: int = 10,
     envs: float | None = None,
     findings: bool = True,
-    fail_on: tuple[str, ...] = (),
+    fail_on: str | list[str] | tuple[str, ...] | None = (),
 ) -> ReportRequest:
-    """A :class:`ReportRequest` from plain options (``views``: names, or one comma-separated string; "all")."""
-    names = parse_views(views) if views is None or isinstance(views, str) else parse_views(",".join(views))
-    options = ViewOptions(by=by, by_given=by is not None, skip_first=skip_first, top=top, envs=envs)
-    dom = None if domain == "all" else domain
+    """A :class:`ReportRequest` from plain options, through the command line's own parsers
+    (:mod:`nvtxsim.reporting.options`): ``views`` and ``fail_on`` as one comma-separated string or a
+    list ("all" for every one; ``fail_on`` entries may carry a severity floor, ``"sync:medium"``);
+    ``domain`` a name, "default" (the unnamed domain), "all" or None (every domain); a value the command line would
+    refuse is the same one-line :class:`~nvtxsim.errors.NvtxsimError`."""
+    if not isinstance(findings, bool):
+        raise NvtxsimError(f"findings=: expected True or False, got {findings!r}")
+    by = options.text(by, "by=")
+    options.text(match, "match=")
+    compile_match(match)
+    dom = options.text(domain, "domain=")
+    options_ = ViewOptions(
+        by=by,
+        by_given=by is not None,
+        skip_first=options.count(skip_first, "skip_first="),
+        top=options.count(top, "top=", low=1),
+        envs=options.envs(envs, "envs="),
+    )
     return ReportRequest(
-        views=names,
-        options=options,
+        views=options.views(views, "views="),
+        options=options_,
         match=match,
-        domain=dom,
-        domain_given=domain != DEFAULT_DOMAIN,
+        domain=None if dom == "all" else dom,  # None: every domain, as "all"
+        domain_given=dom != DEFAULT_DOMAIN,
         findings=findings,
-        fail_on=tuple(fail_on),
+        fail_on=options.fail_on(fail_on, "fail_on="),
     )
 
 
