@@ -158,6 +158,9 @@ def run(args: argparse.Namespace) -> int:
 
         set_verbose(args.verbose)
         auto.install(count_steps=not args.no_count_steps, quiet=True if args.quiet else None)
+    from nvtxsim.emit import live
+
+    live.claim()  # NVTXSIM_LIVE: the file is the program's now, before it can start workers
     return execute(argv, module=args.module)
 
 

@@ -83,8 +83,13 @@ class Session:
         if methods is not _r._live_methods and _current is self:  # swap only when sampling switches, never after fail
             _r.set_live(True, methods)
 
+    def claim(self) -> None:
+        """Open the sinks now (at start, before the program can start workers), not at the first step."""
+        if not self.opened and self.is_current():
+            self._open_sinks()
+
     def _open_sinks(self) -> bool:
-        """At the first step(): the sinks open (the file is truncated now); a failure turns live timing off."""
+        """At :meth:`claim` or the first step(): the sinks open (the file is claimed now); a failure turns live timing off."""
         problem = self.writer.open_sinks()
         if problem is not None:
             self.fail(problem)
