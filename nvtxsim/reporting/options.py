@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from nvtxsim.analysis.findings.gate import FailRule, did_you_mean, parse_fail_on
-from nvtxsim.errors import FLOAT_MAX, NvtxsimError, float_option, int_option
+from nvtxsim.errors import FLOAT_MAX, NvtxsimError, comma_list, float_option, int_option
 
 __all__ = ["FailRule", "count", "envs", "fail_on", "names", "text", "views"]
 
@@ -59,10 +59,7 @@ def names(value: object, option: str) -> list[str] | None:
         parts = list(value)
     else:
         raise NvtxsimError(f"{option}: expected names as a string or a list of strings, got {value!r}")
-    out = [e.strip() for p in parts for e in p.split(",")]
-    if any(not e for e in out):
-        raise NvtxsimError(f"{option}: empty name in {','.join(parts)!r}")
-    return out
+    return [e for p in parts for e in comma_list(p, option)]
 
 
 def views(value: object, option: str = "--view") -> list[str]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nvtxsim.analysis.findings.model import SEVERITIES, Finding
-from nvtxsim.errors import NvtxsimError
+from nvtxsim.errors import NvtxsimError, comma_list
 
 __all__ = ["FailRule", "parse_fail_on", "failing", "did_you_mean"]
 
@@ -51,7 +51,9 @@ def _entries(value: object, option: str) -> list[str]:
         parts = [str(v) for v in value]
     else:
         raise NvtxsimError(f"{option}: expected finding kinds as a string or a list of strings, got {value!r}")
-    return [e.strip() for p in parts for e in p.split(",") if e.strip()]
+    if not "".join(parts).replace(",", "").strip():
+        return []  # nothing at all: the caller's "no finding kind given"
+    return [e for p in parts for e in comma_list(p, option)]
 
 
 def parse_fail_on(value: object, *, option: str = "--fail-on") -> tuple[FailRule, ...]:
