@@ -90,12 +90,13 @@ class Source:
 
     def calls_named(self, ids: list[int]) -> np.ndarray:
         """The CUDA calls whose name is one of the StringIds ``ids``, as (start, end, global_tid,
-        correlation_id, name_id) rows: one filtered query, no column read in full."""
+        correlation_id, name_id) rows: one filtered query, no column read in full. The rows, and their
+        order (the table's), are those the in-memory backend reads (the same WHERE clause)."""
         conn = self.connect()
         try:
             rows = conn.execute(
-                f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME_TABLE} WHERE nameId IN ({','.join(map(str, ids))}) "
-                "AND start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL"
+                f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME_TABLE} "
+                f"WHERE nameId IN ({','.join(map(str, ids))}) AND {API_WHERE} ORDER BY rowid"
             ).fetchall()
         finally:
             conn.close()

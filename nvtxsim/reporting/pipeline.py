@@ -108,18 +108,17 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     domain, widened = resolve_domain(export, req.domain, given=req.domain_given)
     detail = Selection(export, domain=domain, match=req.match)
     want_findings = bool(req.findings or req.fail_on) and len(detail.selected) > 0
-    if want_findings:
-        from nvtxsim.analysis import findings
-
-        findings.prefetch(detail)  # a streamed export: its few sync/memcpy calls are read while the projection runs
     summary = detail.report
     if widened:
         summary.warnings.insert(0, widened)
     summary.warnings.extend(graph_hints(detail))  # on every view: the summary's GPU columns leave graph-level work out
-    if r is None or r.shows_warnings:  # working out where GPU work ran outside the phases can need every CUDA call
-        every_view = r is not None and r.shows_every_view
-        summary.warnings.extend(outside_warnings(detail, in_memory_only=req.is_classic and not every_view))
-    found = findings.analyse(detail, by=req.options.by, skip_first=req.options.skip_first) if want_findings else None
+    if r is None or r.shows_warnings:  # the same on either backend: a streamed export reads the calls this needs
+        summary.warnings.extend(outside_warnings(detail))
+    found = None
+    if want_findings:
+        from nvtxsim.analysis import findings
+
+        found = findings.analyse(detail, by=req.options.by, skip_first=req.options.skip_first)
     if req.findings:
         summary.findings = found
     model = ReportModel(
