@@ -38,6 +38,7 @@ from nvtxsim.export.tables import (
     strings_for,
     table_names,
     unmatched_pop_warning,
+    wild_bytes_warning,
 )
 
 Backend = Literal["memory", "streamed"]
@@ -108,6 +109,8 @@ def _read(conn: sqlite3.Connection, path: Path, *, cuda: bool, backend: Backend 
     end = capture_end(conn, tables)
     flag_open_at_capture_end(ranges, end)
     warnings.extend(unmatched_pop_warning(conn, tables))
+    if cuda:
+        warnings.extend(wild_bytes_warning(conn, tables))  # both backends: the same warning
     extras = read_extras(conn, tables, cuda=cuda)  # detail views' side tables (thread/GPU names, graph traces)
     return Export(
         path=path,

@@ -35,6 +35,7 @@ from nvtxsim.export.tables import (
     gpu_sql,
     gpu_tables,
     ints,
+    sane_bytes,
 )
 from nvtxsim.schema import API_WHERE, GPU_WHERE, RUNTIME_TABLE, SYNC_TABLE, SYNC_TYPE_CALLS
 
@@ -292,6 +293,8 @@ class LazyGpuOps(GpuOps):
             value = np.concatenate(parts) if len(parts) > 1 else parts[0]
             if name == "copy_kind":
                 value = value.astype(np.int16)
+            if name == "bytes":
+                value = sane_bytes(value)
         self.__dict__[name] = value
         return value
 
