@@ -155,9 +155,19 @@ class LiveWindow:
         )
 
 
+#: The largest number a line may hold (~146 years in ns, as for an export's timestamps): beyond it a number is
+#: corrupt, and sums of a few would leave int64 (numpy) or float precision.
+MAX_COUNT = 1 << 62
+
+
 def _count(v: Any) -> int | None:
-    """A non-negative finite number as an int; None for anything else (NaN, text, a bool, a list ...)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+    """A non-negative finite number up to :data:`MAX_COUNT` as an int; None for anything else (NaN, text, a
+    bool, a list, a 400-digit integer: compared as an int, never turned into a float, which would overflow)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if not 0 <= v <= MAX_COUNT:
         return None
     return int(v)
 

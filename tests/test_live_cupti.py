@@ -31,6 +31,23 @@ from nvtxsim.live_record import LiveWindow
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_live import _FakeEvent, _FakeTorch  # noqa: E402
 
+
+
+@pytest.fixture(autouse=True)
+def _cupti_opted_in(monkeypatch):
+    """The CUPTI mode is behind its experimental flag (it failed on the H200); these tests exercise it."""
+    monkeypatch.setenv(live.ENV_CUPTI_EXPERIMENTAL, "1")
+
+
+def test_cupti_without_the_experimental_flag_falls_back_to_events(monkeypatch, capsys):
+    monkeypatch.delenv(live.ENV_CUPTI_EXPERIMENTAL)
+    assert live._gpu_timing("cupti") is cuda_events.CudaEventTiming
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "experimental" in err and live.ENV_CUPTI_EXPERIMENTAL in err
+    monkeypatch.setenv(live.ENV_CUPTI_EXPERIMENTAL, "1")
+    assert live._gpu_timing("cupti") is cupti_mod.CuptiTiming
+
+
 # field: (offset, struct code) of the cupti-python 13.0.1 dtypes (size first)
 REAL = {
     10: (
@@ -564,7 +581,7 @@ def test_from_the_environment_end_to_end(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM.format(tests=str(Path(__file__).resolve().parent)))
     out = tmp_path / "live.jsonl"
-    r = _run([str(prog)], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="2", NVTXSIM_LIVE_GPU="cupti")
+    r = _run([str(prog)], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="2", NVTXSIM_LIVE_GPU="cupti", NVTXSIM_LIVE_CUPTI_EXPERIMENTAL="1")
     assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
     assert "CUPTI" not in r.stderr and "cupti" not in r.stderr
     lines = [LiveWindow.from_json(ln) for ln in out.read_text().splitlines()]

@@ -85,8 +85,13 @@ class Session:
             if self.timing is not None:
                 self.timing.sampling(methods is not None)  # CUPTI: records only while measured
 
+    def claim(self) -> None:
+        """Open the sinks now (at start, before the program can start workers), not at the first step."""
+        if not self.opened and self.is_current():
+            self._open_sinks()
+
     def _open_sinks(self) -> bool:
-        """At the first step(): the sinks open (the file is truncated now); a failure turns live timing off."""
+        """At :meth:`claim` or the first step(): the sinks open (the file is claimed now); a failure turns live timing off."""
         problem = self.writer.open_sinks()
         if problem is not None:
             self.fail(problem)
