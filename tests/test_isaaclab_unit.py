@@ -422,7 +422,7 @@ def test_run_module(tmp_path):
         env=env,
         cwd=tmp_path,
     )
-    assert proc.returncode == 2 and "no module" in proc.stderr
+    assert proc.returncode == 1 and "no module" in proc.stderr
 
 
 @pytest.mark.nsys

@@ -66,18 +66,34 @@ def _token(line: str, pos: int) -> tuple[str, int]:
 def assert_table_whole(lines: list[str], start: int, t: ViewTable, rows: list[list[str]]) -> int:
     """Find ``t``'s header at or after line ``start``; check its rows cell by cell; return the line after it."""
     heads = [c.header for c in t.columns]
+    prefixed = {c.header: i for i, c in enumerate(t.columns) if c.shared_prefix}
+
+    def plain(h: str) -> str:  # "Phase (nvtxsim)": a shared prefix written once in its header
+        base = h.split(" (", 1)[0]
+        return base if base in prefixed and h.endswith(")") else h
+
     for k in range(start, len(lines)):
         shown = re.split(r"\s{2,}", lines[k].strip())
-        if len(shown) >= 2 and shown[0] == heads[0] and all(h in heads for h in shown):
+        if len(shown) >= 2 and all(plain(h) in heads for h in shown) and plain(shown[0]) == heads[0]:
             break
     else:
         raise AssertionError(f"no header line of {t.name!r} after line {start}")
+    rows = [list(r) for r in rows]
+    for h in shown:
+        if plain(h) != h:
+            i = prefixed[plain(h)]
+            prefix = h[len(plain(h)) + 2 : -1] + (t.columns[i].shared_prefix or "")
+            assert all(r[i].startswith(prefix) for r in rows), (prefix, [r[i] for r in rows])
+            for r in rows:
+                r[i] = r[i][len(prefix) :]
+    shown = [plain(h) for h in shown]
     shown_idx, j = [], 0
     for h in shown:  # headers repeat (compare's two "CI"): match in order
         j = heads.index(h, j)
         shown_idx.append(j)
         j += 1
-    left_out = [heads[i] for i in range(len(heads)) if i not in shown_idx]
+    empty = {i for i, c in enumerate(t.columns) if c.drop_if_empty and all(str(r[i]) in ("", "0") for r in rows)}
+    left_out = [heads[i] for i in range(len(heads)) if i not in shown_idx and i not in empty]
     after = k + 1 + len(rows)
     if left_out:
         said = lines[after] + "".join(" " + ln.strip() for ln in lines[after + 1 : after + 3] if ln.startswith("  "))

@@ -23,24 +23,26 @@ JSON_SCHEMA_VERSION = 1
 
 
 # The summary's columns: keys (csv/json), headers, units (display), in table order; ``priority`` is the order
-# a narrow terminal keeps them in (counts and CPU time first, then GPU time).
+# a narrow terminal keeps them in: the count, CPU and GPU time side by side, then the median and p99 (one
+# warm-up call moves the mean of a phase beyond its p99: the mean comes after them).
 SUMMARY_COLUMNS = [
-    Column("phase", "Phase"),
+    Column("phase", "Phase", shared_prefix=":"),
     Column("instances", "N", "int", priority=0),
     Column("cpu_total_ns", "CPU total", "ns", priority=1),
-    Column("cpu_mean_ns", "mean", "ns", priority=2),
-    Column("cpu_median_ns", "median", "ns", priority=8),
+    Column("cpu_mean_ns", "mean", "ns", priority=5),
+    Column("cpu_median_ns", "median", "ns", priority=3),
     Column("cpu_p90_ns", "p90", "ns", priority=9),
-    Column("cpu_p99_ns", "p99", "ns", priority=3),
+    Column("cpu_p99_ns", "p99", "ns", priority=4),
     Column("cpu_max_ns", "max", "ns", priority=10),
-    Column("gpu_proj_total_ns", "GPU proj", "ns", priority=5),
-    Column("gpu_proj_median_ns", "proj median", "ns", priority=12),
-    Column("gpu_busy_total_ns", "GPU busy", "ns", priority=4),
-    Column("gpu_ops", "ops", "int", priority=6),
-    Column("gpu_kernels", "kernels", "int", priority=11),
-    Column("memcpy_htod_bytes", "H→D", "bytes", priority=13),
-    Column("memcpy_dtoh_bytes", "D→H", "bytes", priority=14),
+    Column("gpu_proj_total_ns", "GPU proj", "ns", priority=6, drop_if_empty=True),
+    Column("gpu_proj_median_ns", "proj median", "ns", priority=12, drop_if_empty=True),
+    Column("gpu_busy_total_ns", "GPU busy", "ns", priority=2, drop_if_empty=True),
+    Column("gpu_ops", "ops", "int", priority=7, drop_if_empty=True),
+    Column("gpu_kernels", "kernels", "int", priority=11, drop_if_empty=True),
+    Column("memcpy_htod_bytes", "H→D", "bytes", priority=13, drop_if_empty=True),
+    Column("memcpy_dtoh_bytes", "D→H", "bytes", priority=14, drop_if_empty=True),
 ]
+
 #: Shown only when the export recorded GPU memory (nsys --cuda-memory-usage=true); a phase without memory data shows 0.
 MEMORY_SUMMARY_COLUMNS = [
     Column("gpu_mem_peak_bytes", "GPU mem peak", "bytes", priority=7, default=0),

@@ -31,6 +31,9 @@ class Column:
     #: A fitted terminal table leaves the column out when no row has a value (every cell empty or 0): it
     #: would say nothing in the room a column with something to say needs.
     drop_if_empty: bool = False
+    #: A fitted terminal table writes a prefix that every row shares, up to and including this separator
+    #: (``nvtxsim:`` of a report on one domain), once in the header instead of in every row.
+    shared_prefix: str | None = None
 
     @property
     def text(self) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.viewtable import Column
@@ -239,6 +240,7 @@ def table_lines(
     ]
     if width is not None:
         columns, cells = _without_empty(columns, cells)
+        columns, cells = _shared_prefixes_once(columns, cells)
     need = [max([cell_width(c.header)] + [cell_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
     if width is None:
         lines, shown = _table_at(columns, cells, list(range(len(columns))), need)
@@ -265,6 +267,24 @@ def _without_empty(columns: Sequence[Column], cells: list[list[str]]) -> tuple[S
     if len(keep) == len(columns):
         return columns, cells
     return [columns[i] for i in keep], [[r[i] for i in keep] for r in cells]
+
+
+def _shared_prefixes_once(
+    columns: Sequence[Column], cells: list[list[str]]
+) -> tuple[Sequence[Column], list[list[str]]]:
+    """Columns declaring ``shared_prefix`` with the prefix every row shares moved into the header."""
+    out = list(columns)
+    for i, c in enumerate(columns):
+        sep = c.shared_prefix
+        if not sep or not cells or any(sep not in r[i] for r in cells):
+            continue
+        prefix = cells[0][i].split(sep, 1)[0] + sep
+        if not prefix.strip(sep) or any(not r[i].startswith(prefix) or r[i] == prefix for r in cells):
+            continue
+        out[i] = replace(c, header=f"{c.header} ({prefix[: -len(sep)]})")
+        for r in cells:
+            r[i] = r[i][len(prefix) :]
+    return out, cells
 
 
 def _table_at(
