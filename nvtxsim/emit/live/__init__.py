@@ -37,14 +37,19 @@ from nvtxsim.emit.notices import report
 from nvtxsim.envflags import env_flag, parse_flag
 
 if TYPE_CHECKING:
+    from nvtxsim.emit.live.gpu import GpuTiming
     from nvtxsim.emit.live.session import Session
     from nvtxsim.emit.live.sinks import Sink
 
 ENV_FILE = "NVTXSIM_LIVE"
 ENV_EVERY = "NVTXSIM_LIVE_EVERY"
 ENV_SAMPLE = "NVTXSIM_LIVE_SAMPLE"
-ENV_GPU = "NVTXSIM_LIVE_GPU"  # 0/false/no/off: CPU times only
+ENV_GPU = "NVTXSIM_LIVE_GPU"  # 0/false/no/off: CPU times only; cupti: busy time from CUPTI records
 ENV_TRIGGER = _phases.ENV_LIVE_TRIGGER
+#: The CUPTI mode runs only with this flag set: on the H200 (cupti-python 13.0.1, driver 580) its phase
+#: markers' external correlation ids never came back, it cost 4-5x the iteration and the process crashed at
+#: exit (reports/live-cupti-h200.md). Until that is fixed, asking for ``cupti`` gives CUDA events and one line.
+ENV_CUPTI_EXPERIMENTAL = "NVTXSIM_LIVE_CUPTI_EXPERIMENTAL"
 ENV_TRIGGER_ITERATIONS = _phases.ENV_LIVE_TRIGGER_ITERATIONS
 #: ``NVTXSIM_LIVE=1`` (or true/yes/on): this file, in the working directory.
 DEFAULT_FILE = "live.jsonl"
@@ -64,7 +69,7 @@ def start(
     trigger: str | None = None,
     trigger_iterations: int = DEFAULT_TRIGGER_ITERATIONS,
     append: bool = False,
-    gpu: bool = True,
+    gpu: bool | str = True,
     claim: bool = True,
 ) -> None:
     """Start live phase timing (restarts it when on): one JSON line to ``path`` per ``every`` iterations.
@@ -76,19 +81,22 @@ def start(
     ``sample=K`` measures every K-th iteration (the others cost nothing extra). ``writer``: any object
     with TensorBoard's ``add_scalar(tag, value, step)``; ``callback(record)``: any other logger. Both run
     on the writer thread. ``trigger``: a rule like ``'sim_step>1.5x'`` opening a capture window of
-    ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events.
+    ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events;
+    ``gpu="cupti"``: GPU busy time, kernels and copies per phase from CUPTI activity records (the ``cupti`` extra;
+    CUDA events when CUPTI cannot be had, with one stderr line saying why).
     """
     global _session
     if every < 1 or sample < 1:
         raise ValueError("live timing: every and sample must be >= 1")
+    if gpu not in (True, False, "cupti", "events"):
+        raise ValueError(f"live timing: gpu must be True, False, 'events' or 'cupti' (not {gpu!r})")
     trig = Trigger(trigger, trigger_iterations) if trigger else None
     stop()
-    from nvtxsim.emit.live.cuda_events import CudaEventTiming
     from nvtxsim.emit.live.session import Session
 
     sinks = _sinks(None if path is None else os.fspath(path), append, writer, callback)
     with _lock:
-        _session = s = Session(every, sample, trig, sinks, CudaEventTiming if gpu else None)
+        _session = s = Session(every, sample, trig, sinks, _gpu_timing(gpu))
         s.activate()
     _register_atexit()
     if claim:
@@ -101,6 +109,33 @@ def claim() -> None:
     s = _session
     if s is not None and s.is_current():
         s.claim()
+
+
+def _gpu_timing(gpu: bool | str) -> type[GpuTiming] | None:
+    if gpu == "cupti":
+        if env_flag(ENV_CUPTI_EXPERIMENTAL):
+            from nvtxsim.emit.live.cupti import CuptiTiming
+
+            return CuptiTiming
+        report(
+            "live timing: the CUPTI mode is experimental (it failed on a real GPU: reports/live-cupti-h200.md); "
+            f"GPU times from CUDA events (set {ENV_CUPTI_EXPERIMENTAL}=1 to try it)"
+        )
+    if gpu:
+        from nvtxsim.emit.live.cuda_events import CudaEventTiming
+
+        return CudaEventTiming
+    return None
+
+
+def _gpu_env() -> bool | str:
+    """``NVTXSIM_LIVE_GPU``: a flag (CUDA events or none) or ``cupti``/``events``; anything else: one line, events."""
+    raw = os.environ.get(ENV_GPU, "").strip().lower()
+    if raw in ("cupti", "events"):
+        return raw
+    if raw and parse_flag(raw) is None:
+        report(f"{ENV_GPU}={raw!r} ignored (expected cupti, events, 1 or 0); GPU times from CUDA events")
+    return env_flag(ENV_GPU, default=True)
 
 
 def _sinks(path: str | None, append: bool, writer: Any, callback: Callable[[dict], Any] | None) -> list[Sink]:
@@ -212,7 +247,7 @@ def start_from_env() -> bool:
             sample=_int_env(ENV_SAMPLE, 1),
             trigger=trigger,
             trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS),
-            gpu=env_flag(ENV_GPU, default=True),
+            gpu=_gpu_env(),
             claim=not _own_command_line(),
         )
     except Exception as exc:

@@ -82,6 +82,8 @@ class Session:
         methods = METHODS if self.measuring(iteration) else None
         if methods is not _r._live_methods and _current is self:  # swap only when sampling switches, never after fail
             _r.set_live(True, methods)
+            if self.timing is not None:
+                self.timing.sampling(methods is not None)  # CUPTI: records only while measured
 
     def claim(self) -> None:
         """Open the sinks now (at start, before the program can start workers), not at the first step."""
@@ -118,6 +120,7 @@ class Session:
             return
         if timing is not None:
             self.gpu = self.timing = timing
+            timing.sampling(self.measuring(self.iteration))
 
     def flush(self, last: int, *, final: bool = False, wait: float = 0.0) -> None:
         """Hand the current window to the writer thread (dropped, and counted, when its queue is full; ``wait``:
@@ -155,6 +158,8 @@ class Session:
         if self.dropped:
             report(f"live timing: the last {self.dropped} window(s) were not written (the writer fell behind)")
         self.writer.close(timeout)
+        if self.timing is not None:
+            self.timing.sampling(False)  # CUPTI: no more records once nothing reads them
 
     def fail(self, message: str) -> None:
         """Turn live timing off (from either thread) with one stderr line."""

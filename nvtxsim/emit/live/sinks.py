@@ -67,7 +67,9 @@ class FileSink(Sink):
 
 class ScalarSink(Sink):
     """``nvtxsim/<phase>/cpu_ms`` and ``gpu_ms`` per window to a TensorBoard-like ``add_scalar(tag, value, step)``:
-    the phase's time per measured iteration, at the window's last iteration."""
+    the phase's time per measured iteration, at the window's last iteration. With CUPTI (``gpu_mode`` cupti)
+    ``gpu_ms`` is the busy time, and ``launches`` (kernels and copies) and ``copy_mb`` per iteration come too:
+    what ``nvtxsim live`` shows."""
 
     def __init__(self, writer: Any) -> None:
         self.writer = writer
@@ -80,6 +82,9 @@ class ScalarSink(Sink):
             self.writer.add_scalar(f"nvtxsim/{name}/cpu_ms", (p.cpu_ns or 0) / per / 1e6, step)
             if p.gpu_ns is not None:
                 self.writer.add_scalar(f"nvtxsim/{name}/gpu_ms", p.gpu_ns / per / 1e6, step)
+            if p.kernels is not None:
+                self.writer.add_scalar(f"nvtxsim/{name}/launches", (p.kernels + (p.copies or 0)) / per, step)
+                self.writer.add_scalar(f"nvtxsim/{name}/copy_mb", (p.copy_bytes or 0) / per / 1e6, step)
 
     def failure(self, exc: BaseException) -> str:
         return f"live timing: the SummaryWriter failed ({type(exc).__name__}: {exc}); no more scalars"
