@@ -27,9 +27,10 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("views and filters")
     g.add_argument(
         "--view",
-        default="summary",
+        action="append",
         metavar="VIEWS",
-        help=f"comma-separated views: {', '.join(VIEWS)}, or all (default: summary; html always shows all)",
+        help=f"comma-separated views: {', '.join(VIEWS)}, or all (default: summary; html always shows all); "
+        "may be repeated",
     )
     g.add_argument(
         "--by",
@@ -70,6 +71,7 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     )
     f.add_argument(
         "--fail-on",
+        action="append",
         metavar="KINDS",
         help=f"exit with status 1 when a finding of one of these comma-separated kinds is found (CI): {', '.join(KINDS)}, "
         "or all; KIND:SEVERITY fails only from that severity up (sync:medium, all:high)",
@@ -109,6 +111,9 @@ def request_from_args(args: argparse.Namespace) -> ReportRequest:
     )
 
 
-def parse_kinds(text: str | None) -> tuple[FailRule, ...]:
-    """``--fail-on``: ``sync,pageable_copy:medium`` → the rules; ``all`` → every kind; unknown kinds are an error."""
+def parse_kinds(text: str | list[str] | None) -> tuple[FailRule, ...]:
+    """``--fail-on``: ``sync,pageable_copy:medium`` → the rules; ``all`` → every kind; unknown kinds are an error.
+    Given several times (a list), every one counts: a second ``--fail-on`` never drops the first."""
+    if isinstance(text, list) and not text:
+        return options.fail_on("")  # argparse gives a list only when the option was given
     return options.fail_on(text)

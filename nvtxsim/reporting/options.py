@@ -9,6 +9,7 @@ over text; Python may also hand over the value's own type (an int, a list of nam
 from __future__ import annotations
 
 import math
+import numbers
 
 from nvtxsim.analysis.findings.gate import FailRule, did_you_mean, parse_fail_on
 from nvtxsim.errors import FLOAT_MAX, NvtxsimError, comma_list, float_option, int_option
@@ -22,9 +23,9 @@ def count(value: object, option: str, *, low: int = 0) -> int:
     """A whole number >= ``low`` (``--top``, ``--skip-first``): text or an int, never a bool or a float."""
     if isinstance(value, str):
         return int_option(option, low=low, high=_INT_MAX)(value)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # numpy integers are Integral
         raise NvtxsimError(f"{option}: expected an integer, got {value!r}")
-    return int_option(option, low=low, high=_INT_MAX)(str(value))
+    return int_option(option, low=low, high=_INT_MAX)(str(int(value)))
 
 
 def envs(value: object, option: str = "--envs") -> float | None:
@@ -33,11 +34,15 @@ def envs(value: object, option: str = "--envs") -> float | None:
         return None
     if isinstance(value, str):
         return float_option(option, low_open=True)(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy numbers are Real
         raise NvtxsimError(f"{option}: expected a number, got {value!r}")
-    if not (math.isfinite(value) and 0 < value <= FLOAT_MAX):
+    try:
+        x = float(value)
+    except OverflowError:  # an int past float's range
+        x = math.inf
+    if not (math.isfinite(x) and 0 < x <= FLOAT_MAX):
         raise NvtxsimError(f"{option}: must be a finite number in (0, {FLOAT_MAX:g}], got {value!r}")
-    return float(value)
+    return x
 
 
 def text(value: object, option: str) -> str | None:
@@ -69,6 +74,7 @@ def views(value: object, option: str = "--view") -> list[str]:
     if value is None or (isinstance(value, (str, list, tuple)) and not value):
         return ["summary"]
     given = names(value, option) or []
+    given = [n.lower() if n.lower() in VIEWS or n.lower() == "all" else n for n in given]  # Tree, ALL
     if given == ["all"]:
         return list(VIEWS)
     for n in given:

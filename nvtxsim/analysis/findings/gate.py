@@ -72,6 +72,7 @@ def parse_fail_on(value: object, *, option: str = "--fail-on") -> tuple[FailRule
     floors: dict[str, str] = {}
     for entry in entries:
         name, sep, floor = (s.strip() for s in entry.partition(":"))
+        name = name.lower() if name.lower() in KINDS or name.lower() == "all" else name  # SYNC, All
         floor = floor.lower() if sep else SEVERITIES[-1]
         if floor not in SEVERITIES:
             raise NvtxsimError(

@@ -151,6 +151,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument(
         "--fail-on",
+        action="append",
         metavar="KINDS",
         help="exit 1 when a finding of one of these comma-separated kinds appeared in NEW (or all); "
         "KIND:SEVERITY counts only those of that severity or worse (sync:medium, all:high)",

@@ -81,11 +81,17 @@ def execute(argv: list[str], *, module: bool = False) -> int:
 
 
 def _print_program_error() -> None:
-    """The traceback of the exception being handled, without nvtxsim's frames, as Python prints it."""
+    """The exception being handled, without nvtxsim's frames, shown as Python shows an uncaught one:
+    through ``sys.excepthook`` (the program's own, when it set one)."""
     etype, value, tb = sys.exc_info()
     while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
-    traceback.print_exception(etype, value, tb)
+    assert etype is not None and value is not None
+    value.__traceback__ = tb  # the default hook prints the exception's own traceback
+    try:
+        sys.excepthook(etype, value, tb)
+    except Exception:  # as Python: a failing hook, then the original traceback
+        traceback.print_exception(etype, value, tb)
 
 
 def _quiet_excepthook(shown: BaseException) -> None:
