@@ -32,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_live import _FakeEvent, _FakeTorch  # noqa: E402
 
 
-
 @pytest.fixture(autouse=True)
 def _cupti_opted_in(monkeypatch):
     """The CUPTI mode is behind its experimental flag (it failed on the H200); these tests exercise it."""
