@@ -580,7 +580,14 @@ def test_from_the_environment_end_to_end(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM.format(tests=str(Path(__file__).resolve().parent)))
     out = tmp_path / "live.jsonl"
-    r = _run([str(prog)], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="2", NVTXSIM_LIVE_GPU="cupti", NVTXSIM_LIVE_CUPTI_EXPERIMENTAL="1")
+    r = _run(
+        [str(prog)],
+        tmp_path,
+        NVTXSIM_LIVE=str(out),
+        NVTXSIM_LIVE_EVERY="2",
+        NVTXSIM_LIVE_GPU="cupti",
+        NVTXSIM_LIVE_CUPTI_EXPERIMENTAL="1",
+    )
     assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
     assert "CUPTI" not in r.stderr and "cupti" not in r.stderr
     lines = [LiveWindow.from_json(ln) for ln in out.read_text().splitlines()]
