@@ -18,7 +18,7 @@ drawn from tests/hostile_names.py among others; key columns (a real ``rowid``, d
 ``eventId``) are mutated too.
 
     python scripts/fuzz_export.py --seconds 600            # a long run
-    python scripts/fuzz_export.py --seconds 30 --seed 1    # what the test suite runs
+    python scripts/fuzz_export.py --cases 30 --seed 1 --batch 10   # what the test suite runs
 """
 
 from __future__ import annotations
@@ -364,6 +364,9 @@ class Fuzzer:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=60.0, help="time budget (default 60)")
+    ap.add_argument(
+        "--cases", type=int, default=None, help="stop after this many cases instead (the time budget then unused)"
+    )
     ap.add_argument("--seed", type=int, default=0, help="first hypothesis seed (batch i uses seed + i)")
     ap.add_argument("--batch", type=int, default=25, help="cases per hypothesis batch (default 25)")
     ap.add_argument("--case-timeout", type=int, default=60, help="seconds one case may take (default 60)")
@@ -378,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         fz.keep_going = args.keep_going
         i = 0
         try:
-            while time.monotonic() - started < args.seconds:
+            while (fz.cases < args.cases) if args.cases is not None else (time.monotonic() - started < args.seconds):
                 fz.batch(args.batch, args.seed + i)
                 i += 1
         except Exception as exc:  # hypothesis re-raises the shrunk failure

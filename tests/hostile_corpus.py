@@ -2,7 +2,8 @@
 
 Each :class:`Case` says what must happen: ``error`` (exit 2, one ``nvtxsim: error:`` line,
 nothing on stdout), ``report`` (exit 0, and ``check`` verifies the numbers of the JSON report)
-or ``either`` (random corruption: one of the two, never anything else).
+or ``either`` (random corruption: which of the two is decided per file by :func:`tables_readable`, sqlite3's
+own full read of the tables a report needs, so each file has one right answer).
 
 Seeds: the real nsys 2022.4 export in ``tests/data/reliability`` (made by the program beside
 it) and synthetic 2022.4-schema exports with CUDA tables (``tests/synth.py``).
@@ -15,6 +16,7 @@ import os
 import random
 import shutil
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -505,6 +507,37 @@ def drop_dac_command() -> list[str] | None:
     if setpriv is None:
         return None
     return [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search", "--"]
+
+
+#: The tables a CPU-only report reads (the real seed has no CUDA tables).
+REPORT_TABLES = ("NVTX_EVENTS", "StringIds", "ThreadNames", "PROCESSES", "ANALYSIS_DETAILS", "TARGET_INFO_GPU")
+
+
+def tables_readable(path: Path, tables: tuple[str, ...] = REPORT_TABLES) -> bool:
+    """Whether sqlite3 itself opens ``path`` and reads every row of each of ``tables`` that exists (the truth
+    for a randomly corrupted export: readable means a correct report, unreadable one clear error)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            for t in tables:
+                if t in names:
+                    con.execute(f'SELECT * FROM "{t}"').fetchall()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError:
+        return False
+    return True
+
+
+def denied(prefix: list[str], path: Path, mode: str) -> bool:
+    """Probe: a Python run under ``prefix`` gets PermissionError opening ``path`` with ``mode`` ("rb", or "xb"
+    for creating a file). Decides whether this machine can set the scene a permission test needs."""
+    code = f"open({str(path)!r}, {mode!r})"
+    probe = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    if probe.returncode == 0 and mode == "xb":
+        Path(path).unlink()
+    return probe.returncode != 0 and "PermissionError" in probe.stderr
 
 
 def millions_of_unclosed(path: Path, n: int = 2_000_000, threads: int = 4) -> Path:

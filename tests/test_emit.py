@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import subprocess
 import sys
 import warnings
@@ -35,7 +36,18 @@ def test_standard_phases_have_fixed_styles():
     assert list(nvtxsim.phases.STANDARD) == names
     colors = {s.color for s in nvtxsim.phases.STANDARD.values()}
     assert len(colors) == len(names)
-    assert nvtxsim.phases.style_for("my_phase") == nvtxsim.phases.style_for("my_phase")
+    # A custom name's colour is the same in every process (crc32, not the salted hash()): pinned, and
+    # recomputed in a process with another hash seed.
+    assert nvtxsim.phases.style_for("my_phase").color == 0x7B644F
+    other = subprocess.run(
+        [sys.executable, "-c", "import nvtxsim.phases as p; print(p.style_for('my_phase').color)"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+        timeout=60,
+    )
+    assert other.stdout.strip() == str(0x7B644F), other.stderr
+    assert nvtxsim.phases.style_for("my_phase2").color != 0x7B644F
     assert nvtxsim.phases.style_for("my_phase").category == "custom"
 
 

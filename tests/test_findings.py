@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import statistics
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,33 @@ def test_evidence(planted):
     other = by[("nvtxsim:policy_update", "other_thread_gpu")]
     assert other.evidence["threads"] == {"pt_autograd_0 (2001)": 300}
     assert by[("nvtxsim:sim_step", "launch_bound")].evidence["launches_per_range"] == 300
+
+
+def _iteration_durations(path: Path) -> list[int]:
+    """The key range's durations straight from the export's SQL, in start order (the test's own truth)."""
+    con = sqlite3.connect(path)
+    rows = con.execute(
+        "SELECT e.end - e.start FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId"
+        " WHERE s.value = 'iteration' ORDER BY e.start"
+    ).fetchall()
+    con.close()
+    return [r[0] for r in rows]
+
+
+def test_outlier_cost_is_the_time_above_the_median(tmp_path):
+    p = tmp_path / "planted.sqlite"
+    make_planted(p)
+    durations = _iteration_durations(p)
+    median = statistics.median(durations)
+    assert all(durations[i] > 2 * median for i in OUTLIER_ITERATIONS)
+    want = sum(durations[i] - median for i in OUTLIER_ITERATIONS)
+    (out,) = [f for f in find(Selection(load(p))) if f.kind == "outlier_iterations"]
+    assert out.evidence["median_ns"] == int(median)
+    assert out.evidence["max_ns"] == max(durations[i] for i in OUTLIER_ITERATIONS)
+    assert out.cost_ns == round(want)
+    assert out.cost_per_iteration_ns == round(want / len(durations))
+    # The planted 40 ms minus the ordinary 50 µs of observation, per slow iteration: the median is subtracted.
+    assert abs(out.cost_ns - len(OUTLIER_ITERATIONS) * (40_000_000 - 50_000)) < 5_000
 
 
 def test_shape_of_findings(planted):

@@ -8,11 +8,19 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from hostile_corpus import Case, build_corpus, drop_dac_command, millions_of_unclosed, phases, real_export
+from hostile_corpus import (
+    Case,
+    build_corpus,
+    denied,
+    drop_dac_command,
+    millions_of_unclosed,
+    phases,
+    real_export,
+    tables_readable,
+)
 from nsys_util import REPO
 
 import nvtxsim.cli.main as cli
@@ -121,31 +129,45 @@ def test_corpus_has_at_least_15_kinds(corpus):
     assert kinds - {"fifo", "fifo_gz"} <= set(corpus)
 
 
+@pytest.fixture(scope="module")
+def seed_report(tmp_path_factory) -> dict:
+    """The JSON report of the uncorrupted real export the random corruptions start from."""
+    path = real_export(tmp_path_factory.mktemp("seed") / "seed.sqlite")
+    out = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", str(path), "-f", "json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 @pytest.mark.parametrize("kind", CASE_KINDS)
-def test_hostile_case(corpus, capsys, kind):
+def test_hostile_case(corpus, capsys, seed_report, kind):
     case = corpus.get(kind)
     if case is None:
         pytest.skip(f"{kind} cannot be built on this platform")
     before_input = digest(case.path) if case.path.is_file() and not case.path.is_symlink() else None
     before_output = digest(case.output) if case.output is not None and case.output.exists() else None
-    started = time.monotonic()
-    if case.expect == "report" or case.expect == "either":
+    expect = case.expect
+    if expect == "either":  # random corruption: sqlite3's own read of the tables decides
+        expect = "report" if tables_readable(case.path) else "error"
+    if expect == "report":
         rc, out, err = run_inprocess(capsys, "report", str(case.path), "-f", "json", *case.args)
-        assert rc in (0, 2), (rc, err)
-        if rc == 2:
-            assert case.expect == "either", f"{kind}: expected a report, got: {err.strip()}"
-            assert_one_line_error(rc, out, err)
-        else:
-            rep = json.loads(out)
-            if case.check is not None:
-                case.check(rep)
-            for fmt in FORMATS:  # every renderer survives the same data
-                rc, out, err = run_inprocess(capsys, "report", str(case.path), "-f", fmt, *case.args)
-                assert rc == 0 and out, (fmt, err)
+        assert rc == 0, f"{kind}: expected a report, got: {err.strip()}"
+        rep = json.loads(out)
+        if case.check is not None:
+            case.check(rep)
+        if case.expect == "either":  # the corruption missed every table a report reads: the seed's report
+            assert phases(rep) == phases(seed_report), kind
+        for fmt in FORMATS:  # every renderer survives the same data
+            rc, out, err = run_inprocess(capsys, "report", str(case.path), "-f", fmt, *case.args)
+            assert rc == 0 and out, (fmt, err)
     else:
         rc, out, err = run_inprocess(capsys, "report", str(case.path), *case.args)
         assert_one_line_error(rc, out, err, case.needle)
-    assert time.monotonic() - started < 120  # no hang (the endless view, FIFOs)
     if before_input is not None:
         assert digest(case.path) == before_input, "reading changed the input"
     if case.output is not None:
@@ -174,12 +196,8 @@ def test_unreadable_file(tmp_path):
     if prefix is None:
         pytest.skip("running as root without setpriv: cannot make a file unreadable to root")
     try:
-        if prefix:
-            probe = subprocess.run(
-                [*prefix, sys.executable, "-c", f"open({str(path)!r}, 'rb')"], capture_output=True, text=True
-            )
-            if probe.returncode == 0 or "PermissionError" not in probe.stderr:
-                pytest.skip(f"dropping capabilities did not make the file unreadable here: {probe.stderr[-300:]}")
+        if prefix and not denied(prefix, path, "rb"):
+            pytest.skip("dropping capabilities did not make the file unreadable here")
         proc = run_subprocess("report", str(path), prefix=tuple(prefix))
         assert_one_line_error(proc.returncode, proc.stdout, proc.stderr, "cannot read")
         assert "Permission denied" in proc.stderr
@@ -214,9 +232,9 @@ def test_unwritable_output_directory(tmp_path):
     outdir.mkdir()
     outdir.chmod(0o555)
     try:
+        if prefix and not denied(prefix, outdir / "probe", "xb"):  # the scene first, then the assertion
+            pytest.skip("dropping capabilities did not make the folder unwritable here")
         proc = run_subprocess("report", str(src), "-o", str(outdir / "r.csv"), prefix=tuple(prefix))
-        if proc.returncode == 0:
-            pytest.skip("capabilities could not be dropped here")
         assert_one_line_error(proc.returncode, proc.stdout, proc.stderr, "not writable")
         assert list(outdir.iterdir()) == []
     finally:
@@ -224,7 +242,7 @@ def test_unwritable_output_directory(tmp_path):
 
 
 def test_millions_of_unclosed_ranges(tmp_path, capsys):
-    """Two million ranges that never ended (generated in SQL): a correct report, flagged, in bounded time."""
+    """Two million ranges that never ended (generated in SQL): a correct report, flagged."""
     n = 2_000_000
     path = millions_of_unclosed(tmp_path / "open.sqlite", n)
     rc, out, err = run_inprocess(capsys, "report", str(path), "-f", "json")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import nvtxsim
@@ -176,3 +177,50 @@ def test_a_dropped_window_releases_its_gpu_marks(tmp_path):
         s.finish(5.0)
     last = LiveWindow.from_json((tmp_path / "x.jsonl").read_text().splitlines()[-1])
     assert last is not None and last.dropped_windows == 2
+
+
+def _nearest_rank_p90(times) -> int:
+    """numpy's own nearest-rank percentile (inverted CDF): the test's independent truth."""
+    return int(np.percentile(np.asarray(times), 90, method="inverted_cdf"))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_phase_summary_agrees_with_numpy(seed):
+    rng = np.random.default_rng(seed)
+    times = rng.integers(0, 10**9, size=int(rng.integers(1, 200))).tolist()
+    p = PhaseTimes.of(times, None)
+    assert p.cpu_p90_ns == _nearest_rank_p90(times)
+    assert (p.count, p.cpu_ns, p.cpu_mean_ns) == (len(times), sum(times), int(np.sum(times)) // len(times))
+
+
+def test_live_session_writes_numpy_statistics_of_known_durations(monkeypatch):
+    """End to end through the session and the writer, the clock scripted: each window's count, total, mean
+    and p90 are numpy's of the durations the ranges were given."""
+    from nvtxsim.emit.live import session as live_session
+
+    durations = [[(7 * i * i + 3 * w) % 1000 + 1 for i in range(10)] for w in range(3)]
+    flat = [d for window_durations in durations for d in window_durations]
+    clock = iter(np.cumsum([x for d in flat for x in (1_000, d)]).tolist())
+    monkeypatch.setattr(live_session, "_now", lambda: next(clock))
+    records: list[dict] = []
+    window.configure(None)
+    s = Session(every=10, sample=1, trigger=None, sinks=[CallbackSink(records.append)], gpu=None)
+    s.activate()
+    try:
+        for _ in range(30):
+            nvtxsim.step()
+            with nvtxsim.phase("sim_step"):
+                pass
+    finally:
+        assert s.deactivate()
+        s.finish(5.0)
+    assert [r["iterations"] for r in records] == [[0, 9], [10, 19], [20, 29]]
+    for r, want in zip(records, durations):
+        got = r["phases"]["nvtxsim:sim_step"]
+        assert got == {
+            "count": 10,
+            "cpu_ns": int(np.sum(want)),
+            "cpu_mean_ns": int(np.sum(want)) // 10,
+            "cpu_p90_ns": _nearest_rank_p90(want),
+            "gpu_ns": None,
+        }

@@ -59,12 +59,16 @@ def test_a_budget_that_ends_at_once_is_still_one_line(tmp_path, budget):
     """The alarm may come at any bytecode (while arming, matching or disarming): never exit 3."""
     path = tmp_path / "e.sqlite"
     make_export(path, 1, processes=1, threads=1, calls_per_thread=5)
+    argv = [sys.executable, "-m", "nvtxsim", "report", str(path), "--domain", "all", "--match", "x"]
+    full = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert full.returncode == 0 and full.stderr == "", full.stderr
     for _ in range(5):
         proc = subprocess.run(
-            [sys.executable, "-m", "nvtxsim", "report", str(path), "--domain", "all", "--match", "x"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, "NVTXSIM_MATCH_SECONDS": budget},
+            argv, capture_output=True, text=True, timeout=120, env={**os.environ, "NVTXSIM_MATCH_SECONDS": budget}
         )
-        assert proc.returncode in (0, 2) and "internal error" not in proc.stderr, proc.stderr
+        # Whether the alarm comes before the last name is matched is the machine's timing; each outcome has
+        # one right answer: the report the unbounded run gives, byte for byte, or the budget's one error line.
+        if proc.returncode == 0:
+            assert (proc.stdout, proc.stderr) == (full.stdout, "")
+        else:
+            assert_clean_error(proc, f"still matching after {float(budget):g} s")

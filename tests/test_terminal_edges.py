@@ -41,6 +41,23 @@ def test_shortening_never_splits_a_glyph() -> None:
             head, _, tail = short.partition(terminal.ELLIPSIS)
             assert text.startswith(head) and text.endswith(tail)
             assert not tail.startswith(joiners) and not short.startswith(joiners), (short, cells)
+            # As much as fits: the head gets the odd cell, and one more glyph would not fit on either side.
+            keep = cells - 1
+            next_head = terminal._clusters(text[len(head) :])[0][0]
+            next_tail = terminal._clusters(text[: len(text) - len(tail)])[-1][0]
+            assert terminal.cell_width(head) <= keep - keep // 2 < terminal.cell_width(head + next_head), (short, cells)
+            assert terminal.cell_width(tail) <= keep // 2 < terminal.cell_width(next_tail + tail), (short, cells)
+
+
+@pytest.mark.parametrize("cells", range(2, 40))
+def test_shortening_ascii_is_exact(cells: int) -> None:
+    """ASCII names: exactly ``cells`` cells, the head one longer than the tail when they cannot be equal."""
+    text = "nvtxsim:policy_update_with_a_long_name_0123456789"
+    keep = cells - 1
+    want = text[: keep - keep // 2] + terminal.ELLIPSIS + (text[-(keep // 2) :] if keep // 2 else "")
+    assert terminal.shorten_middle(text, cells) == want
+    assert terminal.cell_width(want) == cells
+    assert terminal.shorten_middle(text, len(text)) == text
 
 
 @pytest.fixture()
@@ -76,11 +93,24 @@ def test_glyph_names_fit_and_align(width: int, glyph_export: Path) -> None:
         assert terminal.cell_width(ln[: n.end(1)]) == end, (ln, end)
 
 
+def _longest_whole_cut(line: str, cells: int) -> str:
+    """The spec of an end cut, by brute force over every prefix: the longest one in ``cells`` that, with
+    trailing separators dropped, neither ends in a number nor stops inside one."""
+    for k in range(min(cells, len(line)), -1, -1):
+        s = line[:k].rstrip(" ·(")
+        if s[-1:].isdigit() or (s[-1:] in (".", ",") and line[len(s) : len(s) + 1].isdigit()):
+            continue
+        return s
+    return ""
+
+
 def test_cut_lines_keep_numbers_whole() -> None:
     line = "high   launch_bound in nvtxsim:policy_update: 1.99 ms/it (23 %) · 1228 launches/range, 2 x"
     for cells in range(8, len(line) + 2):
         short = terminal.shorten_end(line, cells)
         assert terminal.cell_width(short) <= cells
+        if cells < len(line):
+            assert short == _longest_whole_cut(line, cells - 1) + terminal.ELLIPSIS, (short, cells)
         assert not re.search(r"\d" + terminal.ELLIPSIS, short), short
         kept = short.rstrip(terminal.ELLIPSIS).strip()
         assert line.startswith(kept)
