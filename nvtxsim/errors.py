@@ -40,6 +40,18 @@ def int_option(option: str, *, low: int = 0, high: int = _INT_MAX) -> Callable[[
     return parse
 
 
+def comma_list(text: str, option: str) -> list[str]:
+    """``a, b,c`` → ["a", "b", "c"]: every comma-separated list a user gives (``--sweep``, ``--trace``,
+    ``--view``, ``--fail-on``). An empty item (``1,,2``, a leading or trailing comma) is refused: it is
+    a typo, never a choice, and nothing may start on a list the user did not mean."""
+    items = [t.strip() for t in str(text).split(",")]
+    if not any(items):
+        raise NvtxsimError(f"{option}: empty list {text!r}")
+    if not all(items):
+        raise NvtxsimError(f"{option}: empty item in {text!r} (two commas in a row, or one at an end)")
+    return items
+
+
 # Larger numbers are finite but not usable: a product of two or three of them (``--envs 1e308`` times
 # steps times 1e9 ns) overflows to infinity, and infinity minus itself is NaN.
 FLOAT_MAX = 1e100

@@ -8,7 +8,12 @@ A live-timing file (``NVTXSIM_LIVE=FILE``) holds one JSON object per line, one l
      "trigger": {...}, "dropped_windows": n}
 
 ``trigger`` (a live trigger fired in the window) and ``dropped_windows`` (windows before this one the
-writer could not keep up with) appear only when there is something to say. The writer
+writer could not keep up with) appear only when there is something to say. ``gpu_mode`` says how
+``gpu_ns`` was measured: ``"events"`` (two CUDA events per range: a stream span) or ``"cupti"`` (CUPTI
+activity records: GPU busy time, the union of the phase's kernels and copies); a phase measured with
+CUPTI also has ``kernels``, ``copies`` (memcpy and memset ops) and ``copy_bytes``, and ``gpu_dropped``
+counts records lost to full buffers. Files written before these keys existed read as before (their
+``gpu_ns`` are CUDA-event spans; ``gpu_mode`` reads None). The writer
 (:mod:`nvtxsim.emit.live`) makes a :class:`LiveWindow` and writes :meth:`LiveWindow.to_json`; the reader
 (:mod:`nvtxsim.analysis.live`) makes one of each line with :meth:`LiveWindow.from_json`. Nothing else
 knows the layout.
@@ -25,6 +30,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+GPU_MODES = ("events", "cupti")
+
 
 @dataclass(slots=True)
 class PhaseTimes:
@@ -35,23 +42,32 @@ class PhaseTimes:
     cpu_mean_ns: int | None
     cpu_p90_ns: int | None
     gpu_ns: int | None  # None: not measured (no CUDA, or GPU timing off)
+    kernels: int | None = None  # CUPTI only: kernels launched in the phase's ranges
+    copies: int | None = None  # CUPTI only: memcpy and memset ops
+    copy_bytes: int | None = None  # CUPTI only: their bytes
 
     @classmethod
-    def of(cls, cpu_times: list[int], gpu_ns: int | None) -> PhaseTimes:
-        """The summary of one window's CPU times of a phase (at least one); the p90 is the nearest rank."""
+    def of(cls, cpu_times: list[int], gpu_ns: int | None, counts: tuple[int | None, ...] = ()) -> PhaseTimes:
+        """The summary of one window's CPU times of a phase (at least one); the p90 is the nearest rank.
+        ``counts``: (kernels, copies, copy_bytes) where the GPU timing saw the ops."""
         times = sorted(cpu_times)
         n = len(times)
         total = sum(times)
-        return cls(n, total, total // n, times[min(n - 1, max(0, -(-9 * n // 10) - 1))], gpu_ns)
+        return cls(n, total, total // n, times[min(n - 1, max(0, -(-9 * n // 10) - 1))], gpu_ns, *counts)
 
     def to_dict(self) -> dict[str, int | None]:
-        return {
+        out = {
             "count": self.count,
             "cpu_ns": self.cpu_ns,
             "cpu_mean_ns": self.cpu_mean_ns,
             "cpu_p90_ns": self.cpu_p90_ns,
             "gpu_ns": self.gpu_ns,
         }
+        for key in ("kernels", "copies", "copy_bytes"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict) -> PhaseTimes:
@@ -62,6 +78,9 @@ class PhaseTimes:
             _count(get("cpu_mean_ns")),
             _count(get("cpu_p90_ns")),
             _count(get("gpu_ns")),
+            _count(get("kernels")),
+            _count(get("copies")),
+            _count(get("copy_bytes")),
         )
 
 
@@ -77,6 +96,8 @@ class LiveWindow:
     phases: dict[str, PhaseTimes] = field(default_factory=dict)
     trigger: dict[str, Any] | None = None  # the firing of a live trigger: rule, at, ns, baseline_ns, window
     dropped_windows: int | None = None
+    gpu_mode: str | None = None  # "events" or "cupti"; None: no GPU time, or a file from before the key
+    gpu_dropped: int | None = None  # CUPTI records lost to full buffers in the window
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the line (what a live-timing callback receives)."""
@@ -92,6 +113,10 @@ class LiveWindow:
             out["trigger"] = self.trigger
         if self.dropped_windows:
             out["dropped_windows"] = self.dropped_windows
+        if self.gpu_mode:
+            out["gpu_mode"] = self.gpu_mode
+        if self.gpu_dropped:
+            out["gpu_dropped"] = self.gpu_dropped
         return out
 
     def to_json(self) -> str:
@@ -115,6 +140,7 @@ class LiveWindow:
         its: Any = raw.get("iterations")
         pair = isinstance(its, list) and len(its) == 2 and all(type(i) is int for i in its)
         trigger = raw.get("trigger")
+        mode = raw.get("gpu_mode")
         return cls(
             iterations=(its[0], its[1]) if pair else None,
             measured=_count(raw.get("measured")),
@@ -124,12 +150,24 @@ class LiveWindow:
             phases={str(k): PhaseTimes.from_dict(v) for k, v in raw["phases"].items() if isinstance(v, dict)},
             trigger=trigger if isinstance(trigger, dict) else None,
             dropped_windows=_count(raw.get("dropped_windows")),
+            gpu_mode=mode if mode in GPU_MODES else None,
+            gpu_dropped=_count(raw.get("gpu_dropped")),
         )
 
 
+#: The largest number a line may hold (~146 years in ns, as for an export's timestamps): beyond it a number is
+#: corrupt, and sums of a few would leave int64 (numpy) or float precision.
+MAX_COUNT = 1 << 62
+
+
 def _count(v: Any) -> int | None:
-    """A non-negative finite number as an int; None for anything else (NaN, text, a bool, a list ...)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+    """A non-negative finite number up to :data:`MAX_COUNT` as an int; None for anything else (NaN, text, a
+    bool, a list, a 400-digit integer: compared as an int, never turned into a float, which would overflow)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if not 0 <= v <= MAX_COUNT:
         return None
     return int(v)
 

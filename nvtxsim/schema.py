@@ -103,6 +103,10 @@ def tid_of(global_tid: int) -> int:
 
 
 MAX_ABS_NS = 1 << 62  # ~146 years: larger timestamps are corrupt (their differences would overflow int64)
+#: The largest copy, memset or allocation an export can hold (256 GiB, more than any GPU's memory): larger
+#: byte counts are corrupt, counted as 0 with a warning, so that sums of 2^25 of them still fit in int64.
+MAX_BYTES = 1 << 38
+SANE_BYTES = f"bytes BETWEEN 0 AND {MAX_BYTES}"
 SANE_TIMES = (
     f"start BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end BETWEEN {-MAX_ABS_NS} AND {MAX_ABS_NS} AND end >= start"
 )

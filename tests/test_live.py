@@ -675,10 +675,11 @@ SPAWNS = textwrap.dedent(
 
 def test_exec_children_append_to_the_same_file(tmp_path):
     out = tmp_path / "live.jsonl"
-    out.write_text("stale line from an earlier run\\n")
+    stale = {"iterations": [0, 9], "measured": 10, "sample": 1, "pid": 1, "phases": {"nvtxsim:old": {"count": 1}}}
+    out.write_text(json.dumps(stale) + "\n")  # a live file of an earlier run
     r = _run([str(_script(tmp_path, SPAWNS))], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="100")
     assert r.returncode == 0, r.stderr
-    recs = _lines(out)  # the stale line is gone (truncated at the parent's first step)
+    recs = _lines(out)  # the earlier run's line is gone (emptied when the parent started)
     by_pid = {rec["pid"]: rec for rec in recs}
     assert len(recs) == 2 and len(by_pid) == 2
     assert sorted(next(iter(rec["phases"])) for rec in recs) == ["nvtxsim:iteration", "nvtxsim:worker"]

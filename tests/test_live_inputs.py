@@ -134,3 +134,31 @@ def test_live_file_a_fifo_with_a_reader_is_written(tmp_path):
     finally:
         os.close(reader)
     assert [json.loads(line)["phases"] for line in data.decode().splitlines()], data[:200]
+
+
+HUGE = int("9" * 400)
+
+
+@pytest.mark.parametrize("field", ["count", "cpu_ns", "cpu_mean_ns", "cpu_p90_ns", "gpu_ns", "measured", "time", "pid"])
+@pytest.mark.parametrize("value", [HUGE, -HUGE, 2**63, (1 << 62) + 1, 1e300])
+def test_numbers_too_large_for_any_sum_are_ignored(tmp_path, field, value):
+    """A valid line holding a 400-digit integer (or one past 2^62) is read, that number left out: never exit 3."""
+    from nvtxsim.live_record import LiveWindow
+
+    phase = {"count": 2, "cpu_ns": 4000, "cpu_mean_ns": 2000, "cpu_p90_ns": 3000, "gpu_ns": 1000}
+    rec = {"iterations": [0, 9], "measured": 10, "sample": 1, "pid": 1, "time": 1.0, "phases": {"nvtxsim:a": phase}}
+    target = phase if field in phase else rec
+    target[field] = value
+    line = json.dumps(rec)
+    w = LiveWindow.from_json(line)
+    assert w is not None
+    got = getattr(w.phases["nvtxsim:a"], field) if field in phase else getattr(w, field)
+    assert got is None
+    (tmp_path / "w.jsonl").write_text(line + "\n")
+    proc = live(str(tmp_path / "w.jsonl"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    doc = json.loads(proc.stdout)
+    if field == "count":
+        assert "nvtxsim:a" not in doc["phases"] or doc["phases"]["nvtxsim:a"]["count"] in (0, None)
+    elif field == "cpu_ns":
+        assert doc["phases"]["nvtxsim:a"]["count"] == 2 and doc["phases"]["nvtxsim:a"]["cpu_ns"] in (0, None)

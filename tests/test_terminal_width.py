@@ -19,8 +19,9 @@ import pytest
 
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
+from nvtxsim.reporting.options import views as parse_views
 from nvtxsim.reporting.renderers import terminal
-from nvtxsim.reporting.views import ViewOptions, build, parse_views
+from nvtxsim.reporting.views import ViewOptions, build
 from nvtxsim.reporting.viewtable import Column, ViewTable, cell
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -71,15 +71,21 @@ def load(path: str | os.PathLike[str]) -> LiveLog:
     return log
 
 
+COUNTS = ("kernels", "copies", "copy_bytes")  # what CUPTI windows add per phase
+
+
 def totals(windows: Iterable[LiveWindow]) -> dict[str, dict[str, Any]]:
     """Per phase key (``domain:name``) over all windows: count, cpu_ns, gpu_ns (None when never measured),
-    the largest window p90, and the number of measured iterations it ran in."""
+    the largest window p90, and the number of measured iterations it ran in. From CUPTI windows also
+    kernels, copies, copy_bytes, launches (kernels + copies) and the GPU busy time and launches per measured
+    iteration of those windows (keys left out where no window had them)."""
     out: dict[str, dict[str, Any]] = {}
     measured = 0
+    counted: dict[str, int] = {}  # phase -> measured iterations of the windows that counted its ops
     for w in windows:
         measured += w.measured or 0
         for key, p in w.phases.items():
-            t = out.setdefault(key, {"count": 0, "cpu_ns": 0, "gpu_ns": None, "cpu_p90_max_ns": None, "windows": 0})
+            t = out.setdefault(key, _empty())
             t["count"] += p.count or 0
             t["cpu_ns"] += p.cpu_ns or 0
             t["windows"] += 1
@@ -87,12 +93,48 @@ def totals(windows: Iterable[LiveWindow]) -> dict[str, dict[str, Any]]:
                 t["gpu_ns"] = (t["gpu_ns"] or 0) + p.gpu_ns
             if p.cpu_p90_ns is not None and (t["cpu_p90_max_ns"] is None or p.cpu_p90_ns > t["cpu_p90_max_ns"]):
                 t["cpu_p90_max_ns"] = p.cpu_p90_ns
-    for t in out.values():
+            if p.kernels is not None:
+                counted[key] = counted.get(key, 0) + (w.measured or 0)
+                t["busy_ns"] = (t["busy_ns"] or 0) + (p.gpu_ns or 0)
+                for c in COUNTS:
+                    t[c] = (t[c] or 0) + (getattr(p, c) or 0)
+    for key, t in out.items():
         n = t["count"] or 1
         t["cpu_mean_ns"] = t["cpu_ns"] // n
         t["gpu_mean_ns"] = None if t["gpu_ns"] is None else t["gpu_ns"] // n
         t["per_iteration_ns"] = t["cpu_ns"] // measured if measured else None
+        its = counted.get(key)
+        t["launches"] = None if t["kernels"] is None else t["kernels"] + (t["copies"] or 0)
+        busy = t.pop("busy_ns")
+        t["busy_per_iteration_ns"] = busy // its if its and busy is not None else None
+        t["launches_per_iteration"] = round(t["launches"] / its, 1) if its and t["launches"] is not None else None
+        if t["kernels"] is None:  # no CUPTI window: the phase's totals as before these keys existed
+            for k in (*COUNTS, "launches", "busy_per_iteration_ns", "launches_per_iteration"):
+                del t[k]
     return out
+
+
+def _empty() -> dict[str, Any]:
+    return {
+        "count": 0,
+        "cpu_ns": 0,
+        "gpu_ns": None,
+        "cpu_p90_max_ns": None,
+        "windows": 0,
+        "busy_ns": None,
+    } | dict.fromkeys(COUNTS)
+
+
+def gpu_modes(windows: Iterable[LiveWindow]) -> list[str]:
+    """How the file's GPU times were measured ("cupti", "events"); a window from before ``gpu_mode`` with GPU
+    times counts as "events" (the only mode there was)."""
+    modes = set()
+    for w in windows:
+        if w.gpu_mode:
+            modes.add(w.gpu_mode)
+        elif any(p.gpu_ns is not None for p in w.phases.values()):
+            modes.add("events")
+    return sorted(modes)
 
 
 def series(windows: Iterable[LiveWindow], key: str, what: str = "cpu") -> list[tuple[int, float]]:
@@ -109,4 +151,4 @@ def series(windows: Iterable[LiveWindow], key: str, what: str = "cpu") -> list[t
     return points
 
 
-__all__ = ["LiveLog", "load", "totals", "series"]
+__all__ = ["LiveLog", "load", "totals", "series", "gpu_modes"]

@@ -33,6 +33,7 @@ from nvtxsim.analysis.launches import contained, expand_segments, launch_key
 from nvtxsim.export.columns import Export
 from nvtxsim.export.pages import Unsupported
 from nvtxsim.export.streamed import Scan, Source, release_memory
+from nvtxsim.export.tables import sane_bytes
 from nvtxsim.schema import KERNEL, MEMCPY, PID_MASK, SUMMARY_DIRECTIONS, summary_direction
 
 _CALL_BATCH_BYTES = 4 << 20  # pages per parsed batch (tests make both tiny to exercise the windows)
@@ -298,6 +299,7 @@ class _Projector:
         if len(rows) == 0:
             return
         s, e, pid, corr, nbytes, ck = (rows[:, i] for i in range(6))
+        nbytes = sane_bytes(nbytes)  # as every backend reads them
         key = self.keys(pid, corr, add=False)
         if len(self.p_key):
             pos = np.minimum(np.searchsorted(self.p_key, key), len(self.p_key) - 1)

@@ -67,13 +67,13 @@ def outside_calls(detail: Selection) -> np.ndarray:
     return calls[~inside]
 
 
-def outside_phases(detail: Selection, *, in_memory_only: bool = False) -> OutsideGpu | None:
+def outside_phases(detail: Selection) -> OutsideGpu | None:
     """The GPU work no reported range of its launching thread contains; None when there is none.
 
-    ``in_memory_only``: None for a streamed (very large) export instead of reading every op into memory.
+    Computed on either backend (a streamed export reads the columns this needs): one answer whatever the size.
     """
     ex = detail.export
-    if ex.api is None or not ex.has_cuda or (in_memory_only and ex.backend == "streamed"):
+    if ex.api is None or not ex.has_cuda:
         return None
     ops, api = detail.ops, ex.api
     if len(ops) == 0:

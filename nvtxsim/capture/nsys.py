@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from nvtxsim.errors import NvtxsimError
+from nvtxsim.errors import NvtxsimError, comma_list
 from nvtxsim.phases import (
     ENV_API,
     ENV_ITERATIONS,
@@ -239,9 +239,9 @@ def has_gpu() -> bool:
 
 
 def parse_trace(text: str) -> tuple[str, ...]:
-    items = tuple(t.strip() for t in str(text).split(",") if t.strip())
-    if not items:
+    if not str(text).replace(",", "").strip():
         raise NvtxsimError("--trace: give a comma-separated list, e.g. cuda,nvtx,osrt")
+    items = tuple(comma_list(text, "--trace"))
     if "none" in items:
         raise NvtxsimError("--trace none records nothing nvtxsim can report on; use e.g. nvtx,osrt")
     if "nvtx" not in items:

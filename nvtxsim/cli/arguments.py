@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from nvtxsim.analysis.findings.gate import FailRule
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN
-from nvtxsim.errors import NvtxsimError, float_option, int_option
+from nvtxsim.analysis.selection import compile_match
+from nvtxsim.reporting import options
 from nvtxsim.reporting.model import ReportRequest
 from nvtxsim.reporting.renderers import renderer
-from nvtxsim.reporting.views import ViewOptions, parse_views
+from nvtxsim.reporting.views import ViewOptions
 
 
 def domain_from_args(args: argparse.Namespace) -> tuple[str | None, bool]:
@@ -37,7 +39,7 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--skip-first",
-        type=int_option("--skip-first"),
+        type=lambda t: options.count(t, "--skip-first"),
         default=0,
         metavar="N",
         help="leave out the first N iterations (warm-up)",
@@ -47,14 +49,14 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--top",
-        type=int_option("--top", low=1),
+        type=lambda t: options.count(t, "--top", low=1),
         default=10,
         metavar="N",
         help="kernels per phase and slowest iterations to list (default: 10)",
     )
     g.add_argument(
         "--envs",
-        type=float_option("--envs", low_open=True),
+        type=options.envs,
         metavar="N",
         help="environments stepped per env step (default: as recorded by nvtxsim.isaaclab, if at all): the iterations view "
         "gains env-steps/s and each phase's cost in env-steps/s; a learning iteration counts its steps",
@@ -69,28 +71,28 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument(
         "--fail-on",
         metavar="KINDS",
-        help=f"exit with status 1 when a finding of one of these comma-separated kinds is found (CI): {', '.join(KINDS)}, or all",
+        help=f"exit with status 1 when a finding of one of these comma-separated kinds is found (CI): {', '.join(KINDS)}, "
+        "or all; KIND:SEVERITY fails only from that severity up (sync:medium, all:high)",
     )
 
 
 def request_from_args(args: argparse.Namespace) -> ReportRequest:
-    """The :class:`ReportRequest` the arguments ask for (--by/--envs alone add the iterations view)."""
-    if getattr(args, "top", 10) < 1:
-        raise NvtxsimError("--top must be at least 1")
-    if getattr(args, "skip_first", 0) < 0:
-        raise NvtxsimError("--skip-first must be >= 0")
-    envs = getattr(args, "envs", None)
-    if envs is not None and not envs > 0:
-        raise NvtxsimError("--envs must be a positive number")
-    by = getattr(args, "by", None)
+    """The :class:`ReportRequest` the arguments ask for (--by/--envs alone add the iterations view).
+
+    Every value goes through the parser :func:`nvtxsim.report` uses (:mod:`nvtxsim.reporting.options`),
+    also when ``args`` was built by hand rather than by argparse."""
+    by = options.text(getattr(args, "by", None), "--by")
+    envs = options.envs(getattr(args, "envs", None))
     opts = ViewOptions(
         by=by,
         by_given=by is not None,
-        skip_first=getattr(args, "skip_first", 0),
-        top=getattr(args, "top", 10),
+        skip_first=options.count(getattr(args, "skip_first", 0), "--skip-first"),
+        top=options.count(getattr(args, "top", 10), "--top", low=1),
         envs=envs,
     )
-    views = parse_views(getattr(args, "view", None))
+    views = options.views(getattr(args, "view", None))
+    match = options.text(getattr(args, "match", None), "--match")
+    compile_match(match)  # a bad pattern is refused before the export is loaded
     fmt = getattr(args, "format", None)
     every_view = fmt is not None and renderer(fmt).shows_every_view  # --by/--envs then add no view
     if (by is not None or envs is not None) and not ({"iterations", "slowest"} & set(views)) and not every_view:
@@ -99,7 +101,7 @@ def request_from_args(args: argparse.Namespace) -> ReportRequest:
     return ReportRequest(
         views=views,
         options=opts,
-        match=getattr(args, "match", None),
+        match=match,
         domain=domain,
         domain_given=given,
         findings=getattr(args, "findings", True),
@@ -107,18 +109,6 @@ def request_from_args(args: argparse.Namespace) -> ReportRequest:
     )
 
 
-def parse_kinds(text: str | None) -> tuple[str, ...]:
-    """``sync,pageable_copy`` → the kinds; ``all`` → every kind; unknown kinds are an error."""
-    from nvtxsim.analysis.findings import KINDS
-
-    if text is None:
-        return ()
-    kinds = [k.strip() for k in text.split(",") if k.strip()]
-    if not kinds:  # `--fail-on "$KINDS"` with an empty variable must not pass CI silently
-        raise NvtxsimError(f"--fail-on: no finding kind given; choose from {', '.join(KINDS)} or all")
-    if kinds == ["all"]:
-        return KINDS
-    bad = [k for k in kinds if k not in KINDS]
-    if bad:
-        raise NvtxsimError(f"--fail-on: unknown finding kind {bad[0]!r}; choose from {', '.join(KINDS)} or all")
-    return tuple(dict.fromkeys(kinds))
+def parse_kinds(text: str | None) -> tuple[FailRule, ...]:
+    """``--fail-on``: ``sync,pageable_copy:medium`` → the rules; ``all`` → every kind; unknown kinds are an error."""
+    return options.fail_on(text)

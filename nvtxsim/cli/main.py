@@ -162,12 +162,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         rc = int(args.func(args) or 0)
-        _flush_stdout()  # a full device shows here, not as a traceback at exit
+        if program is None:  # `run`: the program's stdout is the program's, flushed at exit as Python would
+            _flush_stdout()  # a full device shows here, not as a traceback at exit
         return rc
     except NvtxsimError as exc:
         print(f"nvtxsim: error: {printable(str(exc))}", file=sys.stderr)  # file names are data too
         return exc.exit_code
     except KeyboardInterrupt:
+        if program is not None:
+            raise  # the program's: the interpreter dies by SIGINT, as under `python SCRIPT` (run.execute)
         print("nvtxsim: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

@@ -18,7 +18,7 @@ from pathlib import Path
 from nvtxsim.analysis.scaling import parse_value
 from nvtxsim.capture import nsys as capture
 from nvtxsim.cli.output import check_writable, deliver, layout
-from nvtxsim.errors import NvtxsimError
+from nvtxsim.errors import NvtxsimError, comma_list
 from nvtxsim.reporting.renderers import formats_for, renderer
 
 
@@ -28,9 +28,9 @@ def parse_sweep(text: str) -> tuple[str, list[str]]:
     name = name.strip()
     if not eq or not name or not name.replace("_", "").replace("-", "").isalnum():
         raise NvtxsimError(f"--sweep {text!r}: expected NAME=V1,V2,... (e.g. num_envs=1024,4096,16384)")
-    items = [v.strip() for v in values.split(",") if v.strip()]
-    if not items:
+    if not values.strip():
         raise NvtxsimError(f"--sweep {text!r}: no values after '='")
+    items = comma_list(values, f"--sweep {name}")
     seen: set[float] = set()
     for v in items:
         x = parse_value(v, f"--sweep {name}:")

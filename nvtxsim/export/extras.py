@@ -36,6 +36,7 @@ from nvtxsim.schema import (
     PAGEABLE,
     PINNED,
     PROCESSES_TABLE,
+    SANE_BYTES,
     SANE_TIMES,
     STRINGS_TABLE,
     THREAD_NAMES_TABLE,
@@ -154,7 +155,8 @@ def _read_memory(conn: sqlite3.Connection) -> MemoryEvents | None:
     pid = "ifnull(globalPid,0)" if "globalPid" in cols else "0"
     dev = "ifnull(deviceId,-1)" if "deviceId" in cols else "-1"
     cur = conn.execute(
-        f"SELECT start, {pid}, {dev}, CASE memoryOperationType WHEN {MEMORY_ALLOC} THEN bytes WHEN {MEMORY_FREE} THEN -bytes ELSE 0 END "
+        f"SELECT start, {pid}, {dev}, CASE WHEN NOT ({SANE_BYTES}) THEN 0 WHEN memoryOperationType = {MEMORY_ALLOC} THEN bytes "
+        f"WHEN memoryOperationType = {MEMORY_FREE} THEN -bytes ELSE 0 END "
         f"FROM {MEMORY_TABLE} WHERE start IS NOT NULL AND bytes IS NOT NULL{where} ORDER BY start"
     )
     a = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64).reshape(-1, 4)
@@ -168,7 +170,7 @@ def _host_copies(conn: sqlite3.Connection, tables: frozenset[str]) -> HostCopies
     if not {"start", "end", "globalPid", "correlationId", "bytes", "copyKind", "srcKind", "dstKind"} <= cols:
         return None
     cur = conn.execute(
-        f"SELECT start, end, globalPid, correlationId, ifnull(bytes,0), copyKind, ifnull(srcKind,-1), ifnull(dstKind,-1) FROM {MEMCPY_TABLE} "
+        f"SELECT start, end, globalPid, correlationId, CASE WHEN {SANE_BYTES} THEN bytes ELSE 0 END, copyKind, ifnull(srcKind,-1), ifnull(dstKind,-1) FROM {MEMCPY_TABLE} "
         f"WHERE copyKind IN ({COPY_HTOD}, {COPY_DTOH}) AND start IS NOT NULL AND end IS NOT NULL AND globalPid IS NOT NULL AND correlationId IS NOT NULL"
     )
     a = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64).reshape(-1, 8)

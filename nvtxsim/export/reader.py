@@ -38,6 +38,7 @@ from nvtxsim.export.tables import (
     strings_for,
     table_names,
     unmatched_pop_warning,
+    wild_bytes_warning,
 )
 
 Backend = Literal["memory", "streamed"]
@@ -108,6 +109,8 @@ def _read(conn: sqlite3.Connection, path: Path, *, cuda: bool, backend: Backend 
     end = capture_end(conn, tables)
     flag_open_at_capture_end(ranges, end)
     warnings.extend(unmatched_pop_warning(conn, tables))
+    if cuda:
+        warnings.extend(wild_bytes_warning(conn, tables))  # both backends: the same warning
     extras = read_extras(conn, tables, cuda=cuda)  # detail views' side tables (thread/GPU names, graph traces)
     return Export(
         path=path,
@@ -153,7 +156,21 @@ def _load_compressed(path: Path, *, cuda: bool, backend: Backend | None) -> Expo
 def _load_copy(path: Path, make: Callable[[Path], Path], *, cuda: bool, backend: Backend | None) -> Export:
     """Load from a private copy that ``make(folder)`` writes; the copy is gone afterwards (signals included)."""
     with private_dir() as folder:
-        exp = _load(make(folder), cuda=cuda, backend=backend)
-        streamed.materialize(exp)  # lazy columns must be read before the copy goes
+        copy = make(folder)
+        try:
+            exp = _load(copy, cuda=cuda, backend=backend)
+            streamed.materialize(exp)  # lazy columns must be read before the copy goes
+        except NvtxsimError as exc:  # the user gave `path`: the temporary copy is no name of theirs
+            raise NvtxsimError(_as_given(str(exc), copy, path)) from None
+        except sqlite3.DatabaseError as exc:
+            raise NvtxsimError(f"{path}: corrupt or truncated export ({exc})") from None
     exp.path = path
+    exp.warnings = [_as_given(w, copy, path) for w in exp.warnings]
     return exp
+
+
+def _as_given(text: str, copy: Path, path: Path) -> str:
+    """``text`` with the private copy's name (and its folder's) replaced by the file the user gave."""
+    if str(copy) in text:
+        return text.replace(str(copy), str(path))
+    return text.replace(str(copy.parent), str(path.parent))

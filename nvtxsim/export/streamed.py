@@ -35,6 +35,7 @@ from nvtxsim.export.tables import (
     gpu_sql,
     gpu_tables,
     ints,
+    sane_bytes,
 )
 from nvtxsim.schema import API_WHERE, GPU_WHERE, RUNTIME_TABLE, SYNC_TABLE, SYNC_TYPE_CALLS
 
@@ -90,12 +91,13 @@ class Source:
 
     def calls_named(self, ids: list[int]) -> np.ndarray:
         """The CUDA calls whose name is one of the StringIds ``ids``, as (start, end, global_tid,
-        correlation_id, name_id) rows: one filtered query, no column read in full."""
+        correlation_id, name_id) rows: one filtered query, no column read in full. The rows, and their
+        order (the table's), are those the in-memory backend reads (the same WHERE clause)."""
         conn = self.connect()
         try:
             rows = conn.execute(
-                f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME_TABLE} WHERE nameId IN ({','.join(map(str, ids))}) "
-                "AND start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND correlationId IS NOT NULL"
+                f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME_TABLE} "
+                f"WHERE nameId IN ({','.join(map(str, ids))}) AND {API_WHERE} ORDER BY rowid"
             ).fetchall()
         finally:
             conn.close()
@@ -291,6 +293,8 @@ class LazyGpuOps(GpuOps):
             value = np.concatenate(parts) if len(parts) > 1 else parts[0]
             if name == "copy_kind":
                 value = value.astype(np.int16)
+            if name == "bytes":
+                value = sane_bytes(value)
         self.__dict__[name] = value
         return value
 

@@ -35,13 +35,16 @@ from nvtxsim.schema import (
     KERNEL,
     MARK,
     MAX_ABS_NS,
+    MAX_BYTES,
     MEMCPY,
+    MEMORY_TABLE,
     META_TABLES,
     NVTX_TABLE,
     PAYLOAD_COLUMNS,
     PID_MASK,
     RANGE_TYPES,
     RUNTIME_TABLE,
+    SANE_BYTES,
     START_END_TYPES,
     STRINGS_TABLE,
 )
@@ -489,6 +492,28 @@ def read_api(conn: sqlite3.Connection, tables: frozenset[str]) -> ApiCalls | Non
     return ApiCalls(*(a[:, i].copy() for i in range(len(API_FIELDS))))
 
 
+def sane_bytes(values: np.ndarray) -> np.ndarray:
+    """Byte counts with the impossible ones (negative, or past :data:`~nvtxsim.schema.MAX_BYTES`) as 0 (every
+    backend reads them through this; :func:`wild_bytes_warning` says how many)."""
+    bad = (values < 0) | (values > MAX_BYTES)
+    return np.where(bad, 0, values) if bad.any() else values
+
+
+def wild_bytes_warning(conn: sqlite3.Connection, tables: frozenset[str]) -> list[str]:
+    """The warning for rows whose byte count is impossible (counted as 0), whichever backend reads them."""
+    n = 0
+    for table in [*GPU_TABLES.values(), MEMORY_TABLE]:
+        if table in tables and "bytes" in columns_of(conn, table):
+            n += conn.execute(
+                f"SELECT count(*) FROM {table} WHERE bytes IS NOT NULL AND NOT ({SANE_BYTES})"
+            ).fetchone()[0]
+    return (
+        [f"{n} GPU operation(s) with impossible byte counts (negative or beyond 256 GiB) counted as 0 bytes"]
+        if n
+        else []
+    )
+
+
 def read_gpu(conn: sqlite3.Connection, tables: frozenset[str]) -> GpuOps | None:
     parts = [
         (kind, ints(conn, gpu_sql(GPU_FIELDS, kind, table, cols), len(GPU_FIELDS)))
@@ -500,6 +525,7 @@ def read_gpu(conn: sqlite3.Connection, tables: frozenset[str]) -> GpuOps | None:
     kind = np.concatenate([np.full(len(p[1]), p[0], dtype=np.int8) for p in parts])
     got = {name: a[:, i].copy() for i, name in enumerate(GPU_FIELDS)}
     got["copy_kind"] = got["copy_kind"].astype(np.int16)
+    got["bytes"] = sane_bytes(got["bytes"])
     return GpuOps(kind=kind, **got)
 
 

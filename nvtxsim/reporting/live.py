@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from nvtxsim.analysis.live import LiveLog, load, series, totals
+from nvtxsim.analysis.live import LiveLog, gpu_modes, load, series, totals
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.document import Document, Figure, PageHead, Prose, SourcePart
 from nvtxsim.reporting.viewtable import Column, ViewTable
@@ -48,6 +48,19 @@ COLUMNS = [
     Column("gpu_mean_ns", "GPU mean", "ns"),
     Column("windows", "windows", "int"),
 ]
+#: From CUPTI windows only (NVTXSIM_LIVE_GPU=cupti): a table of a file without any has the columns above alone.
+CUPTI_COLUMNS = [
+    Column("busy_per_iteration_ns", "GPU busy / iteration", "ns", default=None),
+    Column("launches_per_iteration", "launches / iteration", "num", default=None),
+    Column("kernels", "kernels", "int", default=None),
+    Column("copies", "copies", "int", default=None),
+    Column("copy_bytes", "copied", "bytes", default=None),
+]
+PLOT_GPU = {"events": "CUDA events on the launching stream", "cupti": "CUPTI busy time"}
+GPU_MODE_TEXT = {
+    "events": "GPU: CUDA events on the launching stream (a stream span: for a short phase that waits on the CPU's launches it reads about its CPU time)",
+    "cupti": "GPU: CUPTI busy time (per range, the union of the kernels and copies launched while it was open, by any thread)",
+}
 
 
 def _heading(log: LiveLog) -> str:
@@ -71,6 +84,10 @@ def _notes(log: LiveLog) -> list[str]:
     dropped = sum(w.dropped_windows or 0 for w in log.windows)
     if dropped:
         notes.append(f"{dropped} window(s) were dropped during the run (the writer fell behind)")
+    notes.extend(GPU_MODE_TEXT[m] for m in gpu_modes(log.windows))
+    lost = sum(w.gpu_dropped or 0 for w in log.windows)
+    if lost:
+        notes.append(f"{lost} CUPTI record(s) were dropped (buffers full): GPU busy times of those windows read low")
     for w in log.windows:
         t = w.trigger
         if t is not None:
@@ -82,7 +99,8 @@ def live_table(log: LiveLog) -> ViewTable:
     """One row per phase, the busiest (CPU total) first."""
     rows = [{"phase": key, **t} for key, t in totals(log.windows).items()]
     rows.sort(key=lambda r: (-r["cpu_ns"], r["phase"]))
-    return ViewTable("live", _heading(log), COLUMNS, rows, _notes(log), page_title="Totals")
+    cols = COLUMNS + CUPTI_COLUMNS if any("kernels" in r for r in rows) else COLUMNS
+    return ViewTable("live", _heading(log), cols, rows, _notes(log), page_title="Totals")
 
 
 @dataclass
@@ -108,7 +126,9 @@ def live_document(log: LiveLog) -> Document:
     over_training = Figure(
         "over_training",
         "Each phase over training",
-        "mean time per range in each window of iterations (CPU: perf_counter; GPU: CUDA events on the launching stream)",
+        "mean time per range in each window of iterations (CPU: perf_counter; GPU: "
+        + " / ".join(PLOT_GPU[m] for m in gpu_modes(log.windows) or ["events"])
+        + ")",
         TrainingLines(log, plotted, len(t.rows) - len(plotted)),
     )
     notes = list(t.notes)

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from nvtxsim.analysis.findings.gate import FailRule
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN, PhaseStats, PhaseSummary
 from nvtxsim.analysis.selection import Selection
+from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.document import Document, FindingsBlock, PageHead, Prose, Section, SourcePart
 from nvtxsim.reporting.escaping import json_text
 from nvtxsim.reporting.summary import heading_parts, json_document, summary_sections
@@ -29,7 +31,7 @@ class ReportRequest:
     domain: str | None = DEFAULT_DOMAIN  # None: every domain
     domain_given: bool = False  # the user named the domain: its absence is an error, not a widening
     findings: bool = True  # the Findings block / JSON "findings" / HTML section
-    fail_on: tuple[str, ...] = ()  # finding kinds that make the command fail (CI)
+    fail_on: tuple[FailRule, ...] = ()  # the findings that make the command fail (CI): --fail-on
 
     @property
     def is_classic(self) -> bool:
@@ -108,12 +110,24 @@ class ReportModel:
         parts = [SourcePart(p) for p in heading_parts(self.source, counts_sep=" · ")]
         return PageHead(f"nvtxsim report · {self.source.get('path', '')}", "nvtxsim report", parts, warnings)
 
-    def failed_findings(self) -> list[str]:
-        """``--fail-on``: one line per finding of a listed kind ("kind in phase: cost")."""
-        if not self.request.fail_on or self.found is None:
-            return []
-        return [
-            f"{f.kind} in {f.phase}: {fmt_ns(f.cost_ns)} ({f.severity})"
-            for f in self.found.items
-            if f.kind in self.request.fail_on
-        ]
+    def failed_findings(self, fail_on: object = None) -> list[str]:
+        """The CI gate: one line per finding that fails it ("kind in phase: cost (severity)"), most costly first.
+
+        ``fail_on``: the kinds (as for ``nvtxsim.report(..., fail_on=...)``: ``"all"``, ``"sync:medium"``,
+        a list); by default those the request gave. With neither, there is no gate to pass and this is
+        an error rather than an empty list: ``assert not model.failed_findings()`` must never pass
+        because no kind was named. The findings are computed here when the report did not compute them."""
+        from nvtxsim.analysis import findings as analysis
+        from nvtxsim.analysis.findings.gate import failing, parse_fail_on
+
+        rules = parse_fail_on(fail_on, option="fail_on=") if fail_on is not None else self.request.fail_on
+        if not rules:
+            raise NvtxsimError(
+                "failed_findings: no finding kind to fail on; pass fail_on='all' (or kinds) here or to report()"
+            )
+        found = self.found
+        if found is None and self.detail is not None and len(self.detail.selected):
+            o = self.request.options
+            found = self.found = analysis.analyse(self.detail, by=o.by, skip_first=o.skip_first)
+        items = found.items if found is not None else []
+        return [f"{f.kind} in {f.phase}: {fmt_ns(f.cost_ns)} ({f.severity})" for f in failing(rules, items)]

@@ -19,13 +19,15 @@ from typing import Any
 
 from nvtxsim.analysis.gpu import graph_hints
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN, PhaseSummary, resolve_domain
-from nvtxsim.analysis.selection import Selection
+from nvtxsim.analysis.selection import Selection, compile_match
+from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import Export
 from nvtxsim.export.reader import Backend, load
-from nvtxsim.reporting import renderers
+from nvtxsim.reporting import options, renderers
 from nvtxsim.reporting.model import ReportModel, ReportRequest
+from nvtxsim.reporting.options import views as parse_views
 from nvtxsim.reporting.summary import outside_warnings, summary_table
-from nvtxsim.reporting.views import ViewOptions, build, parse_views
+from nvtxsim.reporting.views import ViewOptions, build
 
 __all__ = [
     "ReportRequest",
@@ -49,20 +51,34 @@ def request(
     top: int = 10,
     envs: float | None = None,
     findings: bool = True,
-    fail_on: tuple[str, ...] = (),
+    fail_on: str | list[str] | tuple[str, ...] | None = (),
 ) -> ReportRequest:
-    """A :class:`ReportRequest` from plain options (``views``: names, or one comma-separated string; "all")."""
-    names = parse_views(views) if views is None or isinstance(views, str) else parse_views(",".join(views))
-    options = ViewOptions(by=by, by_given=by is not None, skip_first=skip_first, top=top, envs=envs)
-    dom = None if domain == "all" else domain
+    """A :class:`ReportRequest` from plain options, through the command line's own parsers
+    (:mod:`nvtxsim.reporting.options`): ``views`` and ``fail_on`` as one comma-separated string or a
+    list ("all" for every one; ``fail_on`` entries may carry a severity floor, ``"sync:medium"``);
+    ``domain`` a name, "default" (the unnamed domain), "all" or None (every domain); a value the command line would
+    refuse is the same one-line :class:`~nvtxsim.errors.NvtxsimError`."""
+    if not isinstance(findings, bool):
+        raise NvtxsimError(f"findings=: expected True or False, got {findings!r}")
+    by = options.text(by, "by=")
+    options.text(match, "match=")
+    compile_match(match)
+    dom = options.text(domain, "domain=")
+    options_ = ViewOptions(
+        by=by,
+        by_given=by is not None,
+        skip_first=options.count(skip_first, "skip_first="),
+        top=options.count(top, "top=", low=1),
+        envs=options.envs(envs, "envs="),
+    )
     return ReportRequest(
-        views=names,
-        options=options,
+        views=options.views(views, "views="),
+        options=options_,
         match=match,
-        domain=dom,
-        domain_given=domain != DEFAULT_DOMAIN,
+        domain=None if dom == "all" else dom,  # None: every domain, as "all"
+        domain_given=dom != DEFAULT_DOMAIN,
         findings=findings,
-        fail_on=tuple(fail_on),
+        fail_on=options.fail_on(fail_on, "fail_on="),
     )
 
 
@@ -92,18 +108,17 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     domain, widened = resolve_domain(export, req.domain, given=req.domain_given)
     detail = Selection(export, domain=domain, match=req.match)
     want_findings = bool(req.findings or req.fail_on) and len(detail.selected) > 0
-    if want_findings:
-        from nvtxsim.analysis import findings
-
-        findings.prefetch(detail)  # a streamed export: its few sync/memcpy calls are read while the projection runs
     summary = detail.report
     if widened:
         summary.warnings.insert(0, widened)
     summary.warnings.extend(graph_hints(detail))  # on every view: the summary's GPU columns leave graph-level work out
-    if r is None or r.shows_warnings:  # working out where GPU work ran outside the phases can need every CUDA call
-        every_view = r is not None and r.shows_every_view
-        summary.warnings.extend(outside_warnings(detail, in_memory_only=req.is_classic and not every_view))
-    found = findings.analyse(detail, by=req.options.by, skip_first=req.options.skip_first) if want_findings else None
+    if r is None or r.shows_warnings:  # the same on either backend: a streamed export reads the calls this needs
+        summary.warnings.extend(outside_warnings(detail))
+    found = None
+    if want_findings:
+        from nvtxsim.analysis import findings
+
+        found = findings.analyse(detail, by=req.options.by, skip_first=req.options.skip_first)
     if req.findings:
         summary.findings = found
     model = ReportModel(

@@ -119,11 +119,11 @@ def outside_note(o: OutsideGpu, *, threads_shown: int = 3) -> str:
     )
 
 
-def outside_warnings(detail: Selection, *, in_memory_only: bool = False) -> list[str]:
+def outside_warnings(detail: Selection) -> list[str]:
     """The :func:`outside_note` line for a report's warnings; none when that work is under 1 % of GPU busy time."""
     from nvtxsim.analysis.unattributed import MIN_SHARE, outside_phases
 
-    o = outside_phases(detail, in_memory_only=in_memory_only)
+    o = outside_phases(detail)
     return [outside_note(o)] if o is not None and o.share >= MIN_SHARE else []
 
 

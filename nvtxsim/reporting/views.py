@@ -451,19 +451,6 @@ VIEWS: dict[str, View] = {
 }
 
 
-def parse_views(text: str | None) -> list[str]:
-    """``tree,kernels`` → ["tree", "kernels"]; ``all`` → every view."""
-    if not text:
-        return ["summary"]
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    if names == ["all"]:
-        return list(VIEWS)
-    bad = [n for n in names if n not in VIEWS]
-    if bad:
-        raise NvtxsimError(f"unknown view {bad[0]!r}; choose from {', '.join(VIEWS)} or all")
-    return list(dict.fromkeys(names))
-
-
 def build(d: Selection, names: list[str], options: ViewOptions | None = None) -> list[ViewTable]:
     o = options or ViewOptions()
     return [VIEWS[n].table(d, o) for n in names]

@@ -10,7 +10,6 @@ Thresholds and their reasoning for users: docs/findings.md.
 
 from __future__ import annotations
 
-from nvtxsim.analysis.findings.calls import prefetch
 from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES
 from nvtxsim.analysis.findings.diff import FindingsDiff, diff
@@ -41,5 +40,4 @@ __all__ = [
     "diff",
     "kind",
     "overlap_rows",
-    "prefetch",
 ]

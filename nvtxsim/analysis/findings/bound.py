@@ -49,11 +49,7 @@ class Load:
 
 
 def _gpu_idle(ctx: Context, idx: np.ndarray) -> np.ndarray:
-    """Per range: its time with no GPU op of its process running. A streamed export whose GPU ops are
-    not in memory yet gets its CPU time (no cap): reading every op for this would cost more than the
-    findings' whole budget."""
-    if ctx.ex.backend == "streamed" and not ctx.d.memo.is_computed("ops"):
-        return (ctx.r.end - ctx.r.start)[idx].astype(np.int64)
+    """Per range: its time with no GPU op of its process running (both backends: one answer whatever the size)."""
     return gpu_idle_per_range(ctx.d, idx)
 
 

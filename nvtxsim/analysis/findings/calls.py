@@ -1,8 +1,7 @@
 """The CUDA calls the findings look at: synchronizing calls and memcpys, and the host copies' launching calls.
 
-A streamed export (millions of calls, columns read on demand) is not materialised for them: the
-projection's pass keeps them on its way when :func:`prefetch` asked it to, else one filtered
-query reads just these rows.
+A streamed export (millions of calls, columns read on demand) is not materialised for them: one
+filtered query reads just these rows, chosen by name as in memory, so both backends see the same calls.
 """
 
 from __future__ import annotations
@@ -38,13 +37,13 @@ def notable_calls(detail: Selection) -> ApiCalls:
     assert api is not None
     src = source_of(ex)
     if src is not None and not api.is_read("name_id"):
-        a = src.watched if src.watched is not None else src.calls_named(ids)
+        a = src.calls_named(ids)  # the rows the in-memory filter below keeps, in table order
         return ApiCalls(*(a[:, i].copy() for i in range(5)))
     m = np.isin(api.name_id, ids)
     return ApiCalls(api.start[m], api.end[m], api.global_tid[m], api.correlation_id[m], api.name_id[m])
 
 
-#: Names of the calls a streamed export's pass keeps, by their tags (see :func:`prefetch`): the explicit
+#: Names of the tags a streamed export's pass can give the calls it keeps (``Source.watch``): the explicit
 #: synchronize calls by the kind CUPTI records, and the host copies' launching calls.
 WATCH_NAMES = {-sync_type: name for sync_type, name in SYNC_TYPE_CALLS.items()} | {COPY_TAG: "cudaMemcpyAsync"}
 
@@ -52,22 +51,6 @@ WATCH_NAMES = {-sync_type: name for sync_type, name in SYNC_TYPE_CALLS.items()} 
 def api_label(export: Export, name_id: int) -> str:
     """The API name of a call, also for the tags a streamed export's pass gives the calls it keeps."""
     return WATCH_NAMES.get(int(name_id), "") if name_id < 0 else api_name(export.string(int(name_id)))
-
-
-def prefetch(detail: Selection) -> None:
-    """For a streamed export whose projection has not run yet: ask its pass over the CUDA calls to keep
-    the synchronize calls and the host copies' calls on its way, by correlation id (from the small
-    synchronization and memcpy tables): no second scan of the calls, no extra column read. Their names
-    are then the CUDA call kinds (WATCH_NAMES); synchronous ``cudaMemcpy`` calls are not among them."""
-    ex = detail.export
-    src = source_of(ex) if ex.api is not None else None
-    if src is None or src.projection is not None or detail.memo.is_computed("gpu"):
-        return
-    parts = [src.explicit_syncs(ex.tables)]
-    hc = getattr(ex.extras, "host_copies", None)
-    if hc is not None and len(hc):
-        parts.append(np.column_stack([hc.global_pid, hc.correlation_id, np.full(len(hc), COPY_TAG, dtype=np.int64)]))
-    src.watch = np.concatenate(parts)
 
 
 def named(export: Export, calls: ApiCalls, pred: Callable[[str], bool]) -> np.ndarray:

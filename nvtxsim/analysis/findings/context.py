@@ -67,7 +67,7 @@ class Context:
     kept ranges, the reference time, the owner of a call.
 
     ``threads``: whether the kinds that join every CUDA call to its GPU work (other threads' work)
-    run; None = unless the export is streamed."""
+    run; None = yes (either backend), False = no."""
 
     def __init__(
         self, detail: Selection, by: str | None = None, skip_first: int = 0, threads: bool | None = None

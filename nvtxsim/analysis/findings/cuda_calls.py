@@ -58,9 +58,9 @@ def cause(per: dict[str, int], of: float, causes: tuple[str, ...]) -> str | None
 
 def own_cuda_calls(ctx: Context, mine: np.ndarray) -> tuple[int, dict[str, int]] | None:
     """Time in CUDA calls made by the ranges ``mine`` themselves (not in a child phase; union per range)
-    and per API name; None for a streamed export, whose calls are not all in memory."""
+    and per API name (both backends: a streamed export reads the call columns this needs)."""
     api = ctx.ex.api
-    if api is None or len(api) == 0 or ctx.ex.backend == "streamed":
+    if api is None or len(api) == 0:
         return None
     r = ctx.r
     ri, ci = contained(r.start[mine], r.end[mine], r.global_tid[mine], api.start, api.end, api.global_tid)

@@ -7,8 +7,9 @@ thread of the process when it was launched (this kind), or to nothing (``unattri
 Reported from 0.1 % of the reference time: the point is that the numbers are missing, not that
 they are large. Cost: the GPU busy time of that work.
 
-Joining every CUDA call to its GPU work is what a streamed export avoids: there, unless asked
-for, neither this kind nor ``unattributed_gpu`` is looked for, and a note says so.
+Both backends look for it: a streamed export reads the CUDA columns this needs (as ``--view overlap``
+does), so an export's findings never depend on its size. ``threads=False`` (``analyse``) skips it,
+with a note.
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ NAME = "other_thread_gpu"
 MIN_SHARE = 0.001
 ADVICE = "not in this phase's nsys GPU columns: see --view overlap"
 NOT_LOOKED_FOR = (
-    "other_thread_gpu and unattributed_gpu were not looked for (export too large to join every CUDA call in memory): "
-    "--view overlap computes them"
+    "other_thread_gpu and unattributed_gpu were not looked for (asked not to): --view overlap computes them"
 )
 
 
@@ -115,11 +115,9 @@ def thread_evidence(row: OtherThreadGpu) -> dict:
 
 def detect(ctx: Context, facts: Facts) -> list[Finding]:
     """The rows of :func:`overlap_rows` go to ``other_threads``; a finding per phase open elsewhere."""
-    threads = ctx.threads
-    if threads is None:
-        threads = ctx.ex.backend != "streamed"
-        if not threads:
-            facts.note(NOT_LOOKED_FOR)
+    threads = ctx.threads is not False  # None (the default) and True: looked for on every backend
+    if not threads:
+        facts.note(NOT_LOOKED_FOR)
     rows = overlap_rows(ctx.d, ctx) if threads else []
     facts.add("other_threads", rows)
     out = []

@@ -71,8 +71,8 @@ def analyse(detail: Selection, *, by: str | None = None, skip_first: int = 0, th
     threads), in the detail's memo: the block, the views and the page share it.
 
     ``threads``: look for other_thread_gpu and unattributed_gpu, which join every CUDA call to its
-    GPU work; None = unless the export is streamed (too large to hold every call: the other
-    kinds read only the calls they need), with a note saying so."""
+    GPU work; None (the default) = yes, on either backend (an export's findings never depend on the
+    backend its size picked); False = no, with a note saying so."""
     return detail.memo.get(("findings", by, skip_first, threads), _analyse, detail, by, skip_first, threads)
 
 

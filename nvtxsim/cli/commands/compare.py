@@ -19,6 +19,7 @@ from nvtxsim.reporting.renderers import formats_for
 
 
 def run(args: argparse.Namespace) -> int:
+    from nvtxsim.analysis.findings.gate import failing
     from nvtxsim.reporting.compare import compare_document, compare_exports
     from nvtxsim.reporting.renderers import render
 
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         status = 1
-    appeared = [f for f in (result.findings.appeared if result.findings else []) if f.kind in fail_on]
+    appeared = failing(fail_on, result.findings.appeared if result.findings else [])
     for f in appeared:
         print(printable(f"nvtxsim: --fail-on: new finding {f.kind} in {f.phase} ({f.severity})"), file=sys.stderr)
     return 1 if appeared else status
@@ -151,6 +152,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--fail-on",
         metavar="KINDS",
-        help="exit 1 when a finding of one of these comma-separated kinds appeared in NEW (or all)",
+        help="exit 1 when a finding of one of these comma-separated kinds appeared in NEW (or all); "
+        "KIND:SEVERITY counts only those of that severity or worse (sync:medium, all:high)",
     )
     p.set_defaults(func=run)

@@ -66,19 +66,44 @@ def execute(argv: list[str], *, module: bool = False) -> int:
             runner()
         except SystemExit as exc:
             return _exit_code(exc.code)
-        except KeyboardInterrupt:
-            raise
+        except KeyboardInterrupt as exc:  # Python shows it, then dies by SIGINT once it has finished exiting
+            _print_program_error()
+            _quiet_excepthook(exc)
+            raise  # out of nvtxsim's main, to the interpreter: atexit handlers run, then the signal
         except BaseException:  # the program's own error: show it like Python would
-            etype, value, tb = sys.exc_info()
-            while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
-                tb = tb.tb_next
-            traceback.print_exception(etype, value, tb)
+            _print_program_error()
             return 1
         return 0
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
+
+
+def _print_program_error() -> None:
+    """The traceback of the exception being handled, without nvtxsim's frames, as Python prints it."""
+    etype, value, tb = sys.exc_info()
+    while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    traceback.print_exception(etype, value, tb)
+
+
+def _quiet_excepthook(shown: BaseException) -> None:
+    """The interpreter prints an uncaught exception with ``sys.excepthook``: ``shown`` was printed already."""
+    previous = sys.excepthook
+
+    def hook(etype: type[BaseException], value: BaseException, tb: types.TracebackType | None) -> None:
+        if value is not shown:
+            previous(etype, value, tb)
+
+    sys.excepthook = hook
+
+
+def _refuse(message: str, code: int) -> NvtxsimError:
+    """An error before the program starts, with the exit status Python gives for the same mistake."""
+    err = NvtxsimError(message)
+    err.exit_code = code
+    return err
 
 
 def _run_path(path: str, argv0: str) -> None:
@@ -146,19 +171,35 @@ def run(args: argparse.Namespace) -> int:
         except (ImportError, ValueError):
             found = False
         if not found:
-            raise NvtxsimError(f"-m {argv[0]}: no module of that name")
+            raise _refuse(f"-m {argv[0]}: no module of that name", 1)  # python -m: "No module named", 1
     else:
-        if not os.path.exists(argv[0]):
-            raise NvtxsimError(f"{argv[0]}: no such file")
-        if os.path.isdir(argv[0]) and not os.path.isfile(os.path.join(argv[0], "__main__.py")):
-            raise NvtxsimError(f"{argv[0]}: is a directory without __main__.py")
+        _check_script(argv[0])
     if not args.no_instrument:
         from nvtxsim.isaaclab import auto
         from nvtxsim.isaaclab.patching import set_verbose
 
         set_verbose(args.verbose)
         auto.install(count_steps=not args.no_count_steps, quiet=True if args.quiet else None)
+    from nvtxsim.emit import live
+
+    live.claim()  # NVTXSIM_LIVE: the file is the program's now, before it can start workers
     return execute(argv, module=args.module)
+
+
+def _check_script(target: str) -> None:
+    """What ``python SCRIPT`` refuses before running anything, with Python's exit status: a file it cannot
+    open (2), a folder or zip file without ``__main__`` (1)."""
+    if os.path.isdir(target) or (os.path.isfile(target) and _is_zip(target)):
+        if os.path.isdir(target) and not os.path.isfile(os.path.join(target, "__main__.py")):
+            raise _refuse(f"{target}: is a directory without __main__.py", 1)
+        return
+    try:
+        with open(target, "rb"):
+            pass
+    except FileNotFoundError:
+        raise _refuse(f"{target}: no such file", 2) from None
+    except OSError as exc:
+        raise _refuse(f"{target}: cannot open ({exc.strerror or exc})", 2) from None
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -37,22 +37,25 @@ from nvtxsim.emit.notices import report
 from nvtxsim.envflags import env_flag, parse_flag
 
 if TYPE_CHECKING:
+    from nvtxsim.emit.live.gpu import GpuTiming
     from nvtxsim.emit.live.session import Session
     from nvtxsim.emit.live.sinks import Sink
 
 ENV_FILE = "NVTXSIM_LIVE"
 ENV_EVERY = "NVTXSIM_LIVE_EVERY"
 ENV_SAMPLE = "NVTXSIM_LIVE_SAMPLE"
-ENV_GPU = "NVTXSIM_LIVE_GPU"  # 0/false/no/off: CPU times only
+ENV_GPU = "NVTXSIM_LIVE_GPU"  # 0/false/no/off: CPU times only; cupti: busy time from CUPTI records
 ENV_TRIGGER = _phases.ENV_LIVE_TRIGGER
+#: The CUPTI mode runs only with this flag set: on the H200 (cupti-python 13.0.1, driver 580) its phase
+#: markers' external correlation ids never came back, it cost 4-5x the iteration and the process crashed at
+#: exit (reports/live-cupti-h200.md). Until that is fixed, asking for ``cupti`` gives CUDA events and one line.
+ENV_CUPTI_EXPERIMENTAL = "NVTXSIM_LIVE_CUPTI_EXPERIMENTAL"
 ENV_TRIGGER_ITERATIONS = _phases.ENV_LIVE_TRIGGER_ITERATIONS
-#: Set by the process that started live timing from the environment: its children (exec'd
-#: workers inheriting ``NVTXSIM_LIVE``) append to the file instead of truncating it.
-ENV_OWNER = "NVTXSIM_LIVE_OWNER"
+#: ``NVTXSIM_LIVE=1`` (or true/yes/on): this file, in the working directory.
+DEFAULT_FILE = "live.jsonl"
 DEFAULT_EVERY = 100
 
 _lock = threading.Lock()
-_owner_set = False
 _session: Session | None = None  # the last one started (it may have turned itself off since)
 
 
@@ -66,28 +69,73 @@ def start(
     trigger: str | None = None,
     trigger_iterations: int = DEFAULT_TRIGGER_ITERATIONS,
     append: bool = False,
-    gpu: bool = True,
+    gpu: bool | str = True,
+    claim: bool = True,
 ) -> None:
     """Start live phase timing (restarts it when on): one JSON line to ``path`` per ``every`` iterations.
+
+    The file is claimed now (``claim=False``: at the first :func:`nvtxsim.step`): an empty or live-timing
+    file is emptied unless ``append`` or another process writes it (the workers of this run: they append),
+    any other existing file is refused, never overwritten (see :func:`nvtxsim.emit.live.sinks.open_append`).
 
     ``sample=K`` measures every K-th iteration (the others cost nothing extra). ``writer``: any object
     with TensorBoard's ``add_scalar(tag, value, step)``; ``callback(record)``: any other logger. Both run
     on the writer thread. ``trigger``: a rule like ``'sim_step>1.5x'`` opening a capture window of
-    ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events.
+    ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events;
+    ``gpu="cupti"``: GPU busy time, kernels and copies per phase from CUPTI activity records (the ``cupti`` extra;
+    CUDA events when CUPTI cannot be had, with one stderr line saying why).
     """
     global _session
     if every < 1 or sample < 1:
         raise ValueError("live timing: every and sample must be >= 1")
+    if gpu not in (True, False, "cupti", "events"):
+        raise ValueError(f"live timing: gpu must be True, False, 'events' or 'cupti' (not {gpu!r})")
     trig = Trigger(trigger, trigger_iterations) if trigger else None
     stop()
-    from nvtxsim.emit.live.cuda_events import CudaEventTiming
     from nvtxsim.emit.live.session import Session
 
     sinks = _sinks(None if path is None else os.fspath(path), append, writer, callback)
     with _lock:
-        _session = Session(every, sample, trig, sinks, CudaEventTiming if gpu else None)
-        _session.activate()
+        _session = s = Session(every, sample, trig, sinks, _gpu_timing(gpu))
+        s.activate()
     _register_atexit()
+    if claim:
+        s.claim()
+
+
+def claim() -> None:
+    """Claim the live-timing file now, before the program starts workers (``nvtxsim run``: the session
+    started at import waits for the first step, as nvtxsim's own commands never step)."""
+    s = _session
+    if s is not None and s.is_current():
+        s.claim()
+
+
+def _gpu_timing(gpu: bool | str) -> type[GpuTiming] | None:
+    if gpu == "cupti":
+        if env_flag(ENV_CUPTI_EXPERIMENTAL):
+            from nvtxsim.emit.live.cupti import CuptiTiming
+
+            return CuptiTiming
+        report(
+            "live timing: the CUPTI mode is experimental (it failed on a real GPU: reports/live-cupti-h200.md); "
+            f"GPU times from CUDA events (set {ENV_CUPTI_EXPERIMENTAL}=1 to try it)"
+        )
+    if gpu:
+        from nvtxsim.emit.live.cuda_events import CudaEventTiming
+
+        return CudaEventTiming
+    return None
+
+
+def _gpu_env() -> bool | str:
+    """``NVTXSIM_LIVE_GPU``: a flag (CUDA events or none) or ``cupti``/``events``; anything else: one line, events."""
+    raw = os.environ.get(ENV_GPU, "").strip().lower()
+    if raw in ("cupti", "events"):
+        return raw
+    if raw and parse_flag(raw) is None:
+        report(f"{ENV_GPU}={raw!r} ignored (expected cupti, events, 1 or 0); GPU times from CUDA events")
+    return env_flag(ENV_GPU, default=True)
 
 
 def _sinks(path: str | None, append: bool, writer: Any, callback: Callable[[dict], Any] | None) -> list[Sink]:
@@ -106,16 +154,13 @@ def _sinks(path: str | None, append: bool, writer: Any, callback: Callable[[dict
 
 def stop(timeout: float = 5.0) -> None:
     """Stop live timing: the last (partial) window is written, the writer thread ends (waits up to ``timeout``)."""
-    global _session, _owner_set
+    global _session
     with _lock:
         s, _session = _session, None
         if s is None or not s.deactivate():
             return  # never started, stopped, or turned itself off
     if s.pid == os.getpid():
         s.finish(timeout)
-    if _owner_set and os.environ.get(ENV_OWNER) == str(os.getpid()):
-        os.environ.pop(ENV_OWNER, None)
-        _owner_set = False
 
 
 def is_on() -> bool:
@@ -182,17 +227,19 @@ def _int_env(name: str, default: int) -> int:
 
 
 def start_from_env() -> bool:
-    """Start live timing when ``NVTXSIM_LIVE`` names a file or ``NVTXSIM_LIVE_TRIGGER`` sets a rule (then no file
-    is written); never raises (bad settings: one stderr line)."""
-    global _owner_set
+    """Start live timing when ``NVTXSIM_LIVE`` names a file (``1``/true/yes/on: :data:`DEFAULT_FILE`) or
+    ``NVTXSIM_LIVE_TRIGGER`` sets a rule (then no file is written); never raises (bad settings: one
+    stderr line). The file is claimed now, before the program can start workers, except under
+    nvtxsim's own command line (``nvtxsim live live.jsonl`` must never empty the file it reads)."""
     path: str | None = os.environ.get(ENV_FILE, "").strip()
-    if path and parse_flag(path) is False:  # NVTXSIM_LIVE=0/off: no file
+    flag = parse_flag(path) if path else None
+    if flag is False:  # NVTXSIM_LIVE=0/off: no file
         path = None
+    elif flag is True:
+        path = DEFAULT_FILE
     trigger = os.environ.get(ENV_TRIGGER, "").strip() or None
     if not path and not trigger:
         return False
-    owner = os.environ.get(ENV_OWNER)
-    append = bool(owner) and owner != str(os.getpid())
     try:
         start(
             path or None,
@@ -200,8 +247,8 @@ def start_from_env() -> bool:
             sample=_int_env(ENV_SAMPLE, 1),
             trigger=trigger,
             trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS),
-            append=append,
-            gpu=env_flag(ENV_GPU, default=True),
+            gpu=_gpu_env(),
+            claim=not _own_command_line(),
         )
     except Exception as exc:
         report(
@@ -210,10 +257,41 @@ def start_from_env() -> bool:
             else f"{ENV_TRIGGER}: live timing not started ({exc})"
         )
         return False
-    if not append:
-        os.environ[ENV_OWNER] = str(os.getpid())
-        _owner_set = True
     return True
 
 
-__all__ = ["start", "stop", "is_on", "start_from_env", "Trigger", "ENV_FILE", "ENV_EVERY", "ENV_SAMPLE", "ENV_TRIGGER"]
+def _own_command_line() -> bool:
+    """This process is nvtxsim's command line (``nvtxsim ...``, ``python -m nvtxsim ...``), importing the package."""
+    argv = list(getattr(sys, "orig_argv", None) or sys.argv)
+    if sys.argv and os.path.basename(sys.argv[0]) == "nvtxsim":
+        return True
+    skip = False
+    for i, a in enumerate(argv[1:], 1):
+        if skip:
+            skip = False
+            continue
+        if a in ("-X", "-W", "--check-hash-based-pycs"):
+            skip = True  # an interpreter option with a value
+            continue
+        if a == "-m" and i + 1 < len(argv):
+            return argv[i + 1] in ("nvtxsim", "nvtxsim.__main__")
+        if a.startswith("-m") and len(a) > 2:
+            return a[2:] in ("nvtxsim", "nvtxsim.__main__")
+        if a == "-c" or not a.startswith("-"):
+            return False  # a script or -c: the program itself
+    return False
+
+
+__all__ = [
+    "start",
+    "stop",
+    "claim",
+    "is_on",
+    "start_from_env",
+    "DEFAULT_FILE",
+    "Trigger",
+    "ENV_FILE",
+    "ENV_EVERY",
+    "ENV_SAMPLE",
+    "ENV_TRIGGER",
+]

@@ -4,19 +4,31 @@ Live timing asks a :class:`GpuTiming` for a mark when a measured range opens and
 training thread, where it must never wait for the GPU; the window keeps ``(phase name, opening,
 closing)`` for each range, and the writer thread later asks :meth:`GpuTiming.resolve` for the GPU
 nanoseconds per phase, once the GPU got there. :class:`~nvtxsim.emit.live.cuda_events.CudaEventTiming`
-(a pair of pooled CUDA events per range) is the one in use; another way of measuring (CUPTI activity
-records correlated by an id pushed at enter and popped at exit, say) is one more module with a
-subclass, chosen in :func:`nvtxsim.emit.live.start`.
+(a pair of pooled CUDA events per range: a stream span) is the default;
+:class:`~nvtxsim.emit.live.cupti.CuptiTiming` (CUPTI activity records between markers placed at enter and
+exit: busy time, kernels, copies, bytes) is chosen with ``NVTXSIM_LIVE_GPU=cupti`` in
+:func:`nvtxsim.emit.live.start`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 #: One measured range's marks, as the window keeps them: (phase name, opening, closing).
 Span = tuple[str, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseGpu:
+    """One phase's GPU time in a window; the counts only where the timing sees the ops (CUPTI)."""
+
+    ns: int
+    kernels: int | None = None
+    copies: int | None = None  # memcpy and memset ops
+    copy_bytes: int | None = None
 
 
 class GpuTiming(ABC):
@@ -24,6 +36,8 @@ class GpuTiming(ABC):
 
     #: What the marks are, for the one stderr line when placing them fails ("CUDA events").
     what = "GPU marks"
+    #: How it measures, as the record says (``gpu_mode``): "events" (stream spans) or "cupti" (busy time).
+    mode = "events"
 
     @classmethod
     @abstractmethod
@@ -49,3 +63,15 @@ class GpuTiming(ABC):
     @abstractmethod
     def release(self, spans: Iterable[Span]) -> None:
         """The marks of spans that will not be resolved (a dropped window, a full window)."""
+
+    def resolve_phases(self, spans: list[Span]) -> dict[str, PhaseGpu]:
+        """:meth:`resolve` with the counts a timing sees besides the ns (none for CUDA events). Never raises."""
+        return {name: PhaseGpu(ns) for name, ns in self.resolve(spans).items()}
+
+    def sampling(self, on: bool) -> None:
+        """Training thread, when sampling switches measuring on (a measured iteration begins) or off. Never raises."""
+        return None
+
+    def dropped(self) -> int:
+        """Writer thread: GPU records lost since the last ask (buffers full), 0 when none or not known."""
+        return 0

@@ -82,9 +82,16 @@ class Session:
         methods = METHODS if self.measuring(iteration) else None
         if methods is not _r._live_methods and _current is self:  # swap only when sampling switches, never after fail
             _r.set_live(True, methods)
+            if self.timing is not None:
+                self.timing.sampling(methods is not None)  # CUPTI: records only while measured
+
+    def claim(self) -> None:
+        """Open the sinks now (at start, before the program can start workers), not at the first step."""
+        if not self.opened and self.is_current():
+            self._open_sinks()
 
     def _open_sinks(self) -> bool:
-        """At the first step(): the sinks open (the file is truncated now); a failure turns live timing off."""
+        """At :meth:`claim` or the first step(): the sinks open (the file is claimed now); a failure turns live timing off."""
         problem = self.writer.open_sinks()
         if problem is not None:
             self.fail(problem)
@@ -113,6 +120,7 @@ class Session:
             return
         if timing is not None:
             self.gpu = self.timing = timing
+            timing.sampling(self.measuring(self.iteration))
 
     def flush(self, last: int, *, final: bool = False, wait: float = 0.0) -> None:
         """Hand the current window to the writer thread (dropped, and counted, when its queue is full; ``wait``:
@@ -150,6 +158,8 @@ class Session:
         if self.dropped:
             report(f"live timing: the last {self.dropped} window(s) were not written (the writer fell behind)")
         self.writer.close(timeout)
+        if self.timing is not None:
+            self.timing.sampling(False)  # CUPTI: no more records once nothing reads them
 
     def fail(self, message: str) -> None:
         """Turn live timing off (from either thread) with one stderr line."""

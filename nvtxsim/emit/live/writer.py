@@ -44,12 +44,15 @@ class FlushedWindow:
 
     def summary(self) -> LiveWindow:
         """The window's record (waits for its GPU marks, so: on the writer thread)."""
-        gpu = self.gpu.resolve(self.spans) if self.gpu is not None and self.spans else {}
-        phases = {
-            f"{_phases.DOMAIN}:{name}": PhaseTimes.of(times, gpu.get(name))
-            for name, times in sorted(self.cpu.items())
-            if times
-        }
+        timing = self.gpu
+        gpu = timing.resolve_phases(self.spans) if timing is not None and self.spans else {}
+        phases = {}
+        for name, times in sorted(self.cpu.items()):
+            if times:
+                g = gpu.get(name)
+                counts = () if g is None else (g.kernels, g.copies, g.copy_bytes)
+                phases[f"{_phases.DOMAIN}:{name}"] = PhaseTimes.of(times, None if g is None else g.ns, counts)
+        dropped = timing.dropped() if timing is not None else 0
         return LiveWindow(
             iterations=self.iterations,
             measured=self.measured,
@@ -59,6 +62,8 @@ class FlushedWindow:
             phases=phases,
             trigger=self.fired or None,
             dropped_windows=self.dropped or None,
+            gpu_mode=timing.mode if timing is not None and gpu else None,
+            gpu_dropped=dropped or None,
         )
 
 

@@ -1,0 +1,591 @@
+"""Live timing with NVTXSIM_LIVE_GPU=cupti (issue 25): busy time per phase from CUPTI activity records.
+
+A fake ``cupti`` module stands in for cupti-python: it assigns correlation ids to API calls in call order,
+writes real-shaped records (CUpti_ActivityKernel10, Memcpy6, Memset4, API, ExternalCorrelation, at the byte
+offsets cupti-python 13.0.1's ``activity_*_dtype`` give, transcribed here) into a C buffer and hands objects
+(``kind``, ``correlation_id``, ``start``, ``end``, ... and ``int(obj)`` = the record's address, as the real
+ones) to the completed callback. Expected busy times are unions computed here, independently.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import random
+import struct
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nvtxsim
+from nvtxsim.emit import live, notices, window
+from nvtxsim.emit.live import cuda_events, cupti_records
+from nvtxsim.emit.live import cupti as cupti_mod
+from nvtxsim.live_record import LiveWindow
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_live import _FakeEvent, _FakeTorch  # noqa: E402
+
+
+
+@pytest.fixture(autouse=True)
+def _cupti_opted_in(monkeypatch):
+    """The CUPTI mode is behind its experimental flag (it failed on the H200); these tests exercise it."""
+    monkeypatch.setenv(live.ENV_CUPTI_EXPERIMENTAL, "1")
+
+
+def test_cupti_without_the_experimental_flag_falls_back_to_events(monkeypatch, capsys):
+    monkeypatch.delenv(live.ENV_CUPTI_EXPERIMENTAL)
+    assert live._gpu_timing("cupti") is cuda_events.CudaEventTiming
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "experimental" in err and live.ENV_CUPTI_EXPERIMENTAL in err
+    monkeypatch.setenv(live.ENV_CUPTI_EXPERIMENTAL, "1")
+    assert live._gpu_timing("cupti") is cupti_mod.CuptiTiming
+
+
+# field: (offset, struct code) of the cupti-python 13.0.1 dtypes (size first)
+REAL = {
+    10: (
+        216,
+        {
+            "kind": (0, "i"),
+            "start": (16, "Q"),
+            "end": (24, "Q"),
+            "device_id": (40, "I"),
+            "context_id": (44, "I"),
+            "stream_id": (48, "I"),
+            "correlation_id": (92, "I"),
+        },
+    ),
+    1: (
+        96,
+        {
+            "kind": (0, "i"),
+            "copy_kind": (4, "B"),
+            "bytes": (8, "Q"),
+            "start": (16, "Q"),
+            "end": (24, "Q"),
+            "device_id": (32, "I"),
+            "context_id": (36, "I"),
+            "stream_id": (40, "I"),
+            "correlation_id": (44, "I"),
+        },
+    ),
+    2: (
+        88,
+        {
+            "kind": (0, "i"),
+            "bytes": (8, "Q"),
+            "start": (16, "Q"),
+            "end": (24, "Q"),
+            "device_id": (32, "I"),
+            "context_id": (36, "I"),
+            "stream_id": (40, "I"),
+            "correlation_id": (44, "I"),
+        },
+    ),
+    4: (
+        40,
+        {
+            "kind": (0, "i"),
+            "cbid": (4, "I"),
+            "start": (8, "Q"),
+            "end": (16, "Q"),
+            "process_id": (24, "I"),
+            "thread_id": (28, "I"),
+            "correlation_id": (32, "I"),
+        },
+    ),
+    39: (24, {"kind": (0, "i"), "external_kind": (4, "i"), "external_id": (8, "Q"), "correlation_id": (16, "I")}),
+}
+# a later struct version: the kernel record grown, its fields moved (read from the module's dtype)
+NEWER = dict(REAL)
+NEWER[10] = (
+    232,
+    {"kind": (0, "i"), "start": (24, "Q"), "end": (32, "Q"), "stream_id": (56, "I"), "correlation_id": (100, "I")},
+)
+DTYPE_ATTRS = {
+    10: "activity_kernel10_dtype",
+    1: "activity_memcpy6_dtype",
+    2: "activity_memset4_dtype",
+    4: "activity_api_dtype",
+    39: "activity_external_correlation_dtype",
+}
+NP_CODES = {"i": "<i4", "I": "<u4", "Q": "<u8", "B": "u1"}
+
+
+class Record:
+    """A cupti-python-like record object: fields as attributes, int() its address in the buffer."""
+
+    def __init__(self, buf, addr, fields, readable):
+        self._buf, self._addr, self._readable = buf, addr, readable
+        self.__dict__.update(fields)
+
+    def __int__(self):
+        if not self._readable:
+            raise TypeError("no address")
+        return self._addr
+
+
+class FakeCupti:
+    """The parts of cupti.cupti live timing uses, with a fake driver behind (launch, marker)."""
+
+    ActivityKind = types.SimpleNamespace(MEMCPY=1, MEMSET=2, DRIVER=4, CONCURRENT_KERNEL=10, EXTERNAL_CORRELATION=39)
+    ExternalCorrelationKind = types.SimpleNamespace(CUSTOM0=3, CUSTOM1=4)
+    driver_api_trace_cbid = types.SimpleNamespace(cuDriverGetVersion=2, cuDeviceGetCount=3)
+
+    def __init__(self, layout=REAL, addresses=True, batch=7, refuse=False, ext_records=True, api_records=True):
+        self.layout, self.addresses, self.batch, self.refuse = layout, addresses, batch, refuse
+        self.ext_records, self.api_records = ext_records, api_records
+        for kind, attr in DTYPE_ATTRS.items():
+            size, cols = layout[kind]
+            names = list(cols)
+            setattr(
+                self,
+                attr,
+                np.dtype(
+                    {
+                        "names": names,
+                        "formats": [NP_CODES[cols[n][1]] for n in names],
+                        "offsets": [cols[n][0] for n in names],
+                        "itemsize": size,
+                    }
+                ),
+            )
+        self.corr = itertools.count(1)
+        self.lock = threading.Lock()
+        self.pending: list[tuple[int, dict]] = []
+        self.enabled: set[int] = set()
+        self.driver_api: set[int] = set()
+        self.stack = threading.local()
+        self.callbacks = None
+        self.enable_calls: list[tuple[bool, int]] = []
+        self.delivered = 0
+
+    # ---- the API
+    def activity_register_callbacks(self, requested, completed):
+        if self.refuse:
+            raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
+        self.callbacks = (requested, completed)
+
+    def activity_enable(self, kind):
+        self.enabled.add(kind)
+        self.enable_calls.append((True, kind))
+
+    def activity_disable(self, kind):
+        self.enabled.discard(kind)
+        self.enable_calls.append((False, kind))
+
+    def activity_enable_driver_api(self, cbid, on):
+        (self.driver_api.add if on else self.driver_api.discard)(cbid)
+
+    def activity_flush_period(self, ms):
+        self.period = ms
+
+    def activity_flush_all(self, flag):
+        self._deliver(force=True)
+
+    def activity_push_external_correlation_id(self, kind, ext_id):
+        self._stack().append((kind, ext_id))
+
+    def activity_pop_external_correlation_id(self, kind):
+        return self._stack().pop()[1]
+
+    def activity_get_num_dropped_records(self, context, stream, ptr):
+        ctypes.c_size_t.from_address(ptr).value = 0
+
+    # ---- the fake driver
+    def _stack(self):
+        if not hasattr(self.stack, "s"):
+            self.stack.s = []
+        return self.stack.s
+
+    def marker(self, arg):
+        corr = next(self.corr)
+        if 2 in self.driver_api and self.api_records:
+            self._add(
+                4,
+                {
+                    "cbid": 2,
+                    "start": corr,
+                    "end": corr,
+                    "thread_id": threading.get_ident() & 0xFFFFFFFF,
+                    "correlation_id": corr,
+                },
+            )
+            for kind, ext_id in self._stack():
+                if 39 in self.enabled and self.ext_records:
+                    self._add(39, {"external_kind": kind, "external_id": ext_id, "correlation_id": corr})
+        return 0
+
+    marker.__name__ = "cuDriverGetVersion"  # type: ignore[attr-defined]
+
+    def launch(self, start, end, kind=10, nbytes=0, stream=7):
+        """One kernel (kind 10) or copy (1, 2): its record when that kind is enabled; the correlation id it got."""
+        corr = next(self.corr)
+        if kind in self.enabled:
+            fields = {"start": start, "end": end, "stream_id": stream, "correlation_id": corr}
+            if kind != 10:
+                fields["bytes"] = nbytes
+            self._add(kind, fields)
+        return corr
+
+    def _add(self, kind, fields):
+        with self.lock:
+            self.pending.append((kind, fields))
+            due = len(self.pending) >= self.batch
+        if due:
+            self._deliver()
+
+    def _deliver(self, force=False):
+        with self.lock:
+            todo, self.pending = self.pending, []
+        if not todo or self.callbacks is None:
+            return
+        size = sum(self.layout[k][0] for k, _ in todo)
+        buf = ctypes.create_string_buffer(size)
+        base, off, objs = ctypes.addressof(buf), 0, []
+        for kind, fields in todo:
+            rec_size, cols = self.layout[kind]
+            for name, value in {"kind": kind, **fields}.items():
+                if name in cols:
+                    struct.pack_into("<" + cols[name][1], buf, off + cols[name][0], value)
+            objs.append(Record(buf, base + off, {"kind": kind, **fields}, self.addresses))
+            off += rec_size
+        self.delivered += len(objs)
+        self.callbacks[1](objs)
+
+
+@pytest.fixture
+def fake_cupti(monkeypatch):
+    """A factory: installs a FakeCupti as ``cupti.cupti`` (and a fake torch whose CUDA is initialised)."""
+
+    def install(**kw):
+        fc = FakeCupti(**kw)
+        pkg = types.ModuleType("cupti")
+        pkg.cupti = fc  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "cupti", pkg)
+        monkeypatch.setitem(sys.modules, "torch", _FakeTorch)
+        monkeypatch.setattr(cupti_mod, "_marker_function", lambda: fc.marker)
+        return fc
+
+    monkeypatch.setattr(cupti_mod, "FLUSH_PERIOD_MS", 5)
+    monkeypatch.setattr(cupti_mod, "GPU_WAIT_S", 3.0)
+    monkeypatch.setattr(cupti_mod, "_collector", None)
+    monkeypatch.setattr(cupti_mod, "_refused", None)
+    monkeypatch.delenv("CUDA_INJECTION64_PATH", raising=False)
+    notices._reported.clear()
+    window.configure(None)
+    yield install
+    live.stop()
+    notices._reported.clear()
+
+
+def _union(intervals):
+    """Independent truth: sort, sweep, add up the merged pieces."""
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    return total + (cur_e - cur_s if cur_e is not None else 0)
+
+
+def _training(fc, iterations=4):
+    """A loop with nested phases, overlapping kernels, copies, a launch from another thread inside a phase and
+    launches outside every phase; returns, per window of two iterations, each phase's ranges' ops."""
+    truth: list[dict[str, list[list]]] = [{}, {}]
+    open_now: list[list] = []  # the ops list of each range open now
+
+    def launch(s, e, kind=10, nbytes=0):
+        fc.launch(s, e, kind, nbytes)
+        for ops in open_now:
+            ops.append((s, e, kind, nbytes))
+
+    class Opened:
+        def __init__(self, name):
+            self.name, self.ph = name, nvtxsim.phase(name)
+
+        def __enter__(self):
+            self.ph.__enter__()
+            ops: list = []
+            truth[w].setdefault(self.name, []).append(ops)
+            open_now.append(ops)
+
+        def __exit__(self, *exc):
+            open_now.pop()
+            return self.ph.__exit__(*exc)
+
+    for i in range(iterations):
+        nvtxsim.step()
+        w, b = i // 2, 1_000_000 + i * 10_000
+        launch(b - 500, b - 400)  # outside every phase: nobody's
+        with Opened("iteration"):
+            with Opened("policy"):
+                launch(b, b + 100)
+                launch(b + 50, b + 150)  # overlaps the first (another stream)
+            launch(b + 200, b + 260, kind=1, nbytes=4096)  # a memcpy in the iteration, outside policy
+            for j in range(2):
+                with Opened("sim_step"):
+                    launch(b + 1000 + j * 300, b + 1400 + j * 300)  # the two ranges' kernels overlap in time
+                    launch(b + 1400 + j * 300, b + 1410 + j * 300, kind=2, nbytes=64)
+                    t = threading.Thread(target=launch, args=(b + 1800 + j * 1000, b + 1850 + j * 1000))
+                    t.start()  # autograd-like: another thread launches while sim_step is open here
+                    t.join()
+    return truth
+
+
+def _expected(ranges):
+    """Summed over the ranges: each range's union (the report's per-range busy time), ops and bytes."""
+    ops = [o for r in ranges for o in r]
+    copies = [o for o in ops if o[2] != 10]
+    return {
+        "gpu_ns": sum(_union([(s, e) for s, e, _k, _b in r]) for r in ranges),
+        "kernels": len(ops) - len(copies),
+        "copies": len(copies),
+        "copy_bytes": sum(b for *_x, b in copies),
+    }
+
+
+@pytest.mark.parametrize("shape", ["bytes", "objects", "newer-layout", "no-external-ids", "no-external-ids-objects"])
+def test_busy_time_counts_and_bytes_per_phase_match_an_independent_union(fake_cupti, shape):
+    """no-external-ids: CUPTI gives the markers' driver records only; tickets are paired with them in call order
+    per thread (a thread calling the marker function without marking is not paired)."""
+    layout = NEWER if shape == "newer-layout" else REAL
+    fc = fake_cupti(addresses="objects" not in shape, layout=layout, ext_records="no-external" not in shape)
+    records: list[dict] = []
+    live.start(None, every=2, callback=records.append, gpu="cupti")
+    stray = threading.Thread(target=lambda: [fc.marker(None) for _ in range(3)])
+    stray.start()  # someone else's calls of the marker function
+    stray.join()
+    truth = _training(fc)
+    live.stop()
+    assert [r["iterations"] for r in records] == [[0, 1], [2, 3]]
+    for rec, want in zip(records, truth):
+        assert rec["gpu_mode"] == "cupti"
+        got = {
+            k.split(":", 1)[1]: {f: p.get(f) for f in ("gpu_ns", "kernels", "copies", "copy_bytes")}
+            for k, p in rec["phases"].items()
+        }
+        assert got == {name: _expected(ops) for name, ops in want.items()}
+    # the numbers themselves, for the first window: policy 150 ns per iteration, sim_step 400+10+50 per range
+    # (its two ranges overlap on the GPU: summed per range, as the report does, not one union)
+    first = records[0]["phases"]
+    assert first["nvtxsim:policy"]["gpu_ns"] == 2 * 150 and first["nvtxsim:sim_step"]["gpu_ns"] == 4 * 460
+    assert first["nvtxsim:sim_step"]["kernels"] == 8 and first["nvtxsim:iteration"]["copy_bytes"] == 2 * (4096 + 2 * 64)
+    assert 2 in fc.driver_api and fc.delivered > 0
+
+
+def test_sampling_switches_the_activity_kinds(fake_cupti):
+    fc = fake_cupti()
+    records: list[dict] = []
+    live.start(None, every=4, sample=2, callback=records.append, gpu="cupti")
+    ph = nvtxsim.phase("sim_step")
+    for i in range(8):
+        nvtxsim.step()
+        with ph:
+            fc.launch(i * 1000, i * 1000 + 100 * (i + 1))
+    live.stop()
+    # measured iterations 0, 2 (window 0) and 4, 6 (window 1): their kernels only; the others were not recorded
+    assert [r["phases"]["nvtxsim:sim_step"]["gpu_ns"] for r in records] == [100 + 300, 500 + 700]
+    kernel_switches = [on for on, kind in fc.enable_calls if kind == 10]
+    assert kernel_switches[:4] == [True, False, True, False] and kernel_switches[-1] is False
+
+
+def test_full_buffers_are_dropped_and_counted_never_waited_for(fake_cupti, monkeypatch):
+    fc = fake_cupti(batch=3)
+    monkeypatch.setattr(cupti_mod, "MAX_OPS", 4)
+    records: list[dict] = []
+    live.start(None, every=2, callback=records.append, gpu="cupti")
+    ph = nvtxsim.phase("sim_step")
+    for i in range(4):
+        nvtxsim.step()
+        with ph:
+            for k in range(20):
+                fc.launch(i * 10_000 + k * 10, i * 10_000 + k * 10 + 5)
+    live.stop()
+    assert len(records) == 2  # training went on, both windows written
+    assert sum(r.get("gpu_dropped", 0) for r in records) > 0
+
+
+@pytest.mark.parametrize("case", ["under-nsys", "missing", "refused"])
+def test_steps_aside_with_one_line_and_measures_with_events(fake_cupti, monkeypatch, capsys, case):
+    if case == "under-nsys":
+        fc = fake_cupti()
+        monkeypatch.setenv("CUDA_INJECTION64_PATH", "/opt/nsys/libToolsInjection64.so")
+    elif case == "missing":
+        fake_cupti()
+        monkeypatch.setitem(sys.modules, "cupti", None)  # import cupti -> ImportError
+    else:
+        fc = fake_cupti(refuse=True)
+    cuda_events.POOL.clear()
+    _FakeEvent.created = 0
+    records: list[dict] = []
+    live.start(None, every=2, callback=records.append, gpu="cupti")
+    for _ in range(4):
+        nvtxsim.step()
+        with nvtxsim.phase("sim_step"):
+            pass
+    live.stop()
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "CUPTI" in ln or "cupti" in ln]
+    assert len(lines) == 1 and "CUDA events" in lines[0]
+    assert {r.get("gpu_mode") for r in records} == {"events"} and _FakeEvent.created > 0
+    if case != "missing":
+        assert fc.callbacks is None and not fc.enabled  # CUPTI untouched (under nsys) or given up
+
+
+def test_union_against_brute_force():
+    rng = random.Random(25)
+    for _ in range(200):
+        iv = [(s, s + rng.randint(0, 30)) for s in (rng.randint(0, 200) for _ in range(rng.randint(0, 12)))]
+        covered = {t for s, e in iv for t in range(s, e)}
+        s = np.array([a for a, _ in iv], dtype=np.int64)
+        e = np.array([b for _, b in iv], dtype=np.int64)
+        assert cupti_records.union_ns(s, e) == len(covered)
+
+
+def test_old_and_new_lines_read_back():
+    old = '{"iterations":[0,1],"measured":2,"sample":1,"pid":1,"time":1.0,"phases":{"nvtxsim:a":{"count":2,"cpu_ns":10,"cpu_mean_ns":5,"cpu_p90_ns":6,"gpu_ns":8}}}'
+    w = LiveWindow.from_json(old)
+    assert (
+        w is not None
+        and w.gpu_mode is None
+        and w.phases["nvtxsim:a"].kernels is None
+        and w.phases["nvtxsim:a"].gpu_ns == 8
+    )
+    assert w.to_json() == old  # nothing added to a window that had none of the new keys
+    new = old.replace('"gpu_ns":8}', '"gpu_ns":8,"kernels":3,"copies":1,"copy_bytes":64}').replace(
+        "}}}", '}},"gpu_mode":"cupti","gpu_dropped":5}'
+    )
+    n = LiveWindow.from_json(new)
+    assert n is not None and (n.gpu_mode, n.gpu_dropped) == ("cupti", 5)
+    assert (n.phases["nvtxsim:a"].kernels, n.phases["nvtxsim:a"].copies, n.phases["nvtxsim:a"].copy_bytes) == (3, 1, 64)
+    assert n.to_json() == new
+    bad = LiveWindow.from_json(new.replace('"cupti"', '"<script>"').replace('"kernels":3', '"kernels":-3'))
+    assert bad is not None and bad.gpu_mode is None and bad.phases["nvtxsim:a"].kernels is None
+
+
+def test_scalars_and_live_command_show_busy_and_launches(fake_cupti, tmp_path):
+    fc = fake_cupti()
+    scalars: dict[str, list[float]] = {}
+
+    class Writer:
+        def add_scalar(self, tag, value, step):
+            scalars.setdefault(tag, []).append(value)
+
+    out = tmp_path / "live.jsonl"
+    live.start(out, every=2, writer=Writer(), gpu="cupti")
+    ph = nvtxsim.phase("policy")
+    for i in range(4):
+        nvtxsim.step()
+        with ph:
+            b = 1_000_000 * (i + 1)
+            for k in range(3):  # 3 kernels of 100 ns back to back, then 200 bytes copied in 10 ns
+                fc.launch(b + 100 * k, b + 100 * k + 100)
+            fc.launch(b + 300, b + 310, kind=1, nbytes=200)
+    live.stop()
+    # per measured iteration: 310 ns busy, 4 launches, 200 bytes
+    assert scalars["nvtxsim/policy/gpu_ms"] == [310 / 1e6] * 2 and scalars["nvtxsim/policy/launches"] == [4.0, 4.0]
+    assert scalars["nvtxsim/policy/copy_mb"] == [200 / 1e6] * 2
+    from nvtxsim.reporting.live import live_table, read_live
+
+    row = live_table(read_live(out)).rows[0]
+    assert (row["busy_per_iteration_ns"], row["launches_per_iteration"], row["kernels"], row["copies"]) == (
+        310,
+        4.0,
+        12,
+        4,
+    )
+    assert row["copy_bytes"] == 800 and any("CUPTI busy time" in n for n in live_table(read_live(out)).notes)
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        ("cupti", "cupti"),
+        ("CUPTI", "cupti"),
+        ("events", "events"),
+        ("1", True),
+        ("0", False),
+        ("", False),
+        ("bogus", True),
+    ],
+)
+def test_env_choice_of_gpu_timing(monkeypatch, capsys, raw, want):
+    monkeypatch.setenv(live.ENV_GPU, raw)
+    assert live._gpu_env() == want
+    assert ("ignored" in capsys.readouterr().err) == (raw == "bogus")
+
+
+def test_markers_that_never_come_back_one_line_and_no_more_waiting(fake_cupti, monkeypatch, capsys):
+    fc = fake_cupti(ext_records=False, api_records=False)
+    monkeypatch.setattr(cupti_mod, "GPU_WAIT_S", 0.3)
+    records: list[dict] = []
+    live.start(None, every=1, callback=records.append, gpu="cupti")
+    for i in range(6):
+        nvtxsim.step()
+        with nvtxsim.phase("sim_step"):
+            fc.launch(i * 100, i * 100 + 10)
+    t0 = time.monotonic()
+    live.stop()
+    assert time.monotonic() - t0 < 3  # after the first window, the writer no longer waits for markers
+    assert len(records) == 6 and all(r["phases"]["nvtxsim:sim_step"]["gpu_ns"] is None for r in records)
+    err = [ln for ln in capsys.readouterr().err.splitlines() if "markers" in ln]
+    assert len(err) == 1 and "NVTXSIM_LIVE_CUPTI_MARKER=cuDeviceGetCount" in err[0]
+
+
+def test_a_file_without_cupti_windows_keeps_its_table(tmp_path):
+    line = '{"iterations":[0,1],"measured":2,"sample":1,"pid":1,"time":1.0,"phases":{"nvtxsim:a":{"count":2,"cpu_ns":10,"cpu_mean_ns":5,"cpu_p90_ns":6,"gpu_ns":8}}}'
+    path = tmp_path / "old.jsonl"
+    path.write_text(line + "\n")
+    from nvtxsim.reporting.live import COLUMNS, live_table, read_live
+
+    t = live_table(read_live(path))
+    assert t.columns == COLUMNS and not {"kernels", "launches", "busy_per_iteration_ns"} & set(t.rows[0])
+    assert any("CUDA events" in n for n in t.notes)  # a file from before gpu_mode: its GPU times are event spans
+
+
+PROGRAM = """
+import sys, types
+sys.path.insert(0, {tests!r})
+from test_live import _FakeTorch
+from test_live_cupti import FakeCupti
+fc = FakeCupti()
+pkg = types.ModuleType("cupti")
+pkg.cupti = fc
+sys.modules["cupti"], sys.modules["torch"] = pkg, _FakeTorch
+import nvtxsim
+from nvtxsim.emit.live import cupti as cupti_mod
+cupti_mod._marker_function = lambda: fc.marker
+cupti_mod.FLUSH_PERIOD_MS = 5
+for i in range(4):
+    nvtxsim.step()
+    with nvtxsim.phase("policy"):
+        fc.launch(1_000_000 * (i + 1), 1_000_000 * (i + 1) + 250)
+        fc.launch(1_000_000 * (i + 1) + 100, 1_000_000 * (i + 1) + 300, kind=1, nbytes=128)
+print("done")
+"""
+
+
+def test_from_the_environment_end_to_end(tmp_path):
+    from test_live import _run
+
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM.format(tests=str(Path(__file__).resolve().parent)))
+    out = tmp_path / "live.jsonl"
+    r = _run([str(prog)], tmp_path, NVTXSIM_LIVE=str(out), NVTXSIM_LIVE_EVERY="2", NVTXSIM_LIVE_GPU="cupti", NVTXSIM_LIVE_CUPTI_EXPERIMENTAL="1")
+    assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
+    assert "CUPTI" not in r.stderr and "cupti" not in r.stderr
+    lines = [LiveWindow.from_json(ln) for ln in out.read_text().splitlines()]
+    assert [w.gpu_mode for w in lines if w] == ["cupti", "cupti"]
+    p = [w.phases["nvtxsim:policy"] for w in lines if w]
+    # per range: a kernel [0, 250) and a copy [100, 300) overlapping it: 300 ns busy, one kernel, one copy, 128 B
+    assert [(x.gpu_ns, x.kernels, x.copies, x.copy_bytes) for x in p] == [(600, 2, 2, 256)] * 2
