@@ -127,3 +127,81 @@ THREAD_NAMES_TABLE = "ThreadNames"
 PROCESSES_TABLE = "PROCESSES"
 GPU_INFO_TABLE = "TARGET_INFO_GPU"
 GRAPH_TABLE_PREFIX = "CUDA_GRAPH"  # CUDA_GRAPH_EVENTS, CUDA_GRAPH_NODE_EVENTS ...: CUDA graphs were recorded
+
+# --------------------------------------------------------------------------- OS runtime (nsys -t osrt)
+
+#: OS runtime library calls longer than ``--osrt-threshold`` (1 µs by default). 2022.4 and newer:
+#: ``start, end, eventClass, globalTid, nameId, returnValue, nestingLevel, callchainId`` (+``argumentsId`` later).
+OSRT_TABLE = "OSRT_API"
+OSRT_CALLCHAINS_TABLE = "OSRT_CALLCHAINS"
+#: ``eventClass`` of a traced call (ENUM_NSYS_EVENT_CLASS 27); 31/32 are the zero-length "profiling
+#: started/finished" markers, which are no calls.
+OSRT_CALL_CLASS = 27
+OSRT_REQUIRED = frozenset({"start", "end", "globalTid", "nameId"})
+
+#: What a traced OS call waits on, by its function name (nsys records libc entry points, e.g.
+#: ``clock_nanosleep``, ``pthread_cond_timedwait``, ``sem_wait``). First matching group wins; a
+#: name ending in a digit suffix (``open64``, ``mmap64``) matches its base name. CPython's GIL is a
+#: condition variable (``pthread_cond_timedwait``), a ``threading.Lock`` a semaphore (``sem_*``).
+OSRT_CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("sleep", frozenset({"nanosleep", "clock_nanosleep", "usleep", "sleep", "sched_yield"})),
+    (
+        "socket",
+        frozenset(
+            {"socket", "connect", "accept", "accept4", "bind", "listen", "recv", "recvfrom", "recvmsg", "recvmmsg"}
+            | {"send", "sendto", "sendmsg", "sendmmsg", "getaddrinfo", "shutdown", "getsockopt", "setsockopt"}
+        ),
+    ),
+    ("poll", frozenset({"poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait", "epoll_pwait2"})),
+    (
+        "file",
+        frozenset(
+            {"read", "write", "pread", "pwrite", "readv", "writev", "preadv", "pwritev", "open", "openat", "creat"}
+            | {"close", "fopen", "fclose", "fread", "fwrite", "fflush", "fsync", "fdatasync", "sync", "lseek"}
+            | {"stat", "fstat", "lstat", "fstatat", "statx", "unlink", "rename", "mkdir", "rmdir", "ftruncate"}
+            | {"truncate", "getc", "fgets", "fputs", "fputs_unlocked", "fgetc", "ioctl", "fcntl", "dup", "dup2"}
+            | {"pipe", "pipe2", "sendfile", "splice", "copy_file_range", "fallocate", "posix_fadvise"}
+        ),
+    ),
+    (
+        "lock",
+        frozenset(
+            {"futex", "pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_trylock", "pthread_cond_wait"}
+            | {"pthread_cond_timedwait", "pthread_cond_clockwait", "pthread_cond_signal", "pthread_cond_broadcast"}
+            | {"sem_wait", "sem_timedwait", "sem_clockwait", "sem_trywait", "sem_post", "pthread_rwlock_rdlock"}
+            | {"pthread_rwlock_wrlock", "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock", "pthread_join"}
+            | {"pthread_spin_lock", "pthread_barrier_wait", "flock", "lockf"}
+        ),
+    ),
+    (
+        "process",
+        frozenset(
+            {"fork", "vfork", "clone", "clone3", "execve", "execv", "execvp", "execl", "execlp", "posix_spawn"}
+            | {"posix_spawnp", "system", "popen", "pclose", "wait", "waitpid", "wait3", "wait4", "waitid"}
+            | {"pthread_create"}
+        ),
+    ),
+    ("memory", frozenset({"mmap", "munmap", "mremap", "mprotect", "madvise", "brk", "sbrk", "msync", "mlock"})),
+)
+OSRT_OTHER = "other"
+#: What each category means, for the view's notes and the findings' advice.
+OSRT_CATEGORY_TEXT = {
+    "sleep": "sleeping (time.sleep, nanosleep)",
+    "socket": "socket I/O",
+    "poll": "waiting in poll/select/epoll",
+    "file": "file and pipe I/O (read/write/open/fsync)",
+    "lock": "locks, condition variables and the GIL (futex, mutex, condvar, semaphore)",
+    "process": "creating or waiting for processes and threads",
+    "memory": "mapping memory (mmap/munmap)",
+    OSRT_OTHER: "other OS calls",
+}
+
+
+def osrt_category(name: str) -> str:
+    """The category of one traced OS call by its function name (OSRT_CATEGORIES), ``other`` when none matches."""
+    base = name.strip()
+    for candidate in (base, base.rstrip("0123456789"), base.removeprefix("__").removesuffix("_nocancel")):
+        for category, names in OSRT_CATEGORIES:
+            if candidate in names:
+                return category
+    return OSRT_OTHER

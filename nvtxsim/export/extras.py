@@ -6,7 +6,7 @@ graph-level CUDA graph executions (``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``, newer
 nsys), whether kernels carry CUDA-graph node ids (``--cuda-graph-trace=node``),
 GPU memory allocations and frees (``CUDA_GPU_MEMORY_USAGE_EVENTS``, nsys
 ``--cuda-memory-usage=true``) and the memory kinds of host↔device copies (pageable or
-pinned, for the findings).
+pinned, for the findings) and the OS runtime calls (``OSRT_API``, nsys ``-t osrt``: the OS-wait view).
 Every table is optional; absent ones leave empty fields.
 """
 
@@ -30,10 +30,14 @@ from nvtxsim.schema import (
     MEMORY_ALLOC,
     MEMORY_FREE,
     MEMORY_TABLE,
+    OSRT_CALL_CLASS,
+    OSRT_REQUIRED,
+    OSRT_TABLE,
     PAGEABLE,
     PINNED,
     PROCESSES_TABLE,
     SANE_BYTES,
+    SANE_TIMES,
     STRINGS_TABLE,
     THREAD_NAMES_TABLE,
 )
@@ -96,6 +100,21 @@ class MemoryEvents:
         return len(self.start)
 
 
+@dataclass(eq=False)
+class OsrtCalls:
+    """Traced OS runtime calls (outermost ones: a call nested in another traced call is left out, so
+    no time counts twice), with their function names."""
+
+    start: np.ndarray
+    end: np.ndarray
+    global_tid: np.ndarray
+    name_id: np.ndarray
+    names: dict[int, str] = field(default_factory=dict)  # nameId → function name
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+
 @dataclass
 class Extras:
     thread_names: dict[int, str] = field(default_factory=dict)  # globalTid → OS thread name
@@ -105,6 +124,8 @@ class Extras:
     graph_tables: tuple[str, ...] = ()  # CUDA graph tables present (CUDA_GRAPH_EVENTS, ...)
     memory: MemoryEvents | None = None  # GPU memory allocations/frees, when captured
     host_copies: HostCopies | None = None  # H→D / D→H memcpys with memory kinds, when the export has them
+    osrt: OsrtCalls | None = None  # OS runtime calls, when traced (-t osrt) and readable
+    osrt_problem: str = ""  # why the OS calls could not be read (table present but unusable); "" otherwise
 
 
 def _names_by_id(conn: sqlite3.Connection, sql: str) -> dict[int, str]:
@@ -156,6 +177,31 @@ def _host_copies(conn: sqlite3.Connection, tables: frozenset[str]) -> HostCopies
     return HostCopies(*(a[:, i].copy() for i in range(8)))
 
 
+def _read_osrt(conn: sqlite3.Connection, tables: frozenset[str]) -> OsrtCalls | None:
+    """The outermost traced OS calls of an export, in start order; None without the table."""
+    if OSRT_TABLE not in tables:
+        return None
+    cols = columns_of(conn, OSRT_TABLE)
+    if not OSRT_REQUIRED <= cols:
+        raise ValueError(f"{OSRT_TABLE} lacks {', '.join(sorted(OSRT_REQUIRED - cols))}")
+    where = [f"start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL AND nameId IS NOT NULL AND {SANE_TIMES}"]
+    if "eventClass" in cols:
+        where.append(f"eventClass = {OSRT_CALL_CLASS}")
+    if "nestingLevel" in cols:
+        where.append("ifnull(nestingLevel, 0) = 0")
+    cur = conn.execute(
+        f"SELECT start, end, globalTid, nameId FROM {OSRT_TABLE} WHERE {' AND '.join(where)} ORDER BY start"
+    )
+    a = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64).reshape(-1, 4)
+    calls = OsrtCalls(*(a[:, i].copy() for i in range(4)))
+    wanted = set(np.unique(calls.name_id).tolist())
+    if wanted and STRINGS_TABLE in tables:
+        calls.names = {
+            int(sid): as_text(v) for sid, v in conn.execute(f"SELECT id, value FROM {STRINGS_TABLE}") if sid in wanted
+        }
+    return calls
+
+
 def read_extras(conn: sqlite3.Connection, tables: frozenset[str], *, cuda: bool = True) -> Extras:
     """Everything optional the detail views use; never fails on a missing or odd table."""
     ex = Extras()
@@ -180,6 +226,10 @@ def read_extras(conn: sqlite3.Connection, tables: frozenset[str], *, cuda: bool 
                 for k, v in conn.execute(f"SELECT id, name FROM {GPU_INFO_TABLE}")
                 if k is not None and v is not None
             }
+        try:
+            ex.osrt = _read_osrt(conn, tables)
+        except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError) as exc:
+            ex.osrt_problem = f"{OSRT_TABLE} unreadable ({exc})"
         if not cuda:
             return ex
         ex.graph_tables = tuple(sorted(t for t in tables if t.startswith(GRAPH_TABLE_PREFIX)))

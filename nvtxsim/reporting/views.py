@@ -3,7 +3,7 @@
 ``summary`` is the classic per-phase table; the others answer "why": ``tree``
 (nesting, self time), ``iterations`` and ``slowest`` (per-iteration statistics),
 ``kernels``, ``copies``, ``syncs``, ``gpu`` (idle, queue delay, graphs), ``gpus``
-(per device), ``threads``, ``processes``, ``memory`` (GPU memory per phase), ``findings``
+(per device), ``threads``, ``processes``, ``memory`` (GPU memory per phase), ``osrt`` (OS waits per phase), ``findings``
 (diagnoses with advice) and ``overlap`` (other threads' GPU work by time overlap).
 """
 
@@ -66,6 +66,32 @@ def memory(d: Selection, o: ViewOptions) -> ViewTable:
         "only driver allocations are seen: PyTorch's caching allocator hides tensor frees (PYTORCH_NO_CUDA_MEMORY_CACHING=1 shows them)",
     ]
     return ViewTable("memory", "GPU memory per phase", cols, [row_dict(r) for r in phase_memory(d)], notes)
+
+
+def osrt(d: Selection, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.osrt import osrt_note, phase_waits
+    from nvtxsim.schema import OSRT_CATEGORY_TEXT
+
+    cols = [
+        Column("phase", "Phase"),
+        Column("category", "waits in"),
+        Column("calls", "calls", "int"),
+        Column("total_ns", "total", "ns"),
+        Column("per_instance_ns", "per inst", "ns"),
+        Column("phase_share", "of phase", "pct"),
+        Column("top", "top calls", prose=True),
+    ]
+    title = "OS waits per phase"
+    note = osrt_note(d.export)
+    if note is not None:
+        return ViewTable("osrt", title, cols, [], [note])
+    rows = phase_waits(d, fmt_ns)
+    notes = [
+        "each OS call (nsys -t osrt, calls over --osrt-threshold, 1 µs by default) counts for the innermost phase open "
+        "around it on its thread, not again for the phases around that; of phase: share of the phase's time",
+        "; ".join(f"{k}: {v}" for k, v in OSRT_CATEGORY_TEXT.items()),
+    ]
+    return ViewTable("osrt", title, cols, [row_dict(r) for r in rows], notes)
 
 
 def tree(d: Selection, o: ViewOptions) -> ViewTable:
@@ -418,6 +444,7 @@ VIEWS: dict[str, View] = {
         View("threads", "Per thread", threads),
         View("processes", "Per process", processes),
         View("memory", "GPU memory", memory),
+        View("osrt", "OS waits", osrt),
         View("findings", "Findings (all)", findings),
         View("overlap", "Other threads' GPU work (time overlap)", overlap),
     )
