@@ -219,9 +219,11 @@ def test_the_real_exports_are_committed():
         "il3_manager_rsl_rl",
         "il3_camera_rsl_rl",
         "il3_direct_skrl",
+        "il3_direct_live",
     ):
         assert name in names, name
     assert {f"il3_camera_sweep_{n}" for n in (1024, 2048, 4096, 8192, 16384)} <= names
+    assert {f"il3_direct_sweep_{n}" for n in (1024, 4096, 16384, 49152)} <= names
 
 
 def _csv_text(path):
