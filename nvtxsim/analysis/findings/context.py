@@ -52,6 +52,13 @@ LIBRARY_DOMAINS = frozenset(
 )
 
 
+def _has_iterations(detail: Selection, by: str | None) -> bool:
+    try:
+        return len(detail.selected) > 0 and len(per_iteration(detail, by)) > 0
+    except NvtxsimError:
+        return False
+
+
 def user_ranges(export: Export, ranges: np.ndarray) -> np.ndarray:
     """``ranges`` without those of library domains (LIBRARY_DOMAINS)."""
     dom = export.ranges.domain
@@ -85,6 +92,8 @@ class Context:
             self.it = None
         if self.it is not None and len(self.it) == 0:
             self.it = None
+        #: ``skip_first`` left no iteration of the loop: the findings are empty, never the warm-up put back.
+        self.skipped_everything = skip_first > 0 and self.it is None and _has_iterations(detail, by)
         sel = self.phases = user_ranges(detail.export, detail.selected)
         # Ranges of skipped (warm-up) iterations are left out; ranges between iterations stay.
         self.ranges = sel if self.it is None or not self.it.skipped else sel[~self._in_skipped(sel)]

@@ -81,6 +81,9 @@ def _analyse(detail: Selection, by: str | None, skip_first: int, threads: bool |
         return Findings([], None, 0)
     ctx = Context(detail, by, skip_first, threads)
     facts = Facts()
+    if ctx.skipped_everything:
+        facts.note(f"--skip-first {skip_first} left no iteration: no findings (the skipped ones are not looked at)")
+        return Findings([], None, 0, facts.notes)
     cuda = detail.has_cuda
     found = []
     for k in RUN_ORDER:
