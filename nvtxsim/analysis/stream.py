@@ -362,41 +362,10 @@ class _Projector:
 
     # ------------------------------------------------------------------ driver
 
-    def _watch_keys(self) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray] | None:
-        """``src.watch``'s (pid, correlation id) pairs as launch keys: per process code a dense flag
-        array over correlation ids (one lookup per call in the pass), and the sorted keys with their tags."""
-        w = self.src.watch
-        if w is None or len(w) == 0:
-            return None
-        key = self.keys(w[:, 0], w[:, 1], add=False)
-        order = np.argsort(key, kind="stable")
-        key, tags = key[order], w[order, 2]
-        flags: dict[int, np.ndarray] = {}
-        for code in np.unique(key[key >= 0] >> 32).tolist():
-            corr = key[(key >> 32) == code] & 0xFFFFFFFF
-            flags[code] = np.zeros(int(corr.max()) + 1, dtype=bool)
-            flags[code][corr] = True
-        return flags, key, tags
-
-    @staticmethod
-    def _watched(
-        batch: np.ndarray, k: np.ndarray, flags: dict[int, np.ndarray], keys: np.ndarray, tags: np.ndarray
-    ) -> np.ndarray:
-        """The calls of ``batch`` (launch keys ``k``) that ``src.watch`` names, with their tags as a fifth column."""
-        hit = np.zeros(len(k), dtype=bool)
-        code = k >> 32
-        for c, f in flags.items():
-            sel = code == c if len(flags) > 1 or code.min() != code.max() else slice(None)
-            corr = k[sel] & 0xFFFFFFFF
-            hit[sel] = f[np.minimum(corr, len(f) - 1)] & (corr < len(f))
-        hit &= k >= 0
-        pos = np.flatnonzero(hit)
-        return np.column_stack([batch[pos], tags[np.searchsorted(keys, k[pos])]])
-
     def run(self) -> dict:
         try:
             with self.src.scan() as scan:
-                watched, watch = self._pass2(scan)
+                self._pass2(scan)
         except Unsupported as exc:
             raise Fallback(str(exc)) from None
         if self.unmatched:
@@ -404,8 +373,6 @@ class _Projector:
             if len(lost) and self.seen.test(lost).any():
                 raise Fallback("a GPU op starts before the call that launched it")
         self.src.api_count, self.src.gpu_counts = self.api_count, dict(self.gpu_counts)
-        if watch is not None:
-            self.src.watched = np.concatenate(watched) if watched else np.zeros((0, 5), dtype=np.int64)
         has = self.ops > 0
         return {
             "proj_start": np.where(has, self.pstart, -1),
@@ -416,14 +383,12 @@ class _Projector:
             "copy_bytes": self.copy,
         }
 
-    def _pass2(self, scan: Scan) -> tuple[list[np.ndarray], Any]:
-        """Pass 1, then the calls and ops in start order; returns the watched calls' parts (and the watch keys)."""
+    def _pass2(self, scan: Scan) -> None:
+        """Pass 1, then the calls and ops in start order."""
         self.pass1(scan)
         gpu = _GpuStream(scan)
         calls = scan.api(["start", "end", "global_tid", "correlation_id"], _CALL_BATCH_BYTES)
         last = _NEG
-        watched: list[np.ndarray] = []
-        watch = self._watch_keys()
         for batch in _windows(calls):
             self.api_count += len(batch)
             cs = batch[:, 0]
@@ -431,14 +396,11 @@ class _Projector:
                 raise Fallback("runtime table not sorted by start")
             last = int(cs[-1])
             key = self.keys(batch[:, 2] & PID_MASK, batch[:, 3], add=False)
-            if watch is not None:
-                watched.append(self._watched(batch, key, *watch))
             self.add_calls(cs, batch[:, 1], batch[:, 2], key)
             # Every call that starts before `last` has been read: ops starting before it can be resolved.
             self.add_ops(*gpu.take(last))
             self.compact()
         self.add_ops(*gpu.take(None))
-        return watched, watch
 
 
 def _windows(batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:

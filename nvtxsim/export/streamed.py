@@ -30,14 +30,13 @@ from nvtxsim.export.tables import (
     GPU_FIELDS,
     api_columns,
     api_sql,
-    columns_of,
     connect,
     gpu_sql,
     gpu_tables,
     ints,
     sane_bytes,
 )
-from nvtxsim.schema import API_WHERE, GPU_WHERE, RUNTIME_TABLE, SYNC_TABLE, SYNC_TYPE_CALLS
+from nvtxsim.schema import API_WHERE, GPU_WHERE, RUNTIME_TABLE
 
 #: Exports with at least this many CUDA calls + GPU ops are streamed (env NVTXSIM_STREAM_ROWS overrides).
 STREAM_MIN_ROWS = 3_000_000
@@ -62,12 +61,6 @@ class Source:
     #: The per-range GPU projection (an ``analysis.projection.RangeGpu``) once computed (:meth:`keep_projection`)
     #: or read from the cache.
     projection: Any = field(default=None, repr=False)
-    #: CUDA calls the projection's pass keeps on its way, named by (globalPid, correlationId, tag) rows (set
-    #: before it runs, by the findings; tags: :data:`COPY_TAG`, or minus the ``syncType`` of
-    #: :meth:`explicit_syncs`); ``watched`` then holds them as (start, end, global_tid, correlation_id, tag)
-    #: rows: no second scan and no extra column read.
-    watch: Any = field(default=None, repr=False)
-    watched: Any = field(default=None, repr=False)
     #: Called when a projection is kept: an export loaded through the cache rewrites its entry to hold it.
     on_projection: Callable[[], None] | None = field(default=None, repr=False)
 
@@ -102,23 +95,6 @@ class Source:
         finally:
             conn.close()
         return np.array(rows, dtype=np.int64).reshape(-1, 5)
-
-    def explicit_syncs(self, tables: frozenset[str]) -> np.ndarray:
-        """(globalPid, correlationId, -syncType) of the synchronize calls the host waited in (CUPTI's
-        synchronization table, one row per call; :data:`~nvtxsim.schema.SYNC_TYPE_CALLS`)."""
-        if SYNC_TABLE not in tables:
-            return np.zeros((0, 3), dtype=np.int64)
-        conn = self.connect()
-        try:
-            if not {"globalPid", "correlationId", "syncType"} <= columns_of(conn, SYNC_TABLE):
-                return np.zeros((0, 3), dtype=np.int64)
-            rows = conn.execute(
-                f"SELECT globalPid, -syncType, correlationId FROM {SYNC_TABLE} WHERE syncType IN ({', '.join(map(str, SYNC_TYPE_CALLS))}) "
-                "AND globalPid IS NOT NULL AND correlationId IS NOT NULL"
-            ).fetchall()
-        finally:
-            conn.close()
-        return np.array(rows, dtype=np.int64).reshape(-1, 3)[:, [0, 2, 1]]
 
     def api_sql(self, names: list[str]) -> str:
         return api_sql(names, self.api_cols)
@@ -163,10 +139,6 @@ class Source:
             finally:
                 conn.close()
         return self.api_count, dict(self.gpu_counts)
-
-
-#: The tag of a host copy's launching call among the calls the projection's pass keeps (:attr:`Source.watch`).
-COPY_TAG = -10
 
 
 class Scan:

@@ -14,8 +14,8 @@ from nvtxsim.analysis.gpu import is_sync_api
 from nvtxsim.analysis.launches import api_name
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.columns import ApiCalls, Export
-from nvtxsim.export.streamed import COPY_TAG, source_of
-from nvtxsim.schema import PID_MASK, SYNC_TYPE_CALLS
+from nvtxsim.export.streamed import source_of
+from nvtxsim.schema import PID_MASK
 
 
 def is_copy_api(name: str) -> bool:
@@ -43,14 +43,9 @@ def notable_calls(detail: Selection) -> ApiCalls:
     return ApiCalls(api.start[m], api.end[m], api.global_tid[m], api.correlation_id[m], api.name_id[m])
 
 
-#: Names of the tags a streamed export's pass can give the calls it keeps (``Source.watch``): the explicit
-#: synchronize calls by the kind CUPTI records, and the host copies' launching calls.
-WATCH_NAMES = {-sync_type: name for sync_type, name in SYNC_TYPE_CALLS.items()} | {COPY_TAG: "cudaMemcpyAsync"}
-
-
 def api_label(export: Export, name_id: int) -> str:
-    """The API name of a call, also for the tags a streamed export's pass gives the calls it keeps."""
-    return WATCH_NAMES.get(int(name_id), "") if name_id < 0 else api_name(export.string(int(name_id)))
+    """The API name of a call (its StringIds entry without the version suffix)."""
+    return api_name(export.string(int(name_id)))
 
 
 def named(export: Export, calls: ApiCalls, pred: Callable[[str], bool]) -> np.ndarray:
