@@ -276,10 +276,11 @@ def _shared_prefixes_once(
     out = list(columns)
     for i, c in enumerate(columns):
         sep = c.shared_prefix
-        if not sep or not cells or any(sep not in r[i] for r in cells):
+        if not sep or not cells:
             continue
-        prefix = cells[0][i].split(sep, 1)[0] + sep
-        if not prefix.strip(sep) or any(not r[i].startswith(prefix) or r[i] == prefix for r in cells):
+        head, found, _ = cells[0][i].partition(sep)
+        prefix = head + sep
+        if not (head and found) or any(not r[i].startswith(prefix) or r[i] == prefix for r in cells):
             continue
         out[i] = replace(c, header=f"{c.header} ({prefix[: -len(sep)]})")
         for r in cells:
