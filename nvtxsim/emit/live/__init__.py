@@ -46,11 +46,11 @@ ENV_EVERY = "NVTXSIM_LIVE_EVERY"
 ENV_SAMPLE = "NVTXSIM_LIVE_SAMPLE"
 ENV_GPU = "NVTXSIM_LIVE_GPU"  # 0/false/no/off: CPU times only; cupti: busy time from CUPTI records
 ENV_TRIGGER = _phases.ENV_LIVE_TRIGGER
+ENV_TRIGGER_ITERATIONS = _phases.ENV_LIVE_TRIGGER_ITERATIONS
 #: The CUPTI mode runs only with this flag set: on the H200 (cupti-python 13.0.1, driver 580) its phase
 #: markers' external correlation ids never came back, it cost 4-5x the iteration and the process crashed at
 #: exit (reports/live-cupti-h200.md). Until that is fixed, asking for ``cupti`` gives CUDA events and one line.
 ENV_CUPTI_EXPERIMENTAL = "NVTXSIM_LIVE_CUPTI_EXPERIMENTAL"
-ENV_TRIGGER_ITERATIONS = _phases.ENV_LIVE_TRIGGER_ITERATIONS
 #: ``NVTXSIM_LIVE=1`` (or true/yes/on): this file, in the working directory.
 DEFAULT_FILE = "live.jsonl"
 DEFAULT_EVERY = 100
@@ -82,8 +82,9 @@ def start(
     with TensorBoard's ``add_scalar(tag, value, step)``; ``callback(record)``: any other logger. Both run
     on the writer thread. ``trigger``: a rule like ``'sim_step>1.5x'`` opening a capture window of
     ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events;
-    ``gpu="cupti"``: GPU busy time, kernels and copies per phase from CUPTI activity records (the ``cupti`` extra;
-    CUDA events when CUPTI cannot be had, with one stderr line saying why).
+    ``gpu="cupti"``: GPU busy time, kernels and copies per phase from CUPTI activity records (the ``cupti`` extra,
+    experimental: only with ``NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1``; otherwise, or when CUPTI cannot be had, CUDA
+    events with one stderr line saying why).
     """
     global _session
     if every < 1 or sample < 1:
