@@ -86,6 +86,7 @@ class Ops:
     nbytes: list[np.ndarray] = field(default_factory=list)  # 0 for a kernel
     copy: list[np.ndarray] = field(default_factory=list)  # bool: a memcpy or memset
     tickets: dict[int, int] = field(default_factory=dict)  # a marker's value (ticket) -> its correlation id
+    marks: list[int] = field(default_factory=list)  # every marker's correlation id (pairing in call order)
     external: dict[int, int] = field(default_factory=dict)  # correlation id -> external id (EXTERNAL_CORRELATION)
     kinds: dict[int, int] = field(default_factory=dict)  # records per activity kind (what a buffer held)
     records: int = 0
@@ -104,6 +105,7 @@ class Ops:
         for name in ("corr", "start", "end", "nbytes", "copy"):
             getattr(self, name).extend(getattr(other, name))
         self.tickets.update(other.tickets)
+        self.marks.extend(other.marks)
         self.external.update(other.external)
         for kind, n in other.kinds.items():
             self.kinds[kind] = self.kinds.get(kind, 0) + n
@@ -126,6 +128,7 @@ class Ops:
             self.corr, self.start, self.end = [corr[keep]], [start[keep]], [end[keep]]
             self.nbytes, self.copy = [nbytes[keep]], [copy[keep]]
         self.tickets = {t: c for t, c in self.tickets.items() if c > corr_limit}
+        self.marks = [c for c in self.marks if c > corr_limit]
         self.external = {c: e for c, e in self.external.items() if c > corr_limit}
 
     @property
@@ -203,7 +206,9 @@ def _ops(runs: dict[int, list[np.ndarray]], records: int) -> Ops:
         elif kind == MEMSET:
             mark = v["bytes"] == MARK_BYTES
             if mark.any():
-                ops.tickets.update(zip(v["value"][mark].tolist(), v["corr"][mark].tolist()))
+                corrs = v["corr"][mark].tolist()
+                ops.tickets.update(zip(v["value"][mark].tolist(), corrs))
+                ops.marks.extend(corrs)
                 v = v[~mark]
             ops.add(v["corr"], v["start"], v["end"], v["bytes"], True)
         elif kind == EXTERNAL_CORRELATION:
