@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed
 
 from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, analyse
 from nvtxsim.analysis.findings.phase_stalls import period
@@ -29,13 +30,16 @@ LOADING = ("cuModuleLoad", "cuLibraryLoad")
 
 
 def truth(name: str) -> dict:
-    line = (DIAG / f"{name}.truth.txt").read_text(encoding="utf-8").strip()
+    line = committed(DIAG / f"{name}.truth.txt").read_text(encoding="utf-8").strip()
     return json.loads(line.removeprefix("truth:"))
 
 
 @pytest.fixture(scope="module")
 def diag():
-    return {n: analyse(Selection(load(DIAG / f"{n}.sqlite.xz"))) for n in ("diag_clean", "diag_compile", "diag_graphs", "diag_lazy_stalls")}
+    return {
+        n: analyse(Selection(load(committed(DIAG / f"{n}.sqlite.xz"))))
+        for n in ("diag_clean", "diag_compile", "diag_graphs", "diag_lazy_stalls")
+    }
 
 
 def _by(found):
@@ -59,7 +63,9 @@ def test_each_planted_warm_up_is_found_at_its_phase_with_its_cause(diag, name, c
     assert t["warmup"] != "none"
     (wu,) = [f for f in diag[name].items if f.kind == "warm_up"]
     phases = wu.evidence["phases"]
-    wanted = [f"nvtxsim:{p}" for p in LOOP] if t["warmup_phase"] == "(every phase)" else [f"nvtxsim:{t['warmup_phase']}"]
+    wanted = (
+        [f"nvtxsim:{p}" for p in LOOP] if t["warmup_phase"] == "(every phase)" else [f"nvtxsim:{t['warmup_phase']}"]
+    )
     for phase in wanted:
         assert phases[phase]["cause"] == cause and phases[phase]["iterations"] == [0], (phase, phases.get(phase))
     assert 0 in wu.evidence["iterations"] and wu.severity == "high" and wu.advice == ADVICE["warm_up"]
@@ -98,7 +104,7 @@ def test_periodic_stall_and_spikes_are_found_at_their_phases(diag):
 
 
 def test_keep_warm_up_charges_it_again_with_advice_that_fits_the_cause():
-    kept = analyse(Selection(load(DIAG / "diag_lazy_stalls.sqlite.xz")), skip_first=0)
+    kept = analyse(Selection(load(committed(DIAG / "diag_lazy_stalls.sqlite.xz"))), skip_first=0)
     assert kept.iterations == 120 and not any(n.startswith("steady state") for n in kept.notes)
     loading = [f for f in kept.items if f.kind == "cpu_bound" and _charges_loading(f)]
     assert loading, [(f.kind, f.phase) for f in kept.items]
@@ -109,7 +115,7 @@ def test_keep_warm_up_charges_it_again_with_advice_that_fits_the_cause():
 
 
 def test_an_explicit_skip_names_only_the_warm_up_it_kept():
-    detail = Selection(load(DIAG / "diag_graphs.sqlite.xz"))
+    detail = Selection(load(committed(DIAG / "diag_graphs.sqlite.xz")))
     f = analyse(detail, skip_first=5)
     assert f.iterations == 115 and not any(n.startswith("steady state") for n in f.notes)
     wu = [x for x in f.items if x.kind == "warm_up"]  # only the first policy_update (between iterations 9 and 10)
@@ -126,7 +132,7 @@ IL3 = {  # export → the phase whose first call is the costliest warm-up (graph
 
 @pytest.mark.parametrize("name", sorted(IL3))
 def test_isaac_lab_runs_name_their_warm_up_and_no_other_finding_charges_it(name):
-    found = analyse(Selection(load(DATA / "isaaclab3" / f"{name}.sqlite.xz")))
+    found = analyse(Selection(load(committed(DATA / "isaaclab3" / f"{name}.sqlite.xz"))))
     (wu,) = [f for f in found.items if f.kind == "warm_up"]
     assert wu.phase == IL3[name] and wu.evidence["phases"][IL3[name]]["cause"] == "graph_capture"
     assert wu.evidence["phases"][IL3[name]]["iterations"] == [0] and wu.severity == "high"
@@ -152,7 +158,16 @@ def test_period():
 
 def test_keep_warm_up_and_skip_first_together_is_one_line_and_exit_2():
     r = subprocess.run(
-        [sys.executable, "-m", "nvtxsim", "report", str(DIAG / "diag_clean.sqlite.xz"), "--keep-warm-up", "--skip-first", "2"],
+        [
+            sys.executable,
+            "-m",
+            "nvtxsim",
+            "report",
+            str(committed(DIAG / "diag_clean.sqlite.xz")),
+            "--keep-warm-up",
+            "--skip-first",
+            "2",
+        ],
         capture_output=True,
         text=True,
     )

@@ -108,7 +108,7 @@ def _analyse(detail: Selection, by: str | None, skip_first: int | None, threads:
             found += k.detect(ctx, facts.view(k))
     if not cuda:
         looked = " and ".join(k.name.replace("_", " ") for k in REGISTRY if not k.needs_cuda)
-        facts.note(f"no CUDA trace (nsys -t cuda): only {looked} were looked for")
+        facts.note(f"{detail.export.no_cuda_reason}: only {looked} were looked for")
     left = warm_up.left_out_note(ctx)
     if left:
         facts.note(left)
