@@ -517,13 +517,17 @@ def test_setup_work_before_the_loop_is_no_finding(tmp_path):
 
 
 def test_block_without_findings_keeps_its_notes(tmp_path):
-    """'none' on a capture without a CUDA trace must say that only outliers were looked for."""
+    """'none' on a capture without a CUDA trace must say that only warm-up, stalls and outliers were looked for."""
     from nvtxsim.reporting.findings import block_lines
 
     got = _loop(tmp_path, _env_step, "cpu_block", cuda=False)
     lines = block_lines(got)
     notes = " ".join(ln.strip() for ln in lines[1:])
-    assert lines[0].startswith("Findings: none") and "no CUDA trace" in notes and "only outlier" in notes
+    assert (
+        lines[0].startswith("Findings: none")
+        and "no CUDA trace" in notes
+        and "only warm up and phase stalls and outlier" in notes
+    )
     assert all(len(ln) <= 80 for ln in lines)
 
 

@@ -55,6 +55,11 @@ class PhaseWarmUp:
     max_ns: int
     iterations: list[int]  # iteration numbers they ran in ([] when between iterations)
 
+    def kept_excess(self, keep: np.ndarray) -> int:
+        """The excess of the warm-up calls among ``keep`` (those a report left in)."""
+        m = np.isin(self.ranges, keep)
+        return int((self.self_ns[m] - self.median_ns).sum())
+
 
 @dataclass
 class WarmUp:
