@@ -172,3 +172,24 @@ def test_keep_warm_up_and_skip_first_together_is_one_line_and_exit_2():
         text=True,
     )
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--keep-warm-up" in r.stderr
+
+
+def test_other_thread_gpu_is_raised_when_it_is_much_of_the_phases_own_gpu_work(tmp_path):
+    """2 µs of GPU work launched by autograd's thread beside 2 µs of the phase's own: far under 0.1 % of the
+    loop's time, but half of what the phase's nsys GPU columns should hold."""
+    from test_findings import _loop
+
+    def step(b, i):
+        b.phase("big_python", lambda: (b.cpu(20_000_000), b.kernel("k", 5_000)))
+
+        def learn():
+            b.kernel("fwd", 2_000, 6_000)
+            b.on_thread(7, "pt_autograd_0", b.t, lambda: b.kernel("bwd", 2_000, 5_000))
+            b.cpu(20_000)
+
+        b.phase("learn", learn)
+
+    got = _loop(tmp_path, step, iterations=10)
+    (f,) = [f for f in got.items if f.kind == "other_thread_gpu"]
+    assert f.phase == "nvtxsim:learn" and f.evidence["share_of_time"] < 0.001
+    assert f.evidence["phase_gpu_share"] == 0.5 and f.cost_ns == 10 * 2_000
