@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed
 
 from nvtxsim.analysis.scaling import memory_budget
 from nvtxsim.cli.main import main
@@ -33,9 +34,7 @@ DEVICE_KINDS = (2, 3, 4, 5)  # device, array, managed, static device memory (nsy
 
 
 def _present(runs) -> list[str]:
-    if not all(p.exists() for p, _ in runs):
-        pytest.skip("Isaac Lab 3.0 sweep exports not present")
-    return [f"{p}={n}" for p, n in runs]
+    return [f"{committed(p)}={n}" for p, n in runs]
 
 
 @pytest.fixture(scope="module")
@@ -198,9 +197,7 @@ def test_terminal_output_fits_80_columns(which, request):
 
 
 def test_memory_view_leads_with_the_largest_rise(capsys):
-    path = DIRECT[-1][0]
-    if not path.exists():
-        pytest.skip("Isaac Lab 3.0 sweep exports not present")
+    path = committed(DIRECT[-1][0])
     assert main(["report", str(path), "--view", "memory", "-f", "json"]) == 0
     view = json.loads(capsys.readouterr().out)["views"]["memory"]
     assert list(view["rows"][0])[2:5] == ["rise_max_bytes", "net_total_bytes", "grow_max_bytes"]
