@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from committed import committed
 from synth import OUTLIER_ITERATIONS, PLANTED, make_planted
 
 from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, KINDS, OUTSIDE, SEVERITIES, analyse
@@ -148,23 +149,19 @@ REAL = {  # (phase, kind) planted by scripts/gpu/findings_workload.py
     ("nvtxsim:policy_update", "other_thread_gpu"),
     (OUTSIDE, "unattributed_gpu"),
 }
-needs_real = pytest.mark.skipif(
-    not (GPU_DATA / "findings_planted.sqlite.gz").exists(), reason="H200 captures not in this checkout"
-)
 
 
 @pytest.fixture(scope="module")
 def real():
-    return {v: find(Selection(load(GPU_DATA / f"findings_{v}.sqlite.gz")), skip_first=2) for v in ("planted", "clean")}
+    paths = {v: committed(GPU_DATA / f"findings_{v}.sqlite.gz") for v in ("planted", "clean")}
+    return {v: find(Selection(load(path)), skip_first=2) for v, path in paths.items()}
 
 
-@needs_real
 @pytest.mark.parametrize("phase,kind", sorted(REAL))
 def test_h200_planted_problem_is_found(real, phase, kind):
     assert kind in _kinds(real["planted"], phase), [(f.phase, f.kind) for f in real["planted"]]
 
 
-@needs_real
 def test_h200_planted_evidence(real):
     by = {(f.phase, f.kind): f for f in real["planted"]}
     assert set(by[("nvtxsim:observation", "outlier_iterations")].evidence["iterations"]) == {9, 27, 45}
@@ -183,7 +180,6 @@ def test_h200_planted_evidence(real):
     assert by[("nvtxsim:sim_step", "launch_bound")].evidence["launches_per_range"] == 300
 
 
-@needs_real
 def test_h200_clean_run_raises_none_of_the_planted_problems(real):
     kinds = {f.kind for f in real["clean"]}
     assert not kinds & {"sync", "pageable_copy", "launch_bound", "cpu_bound", "other_thread_gpu"}, kinds
@@ -193,7 +189,6 @@ def test_h200_clean_run_raises_none_of_the_planted_problems(real):
     assert slow.evidence["cause"] == "launch_queue" and slow.advice == CUDA_CAUSES["launch_queue"][1]
 
 
-@needs_real
 def test_cli_fail_on_json_html_and_compare(tmp_path):
     import subprocess
     import sys
@@ -267,15 +262,12 @@ def test_block_fits_80_columns_whatever_the_names(planted):
     assert md.startswith("### Findings") and "\x1b" not in md and "|" not in md.replace("\\|", "")
 
 
-@pytest.mark.skipif(
-    not (GPU_DATA / "scaling" / "scaling_1024.sqlite.gz").exists(), reason="H200 scaling captures not in this checkout"
-)
 def test_cpu_bound_in_allocation_calls_gets_the_allocation_advice():
     """scripts/gpu/scaling.sh runs with PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor is a cudaMalloc/cudaFree."""
 
     found = {
         (f.phase, f.kind): f
-        for f in find(Selection(load(GPU_DATA / "scaling" / "scaling_1024.sqlite.gz")), skip_first=2)
+        for f in find(Selection(load(committed(GPU_DATA / "scaling" / "scaling_1024.sqlite.gz"))), skip_first=2)
     }
     f = found[("nvtxsim:pairwise", "cpu_bound")]
     assert f.advice == CUDA_CAUSES["alloc"][1] and next(iter(f.evidence["cuda_calls_top"])) == "cudaMalloc"
@@ -443,9 +435,9 @@ def test_sync_advice_fits_the_call(tmp_path):
     assert all(by[p].cost_per_iteration_ns >= 290_000 for p in by)  # each waits for its 300 µs kernel
 
 
-@pytest.mark.skipif(not (GPU_DATA / "torch_nvtx_h200.sqlite.gz").exists(), reason="H200 capture not in this checkout")
 def test_cpu_bound_in_module_loading_says_so():
-    found = {(f.phase, f.kind): f for f in find(Selection(load(GPU_DATA / "torch_nvtx_h200.sqlite.gz"), domain=None))}
+    torch_export = committed(GPU_DATA / "torch_nvtx_h200.sqlite.gz")
+    found = {(f.phase, f.kind): f for f in find(Selection(load(torch_export), domain=None))}
     f = found[("optimizer", "cpu_bound")]
     assert f.evidence["cause"] == "module_load" and f.advice == CUDA_CAUSES["module_load"][1]
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed
 
 import nvtxsim
 
@@ -28,8 +29,7 @@ def _cli_json(*args: str) -> dict:
 
 @pytest.mark.parametrize("views", [None, "tree,kernels"])
 def test_report_model_json_is_the_cli_json(views):
-    if not DEMO.exists():
-        pytest.skip("no GPU export shipped")
+    committed(DEMO)
     model = nvtxsim.report(DEMO, **({"views": views} if views else {}))
     cli = _cli_json(str(DEMO), *(["--view", views] if views else []))
     assert json.loads(model.to_json()) == cli
@@ -37,8 +37,7 @@ def test_report_model_json_is_the_cli_json(views):
 
 
 def test_load_returns_the_columns():
-    if not DEMO.exists():
-        pytest.skip("no GPU export shipped")
+    committed(DEMO)
     export = nvtxsim.load(DEMO)
     assert len(export.ranges) and export.has_cuda
     assert nvtxsim.report(DEMO).source["ranges"] == len(export.ranges)
@@ -53,8 +52,7 @@ def test_import_stays_light():
 @pytest.mark.parametrize("views", ["summary", "summary,tree", "tree", "all"])
 def test_cuda_graph_warning_on_every_view(views):
     """One warning for graph-level CUDA graphs, whatever the views (it used to vanish with --view summary,tree)."""
-    if not GRAPHS.exists():
-        pytest.skip("no graph-level export shipped")
+    committed(GRAPHS)
     warnings = nvtxsim.report(GRAPHS, views=views).warnings
     assert sum("graph-level" in w for w in warnings) == 1, warnings
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed
 from synth import LoopPhase, make_loop_export
 
 from nvtxsim.analysis.scaling import PowerFit, classify, fit_power, memory_budget, parse_runs, parse_size, predict
@@ -275,8 +276,8 @@ GiB = 1 << 30
 
 @pytest.fixture(scope="module")
 def h200() -> dict:
-    if not all((GPU_DIR / f"scaling_{n}.sqlite.gz").exists() for n in GPU_NS):
-        pytest.skip("H200 scaling exports not present")
+    for n in GPU_NS:
+        committed(GPU_DIR / f"scaling_{n}.sqlite.gz")
     sc = scaling_sweep([f"{GPU_DIR / f'scaling_{n}.sqlite.gz'}={n}" for n in GPU_NS], "num_envs", skip_first=2)
     sc.prediction = predict(sc, 65536)
     sc.budget = memory_budget(sc, 80 * GiB)
@@ -318,9 +319,7 @@ def test_h200_memory_budget_and_prediction(h200):
 
 
 def test_h200_report_memory_view(capsys):
-    path = GPU_DIR / "scaling_16384.sqlite.gz"
-    if not path.exists():
-        pytest.skip("H200 scaling exports not present")
+    path = committed(GPU_DIR / "scaling_16384.sqlite.gz")
     assert main(["report", str(path), "--view", "memory", "-f", "json"]) == 0
     rows = {r["phase"]: r for r in json.loads(capsys.readouterr().out)["views"]["memory"]["rows"]}
     assert rows["nvtxsim:pairwise"]["rise_max_bytes"] == pytest.approx(GiB, rel=0.01)
