@@ -492,7 +492,7 @@ def _summary_warnings(export: Export, idx: np.ndarray, domain: str | None) -> li
             f"{n_cross} range(s) ended on another thread: counted on the CPU side, left out of GPU projection (as nsys does)"
         )
     if not export.has_cuda:
-        warnings.append("export has no CUDA trace (no CUPTI runtime/kernel tables): GPU columns are 0")
+        warnings.append(f"export has {export.no_cuda_reason}: GPU columns are 0")
     return warnings
 
 

@@ -294,7 +294,7 @@ def kernels(d: Selection, o: ViewOptions) -> ViewTable:
         f"top {o.top} per phase by GPU time; a kernel counts for every phase around its launch, once per phase (as nsys nvtxkernsum)"
     ]
     if not d.has_cuda:
-        notes.append("export has no CUDA trace")
+        notes.append(f"export has {d.export.no_cuda_reason}")
     return ViewTable("kernels", "Top kernels per phase", cols, rows, notes)
 
 
@@ -357,7 +357,7 @@ def gpu(d: Selection, o: ViewOptions) -> ViewTable:
     ]
     notes += graph_hints(d)
     if not d.has_cuda:
-        notes.append("export has no CUDA trace: GPU columns are 0")
+        notes.append(f"export has {d.export.no_cuda_reason}: GPU columns are 0")
     return ViewTable(
         "gpu",
         "GPU per phase: busy, idle, queue delay, sync waits, CUDA graphs",

@@ -91,6 +91,6 @@ def _analyse(detail: Selection, by: str | None, skip_first: int, threads: bool |
             found += k.detect(ctx, facts.view(k))
     if not cuda:
         looked = " and ".join(k.name.replace("_", " ") for k in REGISTRY if not k.needs_cuda)
-        facts.note(f"no CUDA trace (nsys -t cuda): only {looked} were looked for")
+        facts.note(f"{detail.export.no_cuda_reason}: only {looked} were looked for")
     found.sort(key=lambda f: (f.kind in INFORMATIONAL, -f.cost_ns, f.phase, f.kind))  # actionable ones first
     return Findings(found, ctx.iterations, ctx.reference_ns, facts.notes)
