@@ -66,7 +66,7 @@ TARGETS = (
     ),
     Target(
         "scaling",
-        "nvtxsim/analysis/scaling.py",
+        "nvtxsim/analysis/fits.py",
         ("_weights", "fit_power", "classify", "class_of_exponent", "loglog_slope", "fit_metric", "centre"),
         ("tests/test_scaling.py", "-k", "fit_power or classes or h200_gpu or predict_and or zero"),
     ),
