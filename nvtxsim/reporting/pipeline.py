@@ -128,7 +128,7 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
         from nvtxsim.analysis.headline import headline
 
         o = req.options
-        summary.headline = headline(detail, o.by, skip_first=o.skip_first, envs=o.envs)
+        summary.headline = headline(detail, o.by, skip_first=o.skip_first or 0, envs=o.envs)
     if r is not None and r.needs_plots:
         from nvtxsim.reporting.page import page_data
 
