@@ -683,3 +683,21 @@ def test_buffer_callbacks_through_their_c_pointers_hand_over_the_valid_bytes_and
     pool.complete(None, 0, again.value, 4096, 3)
     pool.complete(None, 0, 0, 0, 0)  # CUPTI's empty call
     assert len(pool.free) == 1 and not pool.held and got == [b"abcdef"]
+
+
+def test_libcupti_is_the_named_one_then_the_loaded_one_then_an_nvidia_wheels(monkeypatch, tmp_path):
+    libc = cupti_lib._loaded("libc.so")  # what this process has mapped (/proc/self/maps)
+    assert libc is not None and Path(libc).name.startswith("libc.so") and Path(libc).exists()
+    assert cupti_lib._loaded("libnothing-such.so") is None
+    wheel = tmp_path / "nvidia" / "cu13" / "lib"
+    wheel.mkdir(parents=True)
+    (wheel / "libcupti.so.13").write_bytes(b"")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "elsewhere"), str(tmp_path)])
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-toolkit"))
+    monkeypatch.setattr(cupti_lib, "_loaded", lambda stem: None)
+    monkeypatch.delenv(cupti_lib.LIB_ENV, raising=False)
+    assert cupti_lib.find_library() == str(wheel / "libcupti.so.13")
+    monkeypatch.setattr(cupti_lib, "_loaded", lambda stem: "/opt/torch/lib/libcupti.so.13")
+    assert cupti_lib.find_library() == "/opt/torch/lib/libcupti.so.13"  # the process's own copy, never a second
+    monkeypatch.setenv(cupti_lib.LIB_ENV, "/x/libcupti.so")
+    assert cupti_lib.find_library() == "/x/libcupti.so"
