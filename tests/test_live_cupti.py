@@ -701,3 +701,34 @@ def test_libcupti_is_the_named_one_then_the_loaded_one_then_an_nvidia_wheels(mon
     assert cupti_lib.find_library() == "/opt/torch/lib/libcupti.so.13"  # the process's own copy, never a second
     monkeypatch.setenv(cupti_lib.LIB_ENV, "/x/libcupti.so")
     assert cupti_lib.find_library() == "/x/libcupti.so"
+
+
+def test_random_buffers_parse_to_the_records_written():
+    """Runs of every length (the run finder looks ahead from the last run's length): each op's correlation id,
+    times and bytes, and each marker, as written."""
+    rng = random.Random(2525)
+    mark = cupti_records.MARK_BYTES
+    for _ in range(60):
+        written, ops, tickets = [], [], {}
+        corr = 0
+        for _run in range(rng.randint(1, 12)):
+            kind = rng.choice([10, 10, 10, 1, 2, 39])
+            for _ in range(rng.choice([1, 2, 3, 15, 16, 17, 40, 100, 300])):
+                corr += 1
+                if kind == 39:
+                    written.append((39, {"external_kind": 3, "external_id": corr, "correlation_id": corr}))
+                    continue
+                fields = {"start": corr * 10, "end": corr * 10 + 5, "correlation_id": corr}
+                if kind == 2 and rng.random() < 0.3:
+                    tickets[corr + 7] = corr
+                    written.append((2, {**fields, "value": corr + 7, "bytes": mark}))
+                    continue
+                nbytes = rng.randint(1, 10**6) if kind != 10 else 0
+                if kind != 10:
+                    fields["bytes"] = nbytes
+                written.append((kind, fields))
+                ops.append((corr, corr * 10, corr * 10 + 5, nbytes, kind != 10))
+        got = cupti_records.parse_buffer(_pack(written))
+        assert got is not None and got.records == len(written) and got.tickets == tickets
+        cols = got.columns()
+        assert sorted(zip(*(c.tolist() for c in cols))) == sorted(ops)
