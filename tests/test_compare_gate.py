@@ -243,3 +243,17 @@ def test_html_page_in_headless_chromium(tmp_path):
         timeout=120,
     ).stdout.decode()
     assert 'class="clipped"' in dom and "slower: nvtxsim:iteration, nvtxsim:render" in dom
+
+
+CPU = GATE.parent / "gate-cpu"  # real nsys 2022.4 captures of a planted CPU loop (scripts/bench_gate.py --capture)
+
+
+def test_real_cpu_captures_identical_pass_planted_fail_at_policy():
+    """slow0.1_*: 10 % of the iteration's work more in policy, the rest of the loop unchanged."""
+    cpu = lambda *names: [str(CPU / f"{n}.sqlite.xz") for n in names]  # noqa: E731
+    rc, _, err = cli(*cpu("base_01", "base_02", "base_03"), "--vs", *cpu("base_04", "base_05", "base_06"), *GATE_ARGS)
+    assert rc == 0, err
+    rc, _, err = cli(
+        *cpu("base_07", "base_08", "base_09"), "--vs", *cpu("slow0.1_01", "slow0.1_02", "slow0.1_03"), *GATE_ARGS
+    )
+    assert rc == 1 and "nvtxsim:policy" in regressed(err) and regressed(err) <= {"nvtxsim:policy", "nvtxsim:iteration"}
