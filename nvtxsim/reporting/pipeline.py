@@ -124,6 +124,11 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     model = ReportModel(
         summary=summary, request=req, views=build(detail, req.views, req.options), detail=detail, found=found
     )
+    if "summary" in req.views:
+        from nvtxsim.analysis.headline import headline
+
+        o = req.options
+        summary.headline = headline(detail, o.by, skip_first=o.skip_first or 0, envs=o.envs)
     if r is not None and r.needs_plots:
         from nvtxsim.reporting.page import page_data
 
