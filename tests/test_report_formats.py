@@ -223,7 +223,7 @@ def cpu_capture(tmp_path_factory):
 def test_html_from_a_real_capture(cpu_capture):
     page = _page(cpu_capture)
     data = _check_self_contained(page, ["nvtxsim:iteration", "nvtxsim:render", "nvtxsim:side_work"])
-    index = data["iterations"]["index"]  # the steady state: a slow first iteration is left out as warm-up
+    index = data["iterations"]["index"]  # the steady state: a slow first iteration is set aside as warm-up
     assert index == list(range(10 - len(index), 10)) and len(index) >= 9
     cpu = dict(zip(index, data["iterations"]["series"][0]["cpu"]))
     shown = int(data["timeline"]["title"].split("around ")[1].split(",")[0])

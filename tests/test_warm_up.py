@@ -219,7 +219,7 @@ def test_a_real_capture_names_its_warm_up_and_its_periodic_stall(tmp_path):
     wu = by[("nvtxsim:setup_cache", "warm_up")]
     assert wu.evidence["phases"]["nvtxsim:setup_cache"]["iterations"] == [0]
     assert wu.evidence["phases"]["nvtxsim:setup_cache"]["cause"] is None  # no CUDA call, no child process
-    assert found.iterations == 59 and "steady state: iteration 0 left out" in found.notes[-1]
+    assert found.iterations == 59 and "steady state: iteration 0 set aside" in found.notes[-1]
     stall = by[("nvtxsim:log", "phase_stalls")]
     assert stall.evidence["iterations"] == [5, 15, 25, 35, 45, 55] and stall.evidence["every"] == 10
     assert ("nvtxsim:log", "outlier_iterations") not in by

@@ -159,7 +159,7 @@ def skipped_text(it: Iterations, o: ViewOptions) -> str:
     if not it.skipped:
         return ""
     why = " as warm-up (--keep-warm-up keeps them)" if o.skip_first is None else ""
-    return f", first {it.skipped} left out{why}" if why else f", first {it.skipped} skipped"
+    return f", first {it.skipped} set aside{why}" if why else f", first {it.skipped} skipped"
 
 
 def _iterations(d: Selection, o: ViewOptions):
