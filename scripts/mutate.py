@@ -197,11 +197,12 @@ def _module_constants(tree: ast.Module) -> list[tuple[str, ast.AST]]:
 
 
 def _skipped_nodes(fn: ast.AST) -> set[int]:
-    """Docstrings, annotations and f-strings: no behaviour there, or no reliable source positions."""
+    """Annotations, f-strings and asserts (type narrowing of an invariant): no behaviour there to test, or
+    no reliable source positions."""
     skip: set[int] = set()
     for node in ast.walk(fn):
         parts: list[ast.AST | None] = []
-        if isinstance(node, ast.JoinedStr):
+        if isinstance(node, (ast.JoinedStr, ast.Assert)):
             parts = [node]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             parts = [node.returns, *(a.annotation for a in (*node.args.args, *node.args.kwonlyargs))]
@@ -276,6 +277,18 @@ def choose(all_sites: list[tuple[Mutant, str]], n: int) -> list[tuple[Mutant, st
     return sorted(chosen, key=lambda s: (s[0].path, s[0].line))
 
 
+def survivors_of(recorded: list[dict], targets: list[Target]) -> list[tuple[Target, list[tuple[Mutant, str]]]]:
+    """The recorded survivors, planted again in today's code (a mutant whose spot has changed is left out)."""
+    key = lambda m: (m.path, m.function, m.operator, m.before, m.after)  # noqa: E731
+    wanted = {key(Mutant(**{**r, "line": 0})) for r in recorded if r["outcome"] == "survived"}
+    plan = []
+    for t in targets:
+        again = [site for site in sites(t) if key(site[0]) in wanted]
+        if again:
+            plan.append((t, again))
+    return plan
+
+
 def _copy_tree(work: Path) -> Path:
     files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     root = work / "tree"
@@ -311,9 +324,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300, help="seconds per mutant's test run (a hang is killed)")
     ap.add_argument("--list", action="store_true", help="print the chosen mutants, run nothing")
     ap.add_argument("--out", type=Path, help="write every mutant and its outcome here (JSON)")
+    ap.add_argument("--rerun", type=Path, help="run again only the survivors recorded in this --out file")
     args = ap.parse_args(argv)
     targets = [t for t in TARGETS if not args.target or t.name in args.target]
-    plan = [(t, choose(sites(t), round(args.per_target * t.share))) for t in targets]
+    if args.rerun:
+        plan = survivors_of(json.loads(args.rerun.read_text(encoding="utf-8")), targets)
+    else:
+        plan = [(t, choose(sites(t), round(args.per_target * t.share))) for t in targets]
     if args.list:
         for t, chosen in plan:
             for m, _ in chosen:
