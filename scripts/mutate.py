@@ -69,7 +69,7 @@ TARGETS = (
         "findings",
         "nvtxsim/analysis/findings/",  # every kind module; see FINDINGS
         (),
-        ("tests/test_findings.py",),
+        ("tests/test_findings_costs.py", "tests/test_findings.py"),
         2.5,
     ),
     Target(
