@@ -83,3 +83,32 @@ def test_each_cost_is_its_kinds_formula_and_its_share_of_the_reference(planted):
         informational = f.kind == "gpu_bound" or f.evidence.get("off_loop_thread")  # always low, by design
         assert f.severity == ("low" if informational else severity(f.cost_ns / planted.reference_ns)), f.phase
         assert f.cost_per_iteration_ns == round(f.cost_ns / planted.iterations), (f.phase, f.kind)
+
+
+def _loop(tmp_path, name, build, iterations=10):
+    from synth import CudaLoop
+
+    b = CudaLoop(cuda=True)
+    for i in range(iterations):
+        b.phase("iteration", lambda i=i: build(b, i))
+        b.cpu(10_000)
+    path = tmp_path / f"{name}.sqlite"
+    b.write(path)
+    return analyse(Selection(load(path)))
+
+
+@pytest.mark.parametrize("heavy_ms,saturated", [(4, False), (12, True)])
+def test_cpu_bound_is_hidden_once_the_gpu_is_busy_most_of_the_iteration(tmp_path, heavy_ms, saturated):
+    """1.5 ms of Python after a kernel that is waited for: a finding while the GPU is busy 4/5.6 of the
+    iteration (under 80 %), none at 12/13.6 (the CPU time is hidden behind GPU work)."""
+
+    def step(b, i):
+        b.phase("simulate", lambda: (b.kernel("physics", heavy_ms * 1_000_000), b.sync()))
+        b.phase("python", lambda: (b.cpu(1_500_000), b.kernel("tiny", 2_000)))
+
+    got = {(f.phase, f.kind): f for f in _loop(tmp_path, f"sat{heavy_ms}", step)}
+    assert (("nvtxsim:python", "cpu_bound") not in got) == saturated, sorted(got)
+    if not saturated:
+        f = got[("nvtxsim:python", "cpu_bound")]
+        assert 0.6 < f.evidence["iteration_gpu_busy_share"] < 0.8
+        assert f.cost_per_iteration_ns == pytest.approx(1_500_000, rel=0.02)  # the Python time, GPU idle meanwhile
