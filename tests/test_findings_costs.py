@@ -114,16 +114,18 @@ def test_cpu_bound_is_hidden_once_the_gpu_is_busy_most_of_the_iteration(tmp_path
         assert f.cost_per_iteration_ns == pytest.approx(1_500_000, rel=0.02)  # the Python time, GPU idle meanwhile
 
 
-@pytest.mark.parametrize("gpu_us,bound", [(700, False), (900, True)])
+@pytest.mark.parametrize("gpu_us,bound", [(700, False), (800, True), (900, True)])
 def test_gpu_bound_from_gpu_busy_at_least_08_of_the_cpu_work(tmp_path, gpu_us, bound):
-    """About 1 ms of CPU work launching one kernel: GPU-bound when the kernel runs 0.9 ms, not at 0.7 ms."""
+    """1 ms of CPU work (991.5 µs of Python, the launch and the range's edges) launching one kernel: GPU-bound
+    from a kernel of 0.8 ms (the threshold is inclusive), not at 0.7 ms."""
 
     def step(b, i):
-        b.phase("render", lambda: (b.cpu(1_000_000), b.kernel("shade", gpu_us * 1_000)))
+        b.phase("render", lambda: (b.cpu(991_500), b.kernel("shade", gpu_us * 1_000)))
 
     got = {(f.phase, f.kind): f for f in _loop(tmp_path, f"gpu{gpu_us}", step)}
     assert (("nvtxsim:render", "gpu_bound") in got) == bound, sorted(got)
     assert ("nvtxsim:render", "cpu_bound") not in got and ("nvtxsim:render", "launch_bound") not in got
     if bound:
         f = got[("nvtxsim:render", "gpu_bound")]
+        assert f.evidence["cpu_work_ns"] == 10 * 1_000_000  # the setup: the boundary case sits on 0.8 exactly
         assert f.cost_ns == 10 * gpu_us * 1_000 and f.severity == "low"
