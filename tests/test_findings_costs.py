@@ -129,3 +129,31 @@ def test_gpu_bound_from_gpu_busy_at_least_08_of_the_cpu_work(tmp_path, gpu_us, b
         f = got[("nvtxsim:render", "gpu_bound")]
         assert f.evidence["cpu_work_ns"] == 10 * 1_000_000  # the setup: the boundary case sits on 0.8 exactly
         assert f.cost_ns == 10 * gpu_us * 1_000 and f.severity == "low"
+
+
+@pytest.mark.parametrize("kernel_ns,bound", [(1_000, True), (2_600, False)])
+def test_launch_bound_only_while_the_gpu_is_busy_under_half_the_phase(tmp_path, kernel_ns, bound):
+    """30 launches of 4.5 µs each: launch-bound with 1 µs kernels (GPU busy about a fifth of the phase's CPU
+    time), not with 2.6 µs ones (0.56: the GPU keeps up)."""
+
+    def step(b, i):
+        b.phase("substeps", lambda: [b.kernel("k", kernel_ns) for _ in range(30)])
+
+    got = {(f.phase, f.kind): f for f in _loop(tmp_path, f"launch{kernel_ns}", step)}
+    assert (("nvtxsim:substeps", "launch_bound") in got) == bound, sorted(got)
+    if bound:
+        f = got[("nvtxsim:substeps", "launch_bound")]
+        assert f.evidence["launches_per_range"] == 30 and f.evidence["gpu_per_launch_ns"] == kernel_ns
+    else:
+        share = 30 * kernel_ns / next(iter(_loads(tmp_path, step)))
+        assert 0.5 < share < 0.625  # between the threshold and a 25 % looser one
+
+
+def _loads(tmp_path, step):
+    """The phase's CPU work per iteration, from the same builder (the test's own arithmetic)."""
+    from synth import CudaLoop
+
+    b = CudaLoop(cuda=True)
+    start = b.t
+    step(b, 0)
+    return [b.t - start]
