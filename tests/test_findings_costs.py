@@ -157,3 +157,18 @@ def _loads(tmp_path, step):
     start = b.t
     step(b, 0)
     return [b.t - start]
+
+
+@pytest.mark.parametrize("outside_ms,shown", [(9.5, True), (13.5, False)])
+def test_findings_under_one_percent_of_the_time_are_left_out(tmp_path, outside_ms, shown):
+    """A CPU-bound phase of about 118 µs per iteration, the rest of the iteration outside every phase: about
+    1.2 % of the time is a finding, about 0.86 % is not (MIN_SHARE)."""
+
+    def step(b, i):
+        b.cpu(int(outside_ms * 1_000_000))
+        b.phase("python", lambda: (b.cpu(110_000), b.kernel("tiny", 1_000)))
+
+    got = {(f.phase, f.kind): f for f in _loop(tmp_path, f"share{outside_ms}", step)}
+    assert (("nvtxsim:python", "cpu_bound") in got) == shown, sorted(got)
+    if shown:
+        assert 0.01 <= got[("nvtxsim:python", "cpu_bound")].evidence["share_of_time"] < 0.0125
