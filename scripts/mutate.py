@@ -76,7 +76,12 @@ TARGETS = (
         "scaling",
         "nvtxsim/analysis/fits.py",
         ("_weights", "fit_power", "classify", "class_of_exponent", "loglog_slope", "fit_metric", "centre"),
-        ("tests/test_scaling.py", "-k", "fit_power or classes or h200_gpu or predict_and or zero"),
+        (
+            "tests/test_fits_values.py",
+            "tests/test_scaling.py",
+            "-k",
+            "fits_values or fit_power or classes or h200_gpu or predict_and or zero",
+        ),
     ),
     Target(
         "live",
