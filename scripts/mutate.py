@@ -330,6 +330,23 @@ def run_tests(root: Path, env: dict[str, str], tests: tuple[str, ...], timeout: 
     return ("survived" if p.returncode == 0 else "killed"), time.monotonic() - t0, failed[:160]
 
 
+def markdown(results: list[dict]) -> str:
+    """Per target: mutants, killed, score; then every survivor (the rows reports/mutation.md explains)."""
+    lines = ["| target | mutants | killed | score |", "| --- | ---: | ---: | ---: |"]
+    for name in dict.fromkeys(r["target"] for r in results):
+        rows = [r for r in results if r["target"] == name]
+        k = sum(r["outcome"] in ("killed", "timeout") for r in rows)
+        lines.append(f"| {name} | {len(rows)} | {k} | {100 * k / len(rows):.0f} % |")
+    k = sum(r["outcome"] in ("killed", "timeout") for r in results)
+    lines.append(f"| **all** | {len(results)} | {k} | {100 * k / max(1, len(results)):.0f} % |")
+    lines += ["", "| survivor | mutation |", "| --- | --- |"]
+    for r in results:
+        if r["outcome"] == "survived":
+            change = f"`{r['before']}` → `{r['after']}`".replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {r['path']}:{r['line']} {r['function']} | {r['operator']}: {change} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", action="append", choices=[t.name for t in TARGETS], help="only these (repeatable)")
@@ -338,7 +355,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the chosen mutants, run nothing")
     ap.add_argument("--out", type=Path, help="write every mutant and its outcome here (JSON)")
     ap.add_argument("--rerun", type=Path, help="run again only the survivors recorded in this --out file")
+    ap.add_argument("--markdown", type=Path, help="print the score table and survivors of an --out file, run nothing")
     args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.markdown.read_text(encoding="utf-8"))), end="")
+        return 0
     targets = [t for t in TARGETS if not args.target or t.name in args.target]
     if args.rerun:
         plan = survivors_of(json.loads(args.rerun.read_text(encoding="utf-8")), targets)
