@@ -87,14 +87,25 @@ TARGETS = (
         "live",
         "nvtxsim/emit/live/writer.py",
         ("FlushedWindow.summary",),
-        ("tests/test_live.py", "-k", "threads_are_measured or sampling or late_ranges or start_stop"),
+        (
+            "tests/test_live_values.py",
+            "tests/test_live.py",
+            "-k",
+            "live_values or threads_are_measured or sampling or late_ranges or start_stop",
+        ),
         0.7,
     ),
     Target(
         "live_totals",
         "nvtxsim/analysis/live.py",
         ("totals", "series"),
-        ("tests/test_live.py", "-k", "live_command or live_heading", "tests/test_live_record.py"),
+        (
+            "tests/test_live_values.py",
+            "tests/test_live.py",
+            "tests/test_live_record.py",
+            "-k",
+            "live_values or live_command or live_heading or live_record",
+        ),
         0.7,
     ),
     Target(
