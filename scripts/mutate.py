@@ -23,6 +23,7 @@ import ast
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -301,13 +302,28 @@ def choose(all_sites: list[tuple[Mutant, str]], n: int) -> list[tuple[Mutant, st
     return sorted(chosen, key=lambda s: (s[0].path, s[0].line))
 
 
+def _recorded(path: Path) -> list[dict]:
+    """An --out file, or the printed log of a run (its "survived ..." lines) when the run did not finish."""
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        return json.loads(text)
+    line = re.compile(r"^(\w+) +\S+ (\S+):(\d+) (\S+): ('.*'|\".*\") -> ('.*'|\".*\")$")
+    out = []
+    for m in filter(None, map(line.match, text.splitlines())):
+        before, after = ast.literal_eval(m[5]), ast.literal_eval(m[6])
+        out.append(
+            {"outcome": m[1], "path": m[2], "line": int(m[3]), "function": m[4], "before": before, "after": after}
+        )
+    return out
+
+
 def survivors_of(recorded: list[dict], targets: list[Target]) -> list[tuple[Target, list[tuple[Mutant, str]]]]:
-    """The recorded survivors, planted again in today's code (a mutant whose spot has changed is left out)."""
-    key = lambda m: (m.path, m.function, m.operator, m.before, m.after)  # noqa: E731
-    wanted = {key(Mutant(**{**r, "line": 0})) for r in recorded if r["outcome"] == "survived"}
+    """The recorded survivors, planted again (same file, line and change; one whose line moved is left out)."""
+    key = lambda m: (m["path"], m["line"], m["function"], m["before"], m["after"])  # noqa: E731
+    wanted = {key(r) for r in recorded if r["outcome"] == "survived"}
     plan = []
     for t in targets:
-        again = [site for site in sites(t) if key(site[0]) in wanted]
+        again = [site for site in sites(t) if key(asdict(site[0])) in wanted]
         if again:
             plan.append((t, again))
     return plan
@@ -373,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     targets = [t for t in TARGETS if not args.target or t.name in args.target]
     if args.rerun:
-        plan = survivors_of(json.loads(args.rerun.read_text(encoding="utf-8")), targets)
+        plan = survivors_of(_recorded(args.rerun), targets)
     else:
         plan = [(t, choose(sites(t), round(args.per_target * t.share))) for t in targets]
     if args.list:
