@@ -86,7 +86,7 @@ def _exp(f: MetricFit | None) -> str:
         return ""
     end = at_bound(f.exponent) if f.cls not in ("constant", "none") else None
     text = ("≥" if end == "upper" else "≤" if end == "lower" else "") + f"{f.exponent:.2f}"
-    if f.uncertain and f.slope is not None and f.cls not in ("constant", "none"):
+    if f.degenerate and f.slope is not None:
         return text + f" (slope {f.slope:.2f})"
     if f.exponent_low is not None and f.exponent_high is not None and f.cls != "none":
         text += f" [{f.exponent_low:.2f}, {f.exponent_high:.2f}]"
@@ -176,7 +176,8 @@ def _doubt_notes(shown) -> list[str]:
         return []
     return [
         "?: not to be trusted: k at a bound of the fit's grid (≥3.00, ≤0.05: a bound, not an estimate) or with a "
-        "zero-width interval (the log-log slope beside it), or an interval that reaches into another class"
+        "zero-width interval, shown with the log-log slope in place of the interval; or an interval that reaches "
+        "into another class"
     ]
 
 
