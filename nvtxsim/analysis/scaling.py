@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,6 +174,7 @@ class PhaseSamples:
     net: float | None = None  # bytes: allocations minus frees over all its calls
     peak: float | None = None  # bytes: the most the process held while any call was open
     per_learning_iteration: tuple[float, float] | None = None  # (CPU ns, GPU ns) per learning iteration, mean
+    ran_in: float = 1.0  # the share of the iterations in which it ran (its samples come from those)
 
 
 @dataclass
@@ -203,8 +205,14 @@ def collect_run(spec: RunSpec, detail, *, by: str | None = None, skip_first: int
     present = it.present()
     for j, name in enumerate(it.phases):
         if j == 0 or present[j]:
+            # Samples from the iterations in which the phase ran: a reset every few steps is scaled by
+            # what it costs when it runs, not by a median of mostly zeros; how often it runs is kept.
+            ran = it.column(j, "count") > 0 if j else np.ones(len(it), dtype=bool)
             phases[name] = PhaseSamples(
-                "iteration", it.column(j).astype(np.float64), it.column(j, "gpu").astype(np.float64)
+                "iteration",
+                it.column(j)[ran].astype(np.float64),
+                it.column(j, "gpu")[ran].astype(np.float64),
+                ran_in=float(ran.mean()),
             )
     start = int(it.start[0])  # calls between iterations that end before the first kept one are warm-up
     outside = it.members[(it.member_row < 0) & (skip_first == 0 or r.end[it.members] >= start)]
@@ -345,7 +353,6 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
     runs = sorted(runs, key=lambda r: r.spec.value)
     check_phase_sets(runs, param)
     x = np.array([r.spec.value for r in runs], dtype=np.float64)
-    rng = np.random.default_rng(SEED)
     memory = all(r.has_memory for r in runs)
     out = []
     names = list(runs[0].phases)
@@ -353,8 +360,8 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
     for name in names:
         ps = [r.phases[name] for r in runs]
         fits = {
-            "cpu": fit_metric("cpu", x, [p.cpu for p in ps], rng),
-            "gpu": fit_metric("gpu", x, [p.gpu for p in ps], rng),
+            "cpu": fit_metric("cpu", x, [p.cpu for p in ps], _rng(name, "cpu")),
+            "gpu": fit_metric("gpu", x, [p.gpu for p in ps], _rng(name, "gpu")),
         }
         if memory:
             fits["memory"] = fit_exact("memory", x, np.array([p.memory or 0.0 for p in ps]))
@@ -366,6 +373,12 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
     if len(runs) < MIN_RUNS:
         sc.refused = f"classes need at least {MIN_RUNS} runs (got {len(runs)}): per-run values shown, no classes"
     return sc
+
+
+def _rng(phase: str, metric: str) -> np.random.Generator:
+    """The bootstrap's generator for one phase and metric, seeded from their names: a phase's
+    interval is the same whatever other phases the runs hold (``--match``) or how many samples they have."""
+    return np.random.default_rng([SEED, zlib.crc32(f"{phase}\0{metric}".encode("utf-8", "surrogatepass"))])
 
 
 def _per_run(runs: Sequence[RunData], name: str, fits: dict[str, MetricFit]) -> list[dict]:
@@ -386,7 +399,8 @@ def _per_run(runs: Sequence[RunData], name: str, fits: dict[str, MetricFit]) -> 
             "cpu_rel_err": fits["cpu"].rel[i],
             "gpu_ns": fits["gpu"].centres[i],
             "gpu_rel_err": fits["gpu"].rel[i],
-            "share_of_iteration": t / iter_ns if iter_ns and ph.per == "iteration" else None,
+            "ran_in_iterations": ph.ran_in if ph.per == "iteration" else None,
+            "share_of_iteration": t * ph.ran_in / iter_ns if iter_ns and ph.per == "iteration" else None,
         }
         if "memory" in fits:
             row.update(memory_bytes=ph.memory, high_water_rise_bytes=ph.grow, net_bytes=ph.net, peak_bytes=ph.peak)
@@ -398,7 +412,7 @@ def _per_run(runs: Sequence[RunData], name: str, fits: dict[str, MetricFit]) -> 
         elif name == key:
             row["steps_per_s"] = steps_per_s(r.spec.value, iter_ns)
         else:
-            row["steps_per_s_cost"] = steps_cost(r.spec.value, iter_ns, t)
+            row["steps_per_s_cost"] = steps_cost(r.spec.value, iter_ns, t * ph.ran_in)
         rows.append(row)
     return rows
 
