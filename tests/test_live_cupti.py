@@ -626,3 +626,24 @@ def test_a_buffer_cut_into_ops_markers_and_external_ids():
     assert cupti_records.parse_buffer(raw[:-8]) is None  # the last record cut
     assert cupti_records.parse_buffer(raw + struct.pack("<i", UNKNOWN_KIND) + bytes(28)) is None
     assert cupti_records.parse_buffer(raw, expected=6) is None
+
+
+def test_buffer_callbacks_through_their_c_pointers_hand_over_the_valid_bytes_and_reuse_buffers():
+    import ctypes
+
+    got: list[bytes] = []
+    pool = cupti_lib.BufferPool(size=4096)
+    pool.handler = got.append
+    buf, size, most = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t(5)
+    pool.request(ctypes.byref(buf), ctypes.byref(size), ctypes.byref(most))
+    assert buf.value and (size.value, most.value) == (4096, 0)  # no record limit: CUPTI fills the buffer
+    ctypes.memmove(buf.value, b"abcdefgh", 8)
+    pool.complete(None, 0, buf.value, 4096, 6)
+    assert got == [b"abcdef"] and not pool.held
+    again = ctypes.c_void_p()
+    pool.request(ctypes.byref(again), ctypes.byref(size), ctypes.byref(most))
+    assert again.value == buf.value  # the buffer came back to the pool
+    pool.handler = lambda raw: 1 / 0  # a failing handler never reaches CUPTI, and the buffer still comes back
+    pool.complete(None, 0, again.value, 4096, 3)
+    pool.complete(None, 0, 0, 0, 0)  # CUPTI's empty call
+    assert len(pool.free) == 1 and not pool.held and got == [b"abcdef"]

@@ -313,6 +313,7 @@ class PhaseSummary:
     phases: list[PhaseStats]
     warnings: list[str] = field(default_factory=list)
     findings: Any | None = None  # nvtxsim.analysis.findings.Findings, when asked for (JSON: top-level "findings")
+    headline: Any | None = None  # nvtxsim.analysis.headline.Headline: the line above the table (text formats)
 
     def as_dict(self) -> dict:
         doc = {"source": self.source, "phases": [p.as_dict() for p in self.phases], "warnings": list(self.warnings)}

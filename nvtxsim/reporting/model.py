@@ -16,7 +16,7 @@ from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.document import Document, FindingsBlock, PageHead, Prose, Section, SourcePart
 from nvtxsim.reporting.escaping import json_text
-from nvtxsim.reporting.summary import heading_parts, json_document, summary_sections
+from nvtxsim.reporting.summary import heading_parts, headline_parts, json_document, summary_sections
 from nvtxsim.reporting.views import ViewOptions
 from nvtxsim.reporting.viewtable import ViewTable, fmt_ns
 
@@ -63,6 +63,11 @@ class ReportModel:
     @property
     def warnings(self) -> list[str]:
         return self.summary.warnings
+
+    @property
+    def headline(self) -> Any:
+        """The :class:`~nvtxsim.analysis.headline.Headline` above the summary (None without the summary view)."""
+        return self.summary.headline
 
     @property
     def findings(self) -> Any:
@@ -126,6 +131,8 @@ class ReportModel:
 
     def _page_head(self) -> PageHead:
         warnings = [Prose("warning", list(self.warnings))] if self.warnings else []
+        if self.summary.headline is not None:
+            warnings.insert(0, Prose("remark", [" · ".join(headline_parts(self.summary.headline))]))
         parts = [SourcePart(p) for p in heading_parts(self.source, counts_sep=" · ")]
         return PageHead(f"nvtxsim report · {self.source.get('path', '')}", "nvtxsim report", parts, warnings)
 

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 class ViewOptions:
     by: str | None = None  # key range of the per-iteration views (None: step if recorded, else iteration)
     by_given: bool = False  # --by was given explicitly (a missing key is then an error)
-    skip_first: int = 0
+    # None: the findings' steady state (the warm-up left out); the per-iteration views then keep every iteration.
+    skip_first: int | None = None
     top: int = 10  # kernels per phase, slowest iterations
     envs: float | None = None  # environments stepped per iteration (--envs): env-steps/s in the iterations view
 
@@ -150,7 +151,7 @@ def _iterations(d: Selection, o: ViewOptions):
     from nvtxsim.analysis.iterations import per_iteration
 
     try:
-        return per_iteration(d, o.by, skip_first=o.skip_first), None
+        return per_iteration(d, o.by, skip_first=o.skip_first or 0), None
     except NvtxsimError as exc:
         if o.by_given:
             raise

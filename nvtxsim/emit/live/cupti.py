@@ -34,12 +34,16 @@ from typing import Any
 from nvtxsim.emit.live import cupti_records as recs
 from nvtxsim.emit.live.gpu import GpuTiming, PhaseGpu, Span
 from nvtxsim.emit.notices import report_once
+from nvtxsim.envflags import env_flag
 
 FLUSH_PERIOD_MS = 100  # CUPTI's worker thread delivers the records it has at least this often
 GPU_WAIT_S = 10.0  # how long the writer waits for a window's records before giving up on them
 MAX_OPS = 20_000_000  # ops held for the writer (about 33 B each); past that a buffer's ops are dropped and counted
 TICKET_BASE = 0x4E560000  # markers' values start here (wrapping at 2**32): unlike any value a program memsets
 ACTIVITY_KINDS = (recs.CONCURRENT_KERNEL, recs.MEMCPY, recs.MEMSET)
+#: Also record the CUDA runtime API calls (their records are read and ignored): a diagnostic switch, for a CUPTI
+#: that gives ops correlation ids only beside API records. It costs about a launch's time per launch.
+RUNTIME_ENV = "NVTXSIM_LIVE_CUPTI_RUNTIME"
 
 _state_lock = threading.Lock()
 _collector: Collector | None = None  # one per process: CUPTI has one set of buffer callbacks
@@ -56,7 +60,8 @@ class Collector:
         self.lock = threading.Lock()
         self.ops = recs.Ops()
         self.dropped = 0  # records dropped: by us (too many waiting, a buffer not readable) or by CUPTI
-        self.unreadable = 0
+        self.unreadable = 0  # buffers walked record by record (a kind without a layout in them)
+        self.received = 0  # ops (kernels and copies, not markers) that came in: the attribution's denominator
         self.last_delivery = time.monotonic()
         self.kinds = list(ACTIVITY_KINDS)
         self.enabled = False
@@ -75,6 +80,7 @@ class Collector:
             if ops is None:
                 ops = self._rewalk(raw)
             with self.lock:
+                self.received += ops.size
                 if self.ops.size + ops.size > MAX_OPS:  # the writer is behind: these ops go, the markers stay
                     self.dropped += ops.size
                     ops = recs.Ops(tickets=ops.tickets, records=ops.records, kinds=ops.kinds)
@@ -109,6 +115,8 @@ class Collector:
         """The activity kinds on (measured iterations) or off (the others: no records, no cost)."""
         if on == self.enabled or self.closed:
             return
+        if on:
+            self.kinds = list(ACTIVITY_KINDS) + ([recs.RUNTIME] if env_flag(RUNTIME_ENV) else [])
         for k in self.kinds:
             (self.api.enable if on else self.api.disable)(k)
         self.enabled = on
