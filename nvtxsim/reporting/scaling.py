@@ -247,17 +247,18 @@ def prediction_table(sc: Scaling) -> ViewTable | None:
     if not p:
         return None
     memory = sc.has_memory
-    cols = [Column("phase", "Phase"), Column("cpu_ns", "CPU/iter", "ns"), Column("gpu_ns", "GPU/iter", "ns")] + (
-        [Column("memory_bytes", "mem", "bytes")] if memory else []
-    )
-    notes = []
+    calls = any(r.get("per") == "call" for r in p["phases"])
+    cols = [Column("phase", "Phase")] + ([Column("per", "per", "num")] if calls else [])
+    cols += [Column("cpu_ns", "CPU", "ns"), Column("gpu_ns", "GPU", "ns")]
+    cols += [Column("memory_bytes", "mem", "bytes")] if memory else []
+    notes = ["CPU, GPU: per iteration" + ("; per call for the phases between iterations (per: call)" if calls else "")]
     if "phases_sum_cpu_ns" in p:
         notes.append(
             f"{p['phases'][0]['phase']}: its own fit; its phases' predictions add up to {fmt_ns(p['phases_sum_cpu_ns'])} CPU, "
             f"{fmt_ns(p['phases_sum_gpu_ns'])} GPU (each curve extrapolates on its own; nested phases count in both)"
         )
     if "peak_bytes" in p:
-        notes.append(f"peak GPU memory per iteration: {fmt_bytes(p['peak_bytes'])}")
+        notes.append(f"peak GPU memory (the process's and the phases' fitted peaks): {fmt_bytes(p['peak_bytes'])}")
     if p.get("extrapolated"):
         notes.append("outside the measured range: an extrapolation of the fits")
     return ViewTable("predict", f"Predicted at {sc.param}={_num(p['value'])}", cols, p["phases"], notes)
