@@ -206,3 +206,19 @@ def test_memory_view_leads_with_the_largest_rise(capsys):
     assert header.split()[2:4] == ["rise", "max"]
     rises = [r["rise_max_bytes"] for r in view["rows"]]
     assert rises == sorted(rises, reverse=True) and view["rows"][0]["phase"] == "nvtxsim:learning_iteration"
+
+
+def test_skip_first_drops_the_warm_up_calls_between_iterations(raw):
+    """--skip-first 16 (one learning iteration of 16 steps): the first update and its learning
+    iteration end before the first kept step, so they are warm-up; the other five remain."""
+    from nvtxsim.analysis.scaling import RunSpec, collect_run
+    from nvtxsim.analysis.selection import Selection
+    from nvtxsim.export.reader import load
+
+    path, n = DIRECT[0]
+    run = collect_run(RunSpec(str(path), n, str(n)), Selection(load(path)), skip_first=16)
+    assert run.iterations == 96 - 16 and run.learning_iterations == 5
+    updates = np.diff(_ranges(raw[n], "policy_update"), axis=1)[:, 0]
+    pu = run.phases["nvtxsim:policy_update"]
+    assert pu.per == "call" and sorted(pu.cpu.tolist()) == sorted(updates[1:].astype(float).tolist())
+    assert pu.memory == _rise_max(raw[n], "policy_update")  # memory counts every call, warm-up included
