@@ -115,11 +115,14 @@ def test_learning_update_is_scaled_per_call_against_the_raw_sql(direct, raw):
         d = np.diff(_ranges(raw[n], "policy_update"), axis=1)[:, 0].astype(float)
         assert row["calls"] == len(d) == 6
         assert row["cpu_ns"] == pytest.approx(np.median(d), abs=0.5)
+        assert row["cpu_ns_per_learning_iteration"] == pytest.approx(d.sum() / 6, abs=0.5)  # one update each
         meds.append(np.median(d))
         rels.append(max(np.std(np.log(d), ddof=1) / math.sqrt(len(d)), 0.01))
     slope = np.polyfit(np.log([1024, 4096, 16384, 49152]), np.log(meds), 1, w=1 / np.array(rels))[0]
     assert pu["fit"]["cpu"]["loglog_slope"] == pytest.approx(slope, abs=1e-9)
     assert not any("not scaled" in n for n in direct["doc"]["notes"])
+    li = _phase(direct["doc"], "learning_iteration")["fit"]
+    assert li["gpu_per_learning_iteration"]["class"] == li["gpu"]["class"] == "linear"
 
 
 def test_memory_is_the_largest_rise_over_every_call_against_the_raw_sql(direct, raw):

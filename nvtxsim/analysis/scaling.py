@@ -366,6 +366,7 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
         if memory:
             fits["memory"] = fit_exact("memory", x, np.array([p.memory or 0.0 for p in ps]))
             fits["peak"] = fit_exact("peak", x, np.array([p.peak or 0.0 for p in ps]))
+        fits.update(_per_learning_iteration_fits(x, ps))
         out.append(PhaseScaling(phase=name, fits=fits, per_run=_per_run(runs, name, fits), per=ps[0].per))
     peak = fit_exact("peak", x, np.array([float(r.process_peak) for r in runs], dtype=np.float64)) if memory else None
     sc = Scaling(param=param, runs=runs, phases=out, process_peak=peak)
@@ -373,6 +374,19 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
     if len(runs) < MIN_RUNS:
         sc.refused = f"classes need at least {MIN_RUNS} runs (got {len(runs)}): per-run values shown, no classes"
     return sc
+
+
+def _per_learning_iteration_fits(x: np.ndarray, ps: list[PhaseSamples]) -> dict[str, MetricFit]:
+    """A phase between iterations, scaled per learning iteration too: its calls' time per learning
+    iteration (one mean per run: an update every iteration, an evaluation every tenth spread over
+    them), fitted as exact per-run values. Empty unless every run recorded learning iterations."""
+    li = [p.per_learning_iteration for p in ps]
+    if ps[0].per != "call" or any(v is None for v in li):
+        return {}
+    return {
+        f"{m}_per_learning_iteration": fit_exact(m, x, np.array([v[i] for v in li if v is not None]))
+        for i, m in enumerate(("cpu", "gpu"))
+    }
 
 
 def _rng(phase: str, metric: str) -> np.random.Generator:

@@ -140,7 +140,10 @@ def class_table(sc: Scaling, per: str = "iteration") -> ViewTable | None:
             row["mem_last"] = _fmt("memory", ph.fits["memory"].centres[-1])
             row["net_last"] = _fmt("memory", ph.per_run[-1].get("net_bytes"))
         if per == "call":
-            row["li_last"] = _fmt("cpu", ph.per_run[-1].get("cpu_ns_per_learning_iteration"))
+            li = ph.fits.get("cpu_per_learning_iteration")
+            row["li_last"] = _fmt("cpu", ph.per_run[-1].get("cpu_ns_per_learning_iteration")) + (
+                f" ({li.cls}{' ?' if li.uncertain else ''})" if li is not None and li.cls else ""
+            )
         rows.append(row)
     if per == "call":
         title = "Between iterations, per call (learning updates, evaluation)"
@@ -167,7 +170,7 @@ def class_table(sc: Scaling, per: str = "iteration") -> ViewTable | None:
 
 _CALL_NOTE = (
     "phases that run only between the loop's iterations: one sample per call; "
-    "CPU/learning iter: their time summed over each learning iteration, on average"
+    "CPU/learning iter: their time summed over each learning iteration, on average, and its class"
 )
 
 
