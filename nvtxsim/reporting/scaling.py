@@ -127,24 +127,7 @@ def class_table(sc: Scaling, per: str = "iteration") -> ViewTable | None:
         cols += [Column("mem_last", f"mem @{last}", "num"), Column("net_last", f"net @{last}", "num")]
     if per == "call":
         cols.append(Column("li_last", f"CPU/learning iter @{last}", "num"))
-    rows = []
-    for ph in shown:
-        row = {"phase": ph.phase}
-        for m, f in ph.fits.items():
-            row[f"{m}_class"] = (f.cls or "") + (" ?" if f.uncertain else "")
-            row[f"{m}_exp"] = _exp(f)
-        row["cpu_slope"] = _slope(ph.fits["cpu"])
-        row["cpu_last"] = _fmt("cpu", ph.fits["cpu"].centres[-1])
-        row["gpu_last"] = _fmt("gpu", ph.fits["gpu"].centres[-1])
-        if memory:
-            row["mem_last"] = _fmt("memory", ph.fits["memory"].centres[-1])
-            row["net_last"] = _fmt("memory", ph.per_run[-1].get("net_bytes"))
-        if per == "call":
-            li = ph.fits.get("cpu_per_learning_iteration")
-            row["li_last"] = _fmt("cpu", ph.per_run[-1].get("cpu_ns_per_learning_iteration")) + (
-                f" ({li.cls}{' ?' if li.uncertain else ''})" if li is not None and li.cls else ""
-            )
-        rows.append(row)
+    rows = [_class_row(ph, memory) for ph in shown]
     if per == "call":
         title = "Between iterations, per call (learning updates, evaluation)"
         return ViewTable("scaling_calls", title, cols, rows, [_CALL_NOTE] + _doubt_notes(shown))
@@ -166,6 +149,26 @@ def class_table(sc: Scaling, per: str = "iteration") -> ViewTable | None:
         )
     title = f"Scaling with {sc.param} ({', '.join(_num(v) for v in sc.values)}); per iteration of {sc.runs[0].key}"
     return ViewTable("scaling", title, cols, rows, notes)
+
+
+def _class_row(ph, memory: bool) -> dict:
+    """One phase's row of :func:`class_table`: classes (``?`` in doubt), exponents, values at the largest N."""
+    row = {"phase": ph.phase}
+    for m, f in ph.fits.items():
+        row[f"{m}_class"] = (f.cls or "") + (" ?" if f.uncertain else "")
+        row[f"{m}_exp"] = _exp(f)
+    row["cpu_slope"] = _slope(ph.fits["cpu"])
+    row["cpu_last"] = _fmt("cpu", ph.fits["cpu"].centres[-1])
+    row["gpu_last"] = _fmt("gpu", ph.fits["gpu"].centres[-1])
+    if memory:
+        row["mem_last"] = _fmt("memory", ph.fits["memory"].centres[-1])
+        row["net_last"] = _fmt("memory", ph.per_run[-1].get("net_bytes"))
+    if ph.per == "call":
+        li = ph.fits.get("cpu_per_learning_iteration")
+        row["li_last"] = _fmt("cpu", ph.per_run[-1].get("cpu_ns_per_learning_iteration")) + (
+            f" ({li.cls}{' ?' if li.uncertain else ''})" if li is not None and li.cls else ""
+        )
+    return row
 
 
 _CALL_NOTE = (
