@@ -378,6 +378,7 @@ def _csv_table(sc: Scaling) -> ViewTable:
         for m in METRICS:
             f = ph.fits.get(m)
             head[f"{m}_class"] = f.cls if f else ""
+            head[f"{m}_class_uncertain"] = f.uncertain if f else ""
             head[f"{m}_exponent"] = f.exponent if f and f.exponent is not None else ""
             head[f"{m}_loglog_slope"] = f.slope if f and f.slope is not None else ""
             head[f"{m}_loglog_slope_err"] = f.slope_err if f and f.slope_err is not None else ""
