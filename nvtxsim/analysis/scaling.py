@@ -175,6 +175,7 @@ class PhaseSamples:
     peak: float | None = None  # bytes: the most the process held while any call was open
     per_learning_iteration: tuple[float, float] | None = None  # (CPU ns, GPU ns) per learning iteration, mean
     ran_in: float = 1.0  # the share of the iterations in which it ran (its samples come from those)
+    by_call: tuple[np.ndarray, np.ndarray] | None = None  # a phase inside iterations: (CPU, GPU) per call
 
 
 @dataclass
@@ -221,6 +222,11 @@ def collect_run(spec: RunSpec, detail, *, by: str | None = None, skip_first: int
         calls = outside[detail.label_names[r.label[outside]] == name]
         if len(calls):
             phases[name] = _per_call(detail, calls, li)
+    for name, ph in phases.items():
+        if ph.per == "iteration" and name != it.key:
+            calls = detail.selected[detail.label_names[r.label[detail.selected]] == name]
+            calls = calls[r.end[calls] >= start] if skip_first else calls
+            ph.by_call = ((r.end[calls] - r.start[calls]).astype(np.float64), detail.gpu.busy[calls].astype(np.float64))
     _add_memory(detail, phases)
     notes = []
     skipped = sorted(set(it.unassigned) - set(phases))
@@ -288,7 +294,7 @@ def _add_memory(detail, phases: dict[str, PhaseSamples]) -> None:
 
 
 def check_phase_sets(runs: Sequence[RunData], param: str) -> None:
-    """All runs must have the same phases, each sampled the same way: name which are missing where."""
+    """All runs must have the same phases (and GPU memory events in all or none): name which are missing where."""
     every = sorted(set().union(*(r.phases for r in runs)))
     missing = []
     for name in every:
@@ -299,14 +305,6 @@ def check_phase_sets(runs: Sequence[RunData], param: str) -> None:
         raise NvtxsimError(
             "runs have different phases: " + "; ".join(missing) + " (use --match to compare the common ones)"
         )
-    for name in every:
-        per = {r.phases[name].per for r in runs}
-        if len(per) > 1:
-            inside = ", ".join(f"{param}={r.spec.text}" for r in runs if r.phases[name].per == "iteration")
-            raise NvtxsimError(
-                f"{name} runs inside the iterations in some runs ({inside}) and only between them in others: "
-                "its samples do not compare (use --match to leave it out)"
-            )
     with_memory = [r for r in runs if r.has_memory]
     if with_memory and len(with_memory) < len(runs):
         without = ", ".join(f"{Path(r.spec.path).name} ({param}={r.spec.text})" for r in runs if not r.has_memory)
@@ -352,6 +350,7 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
     """Fit every phase's CPU, GPU and memory against the parameter."""
     runs = sorted(runs, key=lambda r: r.spec.value)
     check_phase_sets(runs, param)
+    mixed = _sample_mixed_per_call(runs)
     x = np.array([r.spec.value for r in runs], dtype=np.float64)
     memory = all(r.has_memory for r in runs)
     out = []
@@ -371,9 +370,27 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
     peak = fit_exact("peak", x, np.array([float(r.process_peak) for r in runs], dtype=np.float64)) if memory else None
     sc = Scaling(param=param, runs=runs, phases=out, process_peak=peak)
     sc.notes = [n for r in runs for n in r.notes]
+    if mixed:
+        sc.notes.append(
+            f"inside the iterations in some runs, only between them in others, so scaled per call: {', '.join(mixed)}"
+        )
     if len(runs) < MIN_RUNS:
         sc.refused = f"classes need at least {MIN_RUNS} runs (got {len(runs)}): per-run values shown, no classes"
     return sc
+
+
+def _sample_mixed_per_call(runs: Sequence[RunData]) -> list[str]:
+    """A phase that runs inside the iterations in some runs and only between them in others (a reset
+    that, at small N, no env needs after the first) is sampled per call in every run: its calls
+    compare, its iterations do not. Returns those phases."""
+    mixed = sorted(n for n in runs[0].phases if len({r.phases[n].per for r in runs}) > 1)
+    for r in runs:
+        for name in mixed:
+            ph = r.phases[name]
+            if ph.per == "iteration" and ph.by_call is not None:
+                ph.cpu, ph.gpu = ph.by_call
+                ph.per, ph.ran_in = "call", 1.0
+    return mixed
 
 
 def _per_learning_iteration_fits(x: np.ndarray, ps: list[PhaseSamples]) -> dict[str, MetricFit]:
