@@ -225,3 +225,21 @@ def test_skip_first_drops_the_warm_up_calls_between_iterations(raw):
     pu = run.phases["nvtxsim:policy_update"]
     assert pu.per == "call" and sorted(pu.cpu.tolist()) == sorted(updates[1:].astype(float).tolist())
     assert pu.memory == _rise_max(raw[n], "policy_update")  # memory counts every call, warm-up included
+
+
+def test_three_runs_as_the_issue_had_them(direct):
+    """4096, 16384 and 49152 envs only: three points fit a + b·N^k exactly, so an exponent pinned at
+    the grid's end is common; none of them is reported as certain, and the memory classes hold."""
+    from nvtxsim.analysis.scaling import analyse
+
+    doc = as_dict(analyse(direct["sc"].runs[1:], "num_envs"))
+    assert doc["values"] == [4096, 16384, 49152]
+    pinned = [
+        (p["phase"], m)
+        for p in doc["phases"]
+        for m, f in p["fit"].items()
+        if f["class"] not in (None, "none", "constant") and (f["exponent"] <= 0.05 + 1e-9 or f["exponent"] >= 3 - 1e-9)
+    ]
+    assert pinned and all(_phase(doc, ph[8:])["fit"][m]["class_uncertain"] for ph, m in pinned)
+    assert _phase(doc, "reset")["memory_class"] == "superlinear"
+    assert _phase(doc, "policy_update")["memory_class"] == "linear" and _phase(doc, "policy_update")["per"] == "call"
