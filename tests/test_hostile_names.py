@@ -326,6 +326,7 @@ def test_html_json_cannot_close_the_script_block():
     assert json.loads(text) == {"x": "</script><!--<script>&\u2028\u2029"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["report", "compare"])
 def test_html_in_chromium_runs_no_injected_script(export, tmp_path, command):
     browser = chromium()  # fails, not skips, in CI

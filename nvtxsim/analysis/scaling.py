@@ -113,6 +113,15 @@ def parse_runs(items: Sequence[str]) -> list[RunSpec]:
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMGTkmgt]?)(i?)([Bb]?)\s*$")
 
 
+def require_sweep(runs: Sequence[RunSpec]) -> None:
+    """A sweep is runs at two values or more (classes need three): one run scales against nothing."""
+    if len(runs) < 2:
+        raise NvtxsimError(
+            f"one run ({runs[0].path if runs else 'none'}): scaling needs runs at two values or more "
+            f"(classes need {MIN_RUNS}), as RUN=VALUE each"
+        )
+
+
 def parse_size(text: str) -> int:
     """``80GiB``, ``80G`` (binary), ``80GB`` (decimal), ``512MiB``, ``1.5TiB``, or plain bytes → bytes."""
     m = _SIZE.match(text)

@@ -162,7 +162,7 @@ def findings_table(fs: Findings) -> ViewTable:
     )
 
 
-def overlap_table(d: Selection, *, by: str | None = None, skip_first: int = 0) -> ViewTable:
+def overlap_table(d: Selection, *, by: str | None = None, skip_first: int | None = 0) -> ViewTable:
     """Other threads' GPU work by the phase open at launch: a time-overlap attribution beside nsys's columns."""
     from nvtxsim.analysis.findings import OUTSIDE, OUTSIDE_LOOP, Context, overlap_rows
 

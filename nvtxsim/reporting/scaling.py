@@ -20,6 +20,7 @@ from nvtxsim.analysis.scaling import (
     memory_budget,
     parse_runs,
     predict,
+    require_sweep,
 )
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
@@ -46,7 +47,9 @@ def sweep(
     if skip_first < 0:
         raise NvtxsimError("--skip-first must be >= 0")
     runs, notes = [], []
-    for spec in parse_runs(items):
+    specs = parse_runs(items)
+    require_sweep(specs)
+    for spec in specs:
         export = load(spec.path)
         dom, note = resolve_domain(export, domain, given=domain_given)
         if note:
@@ -202,13 +205,14 @@ def run_table(sc: Scaling) -> ViewTable:
             Column("peak_bytes", "peak", "bytes"),
         ]
     cols.append(Column("throughput", f"{sc.param}·steps/s", "num"))
+    if any(ph.per == "call" for ph in sc.phases):
+        cols.append(Column("per_li", "CPU/learning iter", "num"))
     rows = []
     for ph in sc.phases:
         for r in ph.per_run:
             row = dict(r, phase=ph.phase, value_text=_num(r["value"]), cpu_err=f"{100 * r['cpu_rel_err']:.1f} %")
             if ph.per == "call":
-                li = r.get("cpu_ns_per_learning_iteration")
-                row["throughput"] = f"{fmt_ns(li)}/learning iter" if li is not None else ""
+                row["throughput"], row["per_li"] = "", _fmt("cpu", r.get("cpu_ns_per_learning_iteration"))
             elif "steps_per_s" in r:
                 row["throughput"] = _rate(r["steps_per_s"])
             else:
@@ -217,7 +221,7 @@ def run_table(sc: Scaling) -> ViewTable:
     notes = [
         f"throughput: {sc.param} × iterations per second (env-steps/s when {sc.param} is the number of environments); "
         "a phase's cost: how much higher it would be if the phase took no time; "
-        "a phase between iterations: CPU/iter is per call, and its time per learning iteration is shown"
+        "a phase between iterations: CPU/iter is per call; CPU/learning iter: its calls' time per learning iteration, on average"
     ]
     if memory:
         notes.append(

@@ -6,7 +6,8 @@ iterations' time above the median. When CUDA calls of the overrunning phase make
 overrun, the cause is named (``evidence.cause``) and the advice fits it; a slow iteration whose
 overrun is a wait in a sync or copy that has its own finding is that finding's (its cost already
 holds the wait): its index goes to that finding's ``slow_iterations``, not into a second,
-overlapping cost. The excess of the outliers kept is explained CPU time: the bound kinds leave it out.
+overlapping cost; likewise one whose overrun is a stall that ``phase_stalls`` names (with its iteration
+numbers) is that finding's, and not reported again. The excess of the outliers kept is explained CPU time: the bound kinds leave it out.
 """
 
 from __future__ import annotations
@@ -89,8 +90,15 @@ def merge_waits(found: list[Finding], waits: list[Finding]) -> list[Finding]:
     return out
 
 
+def without_stalls(found: list[Finding], stalls: list[Finding]) -> list[Finding]:
+    """``found`` without the outliers whose overrunning phase has a phase_stalls finding naming all their
+    iterations: the stall is that finding's (its cost already holds it)."""
+    named = {(s.phase, i) for s in stalls for i in s.evidence.get("iterations", [])}
+    return [f for f in found if not all((f.phase, i) in named for i in f.evidence["iterations"])]
+
+
 def detect(ctx: Context, facts: Facts) -> list[Finding]:
-    out = merge_waits(outliers(ctx), facts.get("waits"))
+    out = without_stalls(merge_waits(outliers(ctx), facts.get("waits")), facts.get("stalls"))
     excess: dict[str, int] = {}
     for f in out:
         excess[f.phase] = excess.get(f.phase, 0) + f.evidence["phase_excess_ns"]
@@ -103,4 +111,4 @@ def evidence_text(e: dict, u: Units) -> str:
     return f"iterations {its}: up to {u.ns(e['max_ns'])}, median {u.ns(e['median_ns'])}"
 
 
-KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=("waits",), provides=("blocked_ns",), needs_cuda=False)
+KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=("waits", "stalls"), provides=("blocked_ns",), needs_cuda=False)
