@@ -120,16 +120,16 @@ def tree(d: Selection, o: ViewOptions) -> ViewTable:
                 "cross_thread": nd.cross_thread,
             }
         )
-    cols = [
-        Column("thread", "Thread"),
-        Column("phase", "Phase", "tree"),
-        Column("count", "N", "int"),
-        Column("cpu_incl_ns", "CPU incl", "ns"),
-        Column("cpu_self_ns", "CPU self", "ns"),
-        Column("self_share", "self %", "pct"),
-        Column("gpu_incl_ns", "GPU incl", "ns"),
-        Column("gpu_self_ns", "GPU self", "ns"),
-        Column("cross_thread", "cross-thread", "int"),
+    cols = [  # a narrow terminal keeps the self time and its share first: what the tree is read for
+        Column("thread", "Thread", shared_prefix=" / ", once=True),
+        Column("phase", "Phase", "tree", shared_prefix=":"),
+        Column("count", "N", "int", priority=3),
+        Column("cpu_incl_ns", "CPU incl", "ns", priority=1),
+        Column("cpu_self_ns", "CPU self", "ns", priority=0),
+        Column("self_share", "self %", "pct", priority=2),
+        Column("gpu_incl_ns", "GPU incl", "ns", priority=4, drop_if_empty=True),
+        Column("gpu_self_ns", "GPU self", "ns", priority=5, drop_if_empty=True),
+        Column("cross_thread", "cross-thread", "int", priority=6, drop_if_empty=True),
     ]
     notes = [
         "CPU self = range time minus its child ranges; GPU = busy time of the work launched inside (self: not inside a child)"
@@ -177,19 +177,19 @@ def iterations(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.iterations import loop_rates, phase_stats
 
     it, err = _iterations(d, o)
-    cols = [
-        Column("phase", "Phase"),
-        Column("iterations", "iters", "int"),
-        Column("per_iteration_count", "per iter", "float"),
-        Column("mean_ns", "mean", "ns"),
-        Column("p50_ns", "p50", "ns"),
-        Column("p90_ns", "p90", "ns"),
-        Column("p99_ns", "p99", "ns"),
-        Column("max_ns", "max", "ns"),
-        Column("share", "of iter", "pct"),
-        Column("gpu_p50_ns", "GPU p50", "ns"),
-        Column("gpu_p99_ns", "GPU p99", "ns"),
-        Column("gpu_max_ns", "GPU max", "ns"),
+    cols = [  # a narrow terminal keeps the typical time and its share of the iteration first
+        Column("phase", "Phase", shared_prefix=":"),
+        Column("iterations", "iters", "int", priority=4),
+        Column("per_iteration_count", "per iter", "float", priority=5),
+        Column("mean_ns", "mean", "ns", priority=2),
+        Column("p50_ns", "p50", "ns", priority=0),
+        Column("p90_ns", "p90", "ns", priority=8),
+        Column("p99_ns", "p99", "ns", priority=3),
+        Column("max_ns", "max", "ns", priority=9),
+        Column("share", "of iter", "pct", priority=1),
+        Column("gpu_p50_ns", "GPU p50", "ns", priority=7, drop_if_empty=True),
+        Column("gpu_p99_ns", "GPU p99", "ns", priority=10, drop_if_empty=True),
+        Column("gpu_max_ns", "GPU max", "ns", priority=11, drop_if_empty=True),
     ]
     if it is None:
         return ViewTable("iterations", "Per iteration", cols, [], [err or ""])
@@ -230,7 +230,7 @@ def _throughput(rows: list[dict], cols: list[Column], rates: LoopRates) -> tuple
         f"{per} per iteration{recorded}: {rate or 0:,.0f} env-steps/s (mean iteration); "
         "a phase's cost: how much higher that would be if the phase took no time"
     )
-    return cols + [Column("env_steps_per_s_cost", "env-steps/s cost", "int")], note
+    return cols + [Column("env_steps_per_s_cost", "env-steps/s cost", "int", priority=6)], note
 
 
 def slowest(d: Selection, o: ViewOptions) -> ViewTable:
