@@ -11,6 +11,7 @@ import pytest
 from synth import OUTLIER_ITERATIONS, PLANTED, make_planted
 
 from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, KINDS, OUTSIDE, SEVERITIES, analyse
+from nvtxsim.analysis.findings.os_calls import ADVICE as OS_ADVICE
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
 
@@ -144,7 +145,7 @@ REAL = {  # (phase, kind) planted by scripts/gpu/findings_workload.py
     ("nvtxsim:camera_readout", "pageable_copy"),
     ("nvtxsim:reward", "sync"),
     ("nvtxsim:reset", "cpu_bound"),
-    ("nvtxsim:observation", "outlier_iterations"),
+    ("nvtxsim:observation", "os_wait"),  # time.sleep in iterations 9, 27, 45: the OS trace holds the sleeps
     ("nvtxsim:policy_update", "other_thread_gpu"),
     (OUTSIDE, "unattributed_gpu"),
 }
@@ -167,7 +168,12 @@ def test_h200_planted_problem_is_found(real, phase, kind):
 @needs_real
 def test_h200_planted_evidence(real):
     by = {(f.phase, f.kind): f for f in real["planted"]}
-    assert set(by[("nvtxsim:observation", "outlier_iterations")].evidence["iterations"]) == {9, 27, 45}
+    stall = by[("nvtxsim:observation", "os_wait")]  # the slow iterations are its sleeps: one finding, not two
+    assert (
+        set(stall.evidence["slow_iterations"]) == {9, 27, 45}
+        and ("nvtxsim:observation", "outlier_iterations") not in by
+    )
+    assert stall.evidence["os_wait_category"] == "sleep" and stall.evidence["os_wait_top"]["clock_nanosleep"][0] == 3
     assert list(by[("nvtxsim:policy_update", "other_thread_gpu")].evidence["threads"])[0].startswith("pt_autograd")
     assert by[("nvtxsim:reward", "sync")].evidence["apis"] == {
         "cudaStreamSynchronize": 116
@@ -177,9 +183,7 @@ def test_h200_planted_evidence(real):
     # Iterations 20 and 40 follow a policy_update: the copy waits for its backward work. That is the copy's
     # finding (its cost holds the wait), not a second, overlapping outlier finding.
     assert copy.evidence["slow_iterations"] == [20, 40] and ("nvtxsim:camera_readout", "outlier_iterations") not in by
-    assert (
-        by[("nvtxsim:observation", "outlier_iterations")].advice == ADVICE["outlier_iterations"]
-    )  # time.sleep: no CUDA cause
+    assert by[("nvtxsim:observation", "os_wait")].advice == OS_ADVICE["sleep"]  # time.sleep: the sleep's advice
     assert by[("nvtxsim:sim_step", "launch_bound")].evidence["launches_per_range"] == 300
 
 
@@ -300,7 +304,16 @@ def test_export_without_cuda_trace_gets_no_gpu_diagnoses(tmp_path):
     con.commit()
     con.close()
     got = analyse(Selection(load(p)))
-    assert {f.kind for f in got.items} == {"outlier_iterations"} and "no CUDA trace" in got.notes[-1]
+    # no GPU kinds; what is left is the CPU side: the stalls, the phases busy on the CPU, the fsync wait in save
+    assert {f.kind for f in got.items} == {
+        "outlier_iterations",
+        "cpu_bound",
+        "os_wait",
+    } and "no CUDA trace" in got.notes[-1]
+    by = {(f.phase, f.kind): f for f in got.items}
+    assert ("nvtxsim:save", "os_wait") in by and ("nvtxsim:save", "cpu_bound") not in by  # waiting, not computing
+    reset = by[("nvtxsim:reset", "cpu_bound")]  # 30 × (3 ms of Python + a 4 µs launch + 4 µs of range edges)
+    assert reset.cost_ns == 30 * (3_000_000 + 4_000 + 4_000 + 500) and reset.evidence["no_cuda"]
 
 
 # --------------------------------------------------------------------------- other programs, the same classes of problem

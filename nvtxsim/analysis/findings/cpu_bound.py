@@ -7,12 +7,13 @@ busy 80 % of the iteration anyway, that CPU time is hidden behind GPU work and n
 Cost: the phase's CPU work minus its GPU busy time, at most the time the GPU sat idle during the
 phase. For an export held in memory the evidence adds the time in CUDA calls inside the phase
 and the top ones; when that is at least half its CPU time the phase is not Python-bound and the
-advice names the cause (``evidence.cause``: ``alloc``, ``module_load``).
+advice names the cause (``evidence.cause``: ``alloc``, ``module_load``). Without a CUDA trace the
+test is the phase's own CPU work (:mod:`.cpu_work`).
 """
 
 from __future__ import annotations
 
-from nvtxsim.analysis.findings import launch_bound
+from nvtxsim.analysis.findings import cpu_work, launch_bound
 from nvtxsim.analysis.findings.bound import LOAD_NEEDS, Load, loads
 from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES, cause, own_cuda_calls
@@ -63,6 +64,8 @@ def _cuda_call_time(ctx: Context, f: Finding) -> None:
 
 
 def detect(ctx: Context, facts: Facts) -> list[Finding]:
+    if not ctx.d.has_cuda:
+        return cpu_work.detect(ctx, facts, NAME)
     out = []
     saturation = _gpu_saturation(ctx)
     for load in loads(ctx, facts):
@@ -81,6 +84,8 @@ def detect(ctx: Context, facts: Facts) -> list[Finding]:
 
 
 def evidence_text(e: dict, u: Units) -> str:
+    if e.get("no_cuda"):
+        return cpu_work.evidence_text(e, u)
     calls = (
         f", CUDA calls {u.pct(e['cuda_calls_share'])} ({next(iter(e['cuda_calls_top']), '')})"
         if e.get("cuda_calls_top")
@@ -89,4 +94,4 @@ def evidence_text(e: dict, u: Units) -> str:
     return f"GPU busy {u.pct(e['gpu_busy_share'])} of its CPU time{calls}"
 
 
-KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=LOAD_NEEDS, needs_cuda=True)
+KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=LOAD_NEEDS, needs_cuda=False)

@@ -12,6 +12,7 @@ from nvtxsim.analysis.findings import (
     cpu_bound,
     gpu_bound,
     launch_bound,
+    os_wait,
     other_thread_gpu,
     outlier_iterations,
     pageable_copy,
@@ -30,6 +31,7 @@ REGISTRY: tuple[Kind, ...] = (
     cpu_bound.KIND,
     other_thread_gpu.KIND,
     gpu_bound.KIND,
+    os_wait.KIND,
     outlier_iterations.KIND,
     unattributed_gpu.KIND,
 )
@@ -90,7 +92,7 @@ def _analyse(detail: Selection, by: str | None, skip_first: int, threads: bool |
         if cuda or not k.needs_cuda:
             found += k.detect(ctx, facts.view(k))
     if not cuda:
-        looked = " and ".join(k.name.replace("_", " ") for k in REGISTRY if not k.needs_cuda)
+        looked = ", ".join(k.name.replace("_", " ") for k in REGISTRY if not k.needs_cuda)
         facts.note(f"no CUDA trace (nsys -t cuda): only {looked} were looked for")
     found.sort(key=lambda f: (f.kind in INFORMATIONAL, -f.cost_ns, f.phase, f.kind))  # actionable ones first
     return Findings(found, ctx.iterations, ctx.reference_ns, facts.notes)
