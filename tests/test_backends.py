@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from committed import committed_glob
 
 from nvtxsim.analysis.projection import project_stream
 from nvtxsim.export import streamed
@@ -21,7 +22,7 @@ from nvtxsim.reporting.pipeline import analyse, render
 from nvtxsim.reporting.views import VIEWS
 
 DATA = Path(__file__).resolve().parent / "data"
-EXPORTS = sorted((DATA / "gpu").glob("*.sqlite.gz")) + sorted((DATA / "reliability").glob("*.sqlite.gz"))
+EXPORTS = committed_glob("gpu", "*.sqlite.gz", at_least=7) + committed_glob("reliability", "*.sqlite.gz")
 
 
 def _inflate(gz: Path, folder: Path) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed_glob
 from synth import make_export
 
 import nvtxsim.analysis.stream as stream
@@ -140,9 +141,7 @@ def test_streamed_export_caches_its_projection(tmp_path, monkeypatch):
 
 
 def test_gzipped_export_is_cached_without_inflating(tmp_path, monkeypatch):
-    gz = sorted(GPU_DATA.glob("*.sqlite.gz"))
-    if not gz:
-        pytest.skip("no GPU export shipped")
+    gz = committed_glob(GPU_DATA, "*.sqlite.gz")
     src = tmp_path / gz[0].name
     shutil.copy(gz[0], src)
     ref = _report(src, cache=False)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed
 from synth import make_export
 
 
@@ -210,11 +211,8 @@ def test_export_without_ranges_says_so(tmp_path):
 
 def test_by_absent_lists_a_few_names_on_one_short_line():
     """emit_nvtx exports hold hundreds of paragraph-long names: the error names a few, shortened, close ones first."""
-    from pathlib import Path
 
-    torch_export = Path(__file__).parent / "data" / "gpu" / "torch_nvtx_h200.sqlite.gz"
-    if not torch_export.exists():
-        pytest.skip("H200 export not in this checkout")
+    torch_export = committed("gpu/torch_nvtx_h200.sqlite.gz")
     p = run_cli("report", str(torch_export), "--by", "train")
     assert_clean_error(p, "--by 'train': no range of that name; phases present: train_step | ")
     assert len(p.stderr) < 400 and " more" in p.stderr

@@ -70,34 +70,45 @@ def test_cpu_bound_without_cuda_or_os_trace_is_not_guessed(tmp_path):
 
     got, by = _find(tmp_path, loop)
     assert not [k for _, k in by if k in ("cpu_bound", "os_wait")]
-    assert any("cpu_bound not looked for" in n and "osrt" in n for n in got.notes)
-    assert any("os_wait not looked for" in n for n in got.notes)
+    assert [n for n in got.notes if "osrt" in n] == [
+        "export has no OS runtime trace (OSRT_API): profile with nsys -t osrt (nvtxsim profile does by default); "
+        "os_wait and cpu_bound not looked for (a phase asleep would look busy)"
+    ]
 
 
-def test_a_slow_iteration_that_is_a_lock_wait_is_the_os_wait_finding(tmp_path):
-    """Another thread holds the lock policy takes in iteration 6: one os_wait finding with that iteration,
-    not a second outlier_iterations cost for the same 40 ms."""
+def test_a_stall_that_is_a_lock_wait_names_it(tmp_path):
+    """Another thread holds the lock policy takes in iteration 6: one phase_stalls finding that names the lock
+    wait (category, call, advice), not a second os_wait or outlier_iterations cost for the same 40 ms."""
     got, by = _find(tmp_path, lambda b, i: _cpu_loop(b, i, lock_at=6))
-    lock = by[("nvtxsim:policy", "os_wait")]
-    assert lock.evidence["os_wait_category"] == "lock" and lock.evidence["slow_iterations"] == [6]
-    assert lock.advice == OS_ADVICE["lock"] and not [k for _, k in by if k == "outlier_iterations"]
-    assert "slow iterations 6" in evidence_text(lock)
+    lock = by[("nvtxsim:policy", "phase_stalls")]
+    assert lock.evidence["cause"] == "os_wait" and lock.evidence["os_wait_category"] == "lock"
+    assert lock.evidence["iterations"] == [6] and lock.evidence["os_wait_top"] == {"sem_wait": [1, 40 * MS]}
+    assert lock.advice == OS_ADVICE["lock"] and "OS lock: sem_wait 1×" in evidence_text(lock)
+    assert ("nvtxsim:policy", "os_wait") not in by and not [k for _, k in by if k == "outlier_iterations"]
 
 
 def test_an_outlier_names_the_os_wait_that_explains_it(tmp_path):
-    """A 30 ms sleep in 1 of 20 iterations of a 5 ms phase is under a quarter of the phase's time (no os_wait
-    finding), but it is the iteration's overrun: the outlier says sleep and clock_nanosleep, not 'compilation'."""
+    """A 35 ms sleep in 1 of 20 iterations of a 10 ms phase: no stall (under 5 × the phase's median), under a
+    quarter of the phase's time (no os_wait finding), but the iteration's overrun: the outlier says sleep and
+    clock_nanosleep, not 'compilation, GC or I/O'."""
 
     def loop(b, i):
-        b.phase("reset", lambda: (b.cpu(5 * MS), b.os_call("clock_nanosleep", 30 * MS) if i == 7 else None))
+        b.phase("reset", lambda: (b.cpu(10 * MS), b.os_call("clock_nanosleep", 35 * MS) if i == 7 else None))
         b.phase("physics", lambda: b.cpu(20 * MS))
 
     got, by = _find(tmp_path, loop, iterations=20)
     f = by[("nvtxsim:reset", "outlier_iterations")]
     assert f.evidence["cause"] == "os_wait" and f.evidence["iterations"] == [7]
-    assert f.evidence["os_wait_top"] == {"clock_nanosleep": [1, 30 * MS]} and f.advice == OS_ADVICE["sleep"]
+    assert f.evidence["os_wait_top"] == {"clock_nanosleep": [1, 35 * MS]} and f.advice == OS_ADVICE["sleep"]
     assert "OS sleep: clock_nanosleep 1×" in evidence_text(f)
-    assert ("nvtxsim:reset", "os_wait") not in by
+    assert ("nvtxsim:reset", "os_wait") not in by and ("nvtxsim:reset", "phase_stalls") not in by
+
+
+def test_an_os_wait_in_every_iteration_is_its_phase_finding(tmp_path):
+    """A wait that is part of every iteration (no stall, no outlier) is the os_wait finding, iterations or not."""
+    got, by = _find(tmp_path, lambda b, i: _cpu_loop(b, i))
+    assert {p for p, k in by if k == "os_wait"} == {"nvtxsim:reset", "nvtxsim:save"}
+    assert "slow_iterations" not in by[("nvtxsim:reset", "os_wait")].evidence
 
 
 def test_os_calls_inside_cuda_calls_are_the_cuda_calls(tmp_path):
@@ -129,17 +140,20 @@ def _truth(name: str) -> dict:
 
 
 @pytest.mark.skipif(not (GPU_DATA / "diagnosis" / "diag_lazy_stalls.sqlite.xz").exists(), reason="H200 captures absent")
-def test_h200_sleep_stalls_are_os_waits_and_busy_spikes_are_not():
-    """diag_lazy_stalls (H200, nsys -t cuda,nvtx,osrt): observation sleeps 30 ms every 25 iterations (an OS wait,
-    with those iterations); reward busy-waits 60 ms in three (Python: an outlier, never called an OS wait)."""
+def test_h200_sleep_stalls_name_the_os_wait_and_busy_spikes_do_not():
+    """diag_lazy_stalls (H200, nsys -t cuda,nvtx,osrt): observation sleeps 30 ms every 25 iterations (its stalls name
+    the sleep, clock_nanosleep); reward busy-waits 60 ms in three (Python: stalls with no OS cause, no os_wait)."""
     truth = _truth("diag_lazy_stalls")
     got = analyse(Selection(load(GPU_DATA / "diagnosis" / "diag_lazy_stalls.sqlite.xz")), skip_first=2)
     by = {(f.phase, f.kind): f for f in got.items}
-    stall = by[("nvtxsim:" + truth["periodic_stall"]["phase"], "os_wait")]
-    assert stall.evidence["slow_iterations"] == truth["periodic_stall"]["iterations"]
-    assert stall.evidence["os_wait_category"] == "sleep" and "clock_nanosleep" in stall.evidence["os_wait_top"]
+    stall = by[("nvtxsim:" + truth["periodic_stall"]["phase"], "phase_stalls")]
+    assert stall.evidence["iterations"] == truth["periodic_stall"]["iterations"]
+    assert stall.evidence["cause"] == "os_wait" and stall.evidence["os_wait_category"] == "sleep"
     n = len(truth["periodic_stall"]["iterations"])
-    assert n * truth["periodic_stall"]["ms"] * MS <= stall.cost_ns <= n * (truth["periodic_stall"]["ms"] + 5) * MS
-    spikes = by[("nvtxsim:" + truth["spikes"]["phase"], "outlier_iterations")]
+    assert stall.evidence["os_wait_top"]["clock_nanosleep"][0] == n
+    ms = truth["periodic_stall"]["ms"]
+    assert n * ms * MS <= stall.evidence["os_wait_ns"] <= n * (ms + 5) * MS
+    assert ("nvtxsim:" + truth["periodic_stall"]["phase"], "os_wait") not in by  # not counted twice
+    spikes = by[("nvtxsim:" + truth["spikes"]["phase"], "phase_stalls")]
     assert spikes.evidence["iterations"] == truth["spikes"]["iterations"] and spikes.evidence.get("cause") != "os_wait"
     assert ("nvtxsim:" + truth["spikes"]["phase"], "os_wait") not in by

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed
 
 from tests.nsys_util import needs_nsys, profile_python
 from tests.synth import make_export
@@ -138,9 +139,9 @@ def test_ranks_widen_per_rank_and_named_domain_fails(no_nvtxsim: Path) -> None:
 TORCH_EXPORT = ROOT / "tests" / "data" / "gpu" / "torch_nvtx_h200.sqlite.gz"
 
 
-@pytest.mark.skipif(not TORCH_EXPORT.exists(), reason="H200 capture of scripts/gpu/torch_nvtx.sh not committed yet")
 def test_h200_torch_cuda_nvtx_and_emit_nvtx_without_flags(tmp_path: Path) -> None:
     """torch.cuda.nvtx (default domain), nvtx.annotate(domain="data") and emit_nvtx, captured by nsys 2025.3."""
+    committed(TORCH_EXPORT)
     from tests.test_terminal_width import assert_fits, tty
 
     proc = cli("report", str(TORCH_EXPORT))

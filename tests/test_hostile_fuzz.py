@@ -9,7 +9,10 @@ import re
 import subprocess
 import sys
 
+import pytest
 from nsys_util import REPO
+
+pytestmark = pytest.mark.slow  # about 30 s: `-m 'not slow'` leaves it out locally; CI runs it
 
 CASES = 100  # ten batches of ten, seeds 1..10
 

@@ -144,6 +144,7 @@ def seed_report(tmp_path_factory) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", CASE_KINDS)
 def test_hostile_case(corpus, capsys, seed_report, kind):
     case = corpus.get(kind)
@@ -177,6 +178,7 @@ def test_hostile_case(corpus, capsys, seed_report, kind):
         assert leftovers(parent) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["random_bytes", "fifo", "truncated_half", "existing_output", "endless_view"])
 def test_hostile_case_in_a_real_process(corpus, kind):
     """The same contract seen from outside: exit code 2, one line on stderr, no traceback, no hang."""
@@ -241,6 +243,7 @@ def test_unwritable_output_directory(tmp_path):
         outdir.chmod(0o755)
 
 
+@pytest.mark.slow
 def test_millions_of_unclosed_ranges(tmp_path, capsys):
     """Two million ranges that never ended (generated in SQL): a correct report, flagged."""
     n = 2_000_000

@@ -1,22 +1,21 @@
 """Live timing with NVTXSIM_LIVE_GPU=cupti (issue 25): busy time per phase from CUPTI activity records.
 
-A fake ``cupti`` module stands in for cupti-python: it assigns correlation ids to API calls in call order,
-writes real-shaped records (CUpti_ActivityKernel10, Memcpy6, Memset4, API, ExternalCorrelation, at the byte
-offsets cupti-python 13.0.1's ``activity_*_dtype`` give, transcribed here) into a C buffer and hands objects
-(``kind``, ``correlation_id``, ``start``, ``end``, ... and ``int(obj)`` = the record's address, as the real
-ones) to the completed callback. Expected busy times are unions computed here, independently.
+A fake libcupti (``FakeLib``, the methods of :class:`nvtxsim.emit.live.cupti_lib.CuptiLib`) stands in for the
+real one: it assigns correlation ids to calls in call order, writes real-shaped records (CUpti_ActivityKernel10,
+Memcpy6, Memset4, API, ExternalCorrelation, at the byte offsets cupti-python 13.0.1's ``activity_*_dtype`` give,
+transcribed here) into buffers and hands their bytes to the completed callback; its marker is the memset the
+real marker makes. Expected busy times are unions computed here, independently.
 """
 
 from __future__ import annotations
 
-import ctypes
+import atexit
 import itertools
 import random
 import struct
 import sys
 import threading
 import time
-import types
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ import pytest
 
 import nvtxsim
 from nvtxsim.emit import live, notices, window
-from nvtxsim.emit.live import cuda_events, cupti_records
+from nvtxsim.emit.live import cuda_events, cupti_lib, cupti_records
 from nvtxsim.emit.live import cupti as cupti_mod
 from nvtxsim.live_record import LiveWindow
 
@@ -79,6 +78,7 @@ REAL = {
         88,
         {
             "kind": (0, "i"),
+            "value": (4, "I"),
             "bytes": (8, "Q"),
             "start": (16, "Q"),
             "end": (24, "Q"),
@@ -118,29 +118,15 @@ DTYPE_ATTRS = {
 NP_CODES = {"i": "<i4", "I": "<u4", "Q": "<u8", "B": "u1"}
 
 
-class Record:
-    """A cupti-python-like record object: fields as attributes, int() its address in the buffer."""
-
-    def __init__(self, buf, addr, fields, readable):
-        self._buf, self._addr, self._readable = buf, addr, readable
-        self.__dict__.update(fields)
-
-    def __int__(self):
-        if not self._readable:
-            raise TypeError("no address")
-        return self._addr
+UNKNOWN_KIND = 99  # a record kind the parser has no layout for (32 bytes): the buffer is walked record by record
 
 
-class FakeCupti:
-    """The parts of cupti.cupti live timing uses, with a fake driver behind (launch, marker)."""
+class FakeLib:
+    """The CuptiLib methods live timing uses, with a fake driver behind (launch, marker)."""
 
-    ActivityKind = types.SimpleNamespace(MEMCPY=1, MEMSET=2, DRIVER=4, CONCURRENT_KERNEL=10, EXTERNAL_CORRELATION=39)
-    ExternalCorrelationKind = types.SimpleNamespace(CUSTOM0=3, CUSTOM1=4)
-    driver_api_trace_cbid = types.SimpleNamespace(cuDriverGetVersion=2, cuDeviceGetCount=3)
-
-    def __init__(self, layout=REAL, addresses=True, batch=7, refuse=False, ext_records=True, api_records=True):
-        self.layout, self.addresses, self.batch, self.refuse = layout, addresses, batch, refuse
-        self.ext_records, self.api_records = ext_records, api_records
+    def __init__(self, layout=REAL, batch=7, refuse=False, marker_records=True, unknown=False):
+        self.layout, self.batch, self.refuse = layout, batch, refuse
+        self.marker_records, self.unknown = marker_records, unknown
         for kind, attr in DTYPE_ATTRS.items():
             size, cols = layout[kind]
             names = list(cols)
@@ -160,69 +146,59 @@ class FakeCupti:
         self.lock = threading.Lock()
         self.pending: list[tuple[int, dict]] = []
         self.enabled: set[int] = set()
-        self.driver_api: set[int] = set()
-        self.stack = threading.local()
-        self.callbacks = None
+        self.handler = None
         self.enable_calls: list[tuple[bool, int]] = []
         self.delivered = 0
+        self.rewalked = 0
+        self.finalized = False
 
     # ---- the API
-    def activity_register_callbacks(self, requested, completed):
+    def register(self, handler):
         if self.refuse:
-            raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
-        self.callbacks = (requested, completed)
+            raise RuntimeError("cuptiActivityRegisterCallbacks: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
+        self.handler = handler
 
-    def activity_enable(self, kind):
+    def enable(self, kind):
         self.enabled.add(kind)
         self.enable_calls.append((True, kind))
 
-    def activity_disable(self, kind):
+    def disable(self, kind):
         self.enabled.discard(kind)
         self.enable_calls.append((False, kind))
 
-    def activity_enable_driver_api(self, cbid, on):
-        (self.driver_api.add if on else self.driver_api.discard)(cbid)
-
-    def activity_flush_period(self, ms):
+    def flush_period(self, ms):
         self.period = ms
 
-    def activity_flush_all(self, flag):
-        self._deliver(force=True)
+    def flush_all(self, forced=False):
+        self._deliver()
 
-    def activity_push_external_correlation_id(self, kind, ext_id):
-        self._stack().append((kind, ext_id))
-
-    def activity_pop_external_correlation_id(self, kind):
-        return self._stack().pop()[1]
-
-    def activity_get_num_dropped_records(self, context, stream, ptr):
-        ctypes.c_size_t.from_address(ptr).value = 0
-
-    # ---- the fake driver
-    def _stack(self):
-        if not hasattr(self.stack, "s"):
-            self.stack.s = []
-        return self.stack.s
-
-    def marker(self, arg):
-        corr = next(self.corr)
-        if 2 in self.driver_api and self.api_records:
-            self._add(
-                4,
-                {
-                    "cbid": 2,
-                    "start": corr,
-                    "end": corr,
-                    "thread_id": threading.get_ident() & 0xFFFFFFFF,
-                    "correlation_id": corr,
-                },
-            )
-            for kind, ext_id in self._stack():
-                if 39 in self.enabled and self.ext_records:
-                    self._add(39, {"external_kind": kind, "external_id": ext_id, "correlation_id": corr})
+    def dropped(self):
         return 0
 
-    marker.__name__ = "cuDriverGetVersion"  # type: ignore[attr-defined]
+    def finalize(self):
+        self.finalized = True
+        self.handler = None
+
+    def rewalk(self, raw, layout):
+        """What cupti_lib.rewalk gives: the known records back to back (the unknown ones are 32 bytes)."""
+        self.rewalked += 1
+        out, off = [], 0
+        while off < len(raw):
+            kind = struct.unpack_from("<i", raw, off)[0]
+            size = 32 if kind == UNKNOWN_KIND else layout[kind][0]
+            if kind != UNKNOWN_KIND:
+                out.append(raw[off : off + size])
+            off += size
+        return b"".join(out)
+
+    # ---- the fake driver
+    def marker(self, value):
+        """The marker memset: MARK_BYTES bytes set to ``value``; its record when memsets are recorded."""
+        corr = next(self.corr)
+        if cupti_records.MEMSET in self.enabled and self.marker_records:
+            fields = {"value": value, "bytes": cupti_records.MARK_BYTES, "start": 5, "end": 10**12}
+            self._add(2, {**fields, "stream_id": 99, "correlation_id": corr})
+        return 0
 
     def launch(self, start, end, kind=10, nbytes=0, stream=7):
         """One kernel (kind 10) or copy (1, 2): its record when that kind is enabled; the correlation id it got."""
@@ -237,40 +213,41 @@ class FakeCupti:
     def _add(self, kind, fields):
         with self.lock:
             self.pending.append((kind, fields))
+            if self.unknown:
+                self.pending.append((UNKNOWN_KIND, {}))
             due = len(self.pending) >= self.batch
         if due:
             self._deliver()
 
-    def _deliver(self, force=False):
+    def _deliver(self):
         with self.lock:
             todo, self.pending = self.pending, []
-        if not todo or self.callbacks is None:
+        handler = self.handler
+        if not todo or handler is None:
             return
-        size = sum(self.layout[k][0] for k, _ in todo)
-        buf = ctypes.create_string_buffer(size)
-        base, off, objs = ctypes.addressof(buf), 0, []
+        size = sum(32 if k == UNKNOWN_KIND else self.layout[k][0] for k, _ in todo)
+        buf = bytearray(size)
+        off = 0
         for kind, fields in todo:
-            rec_size, cols = self.layout[kind]
+            rec_size, cols = (32, {"kind": (0, "i")}) if kind == UNKNOWN_KIND else self.layout[kind]
             for name, value in {"kind": kind, **fields}.items():
                 if name in cols:
                     struct.pack_into("<" + cols[name][1], buf, off + cols[name][0], value)
-            objs.append(Record(buf, base + off, {"kind": kind, **fields}, self.addresses))
             off += rec_size
-        self.delivered += len(objs)
-        self.callbacks[1](objs)
+        self.delivered += len(todo)
+        handler(bytes(buf))
 
 
 @pytest.fixture
 def fake_cupti(monkeypatch):
-    """A factory: installs a FakeCupti as ``cupti.cupti`` (and a fake torch whose CUDA is initialised)."""
+    """A factory: installs a FakeLib as the process's libcupti and marker (and a fake torch whose CUDA is
+    initialised); ``layout_from_dtypes``: the layouts read from the fake's dtypes, as from a cupti-python."""
 
-    def install(**kw):
-        fc = FakeCupti(**kw)
-        pkg = types.ModuleType("cupti")
-        pkg.cupti = fc  # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, "cupti", pkg)
+    def install(layout_from_dtypes=False, **kw):
+        fc = FakeLib(**kw)
+        layout = cupti_records.layouts(fc) if layout_from_dtypes else cupti_records.LAYOUTS
         monkeypatch.setitem(sys.modules, "torch", _FakeTorch)
-        monkeypatch.setattr(cupti_mod, "_marker_function", lambda: fc.marker)
+        monkeypatch.setattr(cupti_mod, "_open", lambda torch: (fc, fc.marker, layout))
         return fc
 
     monkeypatch.setattr(cupti_mod, "FLUSH_PERIOD_MS", 5)
@@ -282,7 +259,14 @@ def fake_cupti(monkeypatch):
     window.configure(None)
     yield install
     live.stop()
+    col = cupti_mod._collector
+    if col is not None:
+        col.shutdown()
+        atexit.unregister(col.shutdown)
     notices._reported.clear()
+
+
+_real_open = cupti_mod._open
 
 
 def _union(intervals):
@@ -354,17 +338,18 @@ def _expected(ranges):
     }
 
 
-@pytest.mark.parametrize("shape", ["bytes", "objects", "newer-layout", "no-external-ids", "no-external-ids-objects"])
+@pytest.mark.parametrize("shape", ["bytes", "newer-layout", "unknown-kind", "one-record-buffers"])
 def test_busy_time_counts_and_bytes_per_phase_match_an_independent_union(fake_cupti, shape):
-    """no-external-ids: CUPTI gives the markers' driver records only; tickets are paired with them in call order
-    per thread (a thread calling the marker function without marking is not paired)."""
-    layout = NEWER if shape == "newer-layout" else REAL
-    fc = fake_cupti(addresses="objects" not in shape, layout=layout, ext_records="no-external" not in shape)
+    """unknown-kind: every buffer holds records of a kind without a layout (walked record by record);
+    one-record-buffers: a buffer per record (markers and ops arrive in separate buffers)."""
+    fc = fake_cupti(
+        layout=NEWER if shape == "newer-layout" else REAL,
+        layout_from_dtypes=shape == "newer-layout",
+        unknown=shape == "unknown-kind",
+        batch=1 if shape == "one-record-buffers" else 7,
+    )
     records: list[dict] = []
     live.start(None, every=2, callback=records.append, gpu="cupti")
-    stray = threading.Thread(target=lambda: [fc.marker(None) for _ in range(3)])
-    stray.start()  # someone else's calls of the marker function
-    stray.join()
     truth = _training(fc)
     live.stop()
     assert [r["iterations"] for r in records] == [[0, 1], [2, 3]]
@@ -380,7 +365,7 @@ def test_busy_time_counts_and_bytes_per_phase_match_an_independent_union(fake_cu
     first = records[0]["phases"]
     assert first["nvtxsim:policy"]["gpu_ns"] == 2 * 150 and first["nvtxsim:sim_step"]["gpu_ns"] == 4 * 460
     assert first["nvtxsim:sim_step"]["kernels"] == 8 and first["nvtxsim:iteration"]["copy_bytes"] == 2 * (4096 + 2 * 64)
-    assert 2 in fc.driver_api and fc.delivered > 0
+    assert fc.delivered > 0 and (fc.rewalked > 0) == (shape == "unknown-kind")
 
 
 def test_sampling_switches_the_activity_kinds(fake_cupti):
@@ -422,7 +407,8 @@ def test_steps_aside_with_one_line_and_measures_with_events(fake_cupti, monkeypa
         monkeypatch.setenv("CUDA_INJECTION64_PATH", "/opt/nsys/libToolsInjection64.so")
     elif case == "missing":
         fake_cupti()
-        monkeypatch.setitem(sys.modules, "cupti", None)  # import cupti -> ImportError
+        monkeypatch.setattr(cupti_mod, "_open", _real_open)
+        monkeypatch.setattr(cupti_lib, "find_library", lambda: None)  # no libcupti anywhere
     else:
         fc = fake_cupti(refuse=True)
     cuda_events.POOL.clear()
@@ -438,7 +424,8 @@ def test_steps_aside_with_one_line_and_measures_with_events(fake_cupti, monkeypa
     assert len(lines) == 1 and "CUDA events" in lines[0]
     assert {r.get("gpu_mode") for r in records} == {"events"} and _FakeEvent.created > 0
     if case != "missing":
-        assert fc.callbacks is None and not fc.enabled  # CUPTI untouched (under nsys) or given up
+        assert fc.handler is None and not fc.enabled  # CUPTI untouched (under nsys) or given up
+    assert ("libcupti" in lines[0]) == (case == "missing")
 
 
 def test_union_against_brute_force():
@@ -525,7 +512,7 @@ def test_env_choice_of_gpu_timing(monkeypatch, capsys, raw, want):
 
 
 def test_markers_that_never_come_back_one_line_and_no_more_waiting(fake_cupti, monkeypatch, capsys):
-    fc = fake_cupti(ext_records=False, api_records=False)
+    fc = fake_cupti(marker_records=False)
     monkeypatch.setattr(cupti_mod, "GPU_WAIT_S", 0.3)
     records: list[dict] = []
     live.start(None, every=1, callback=records.append, gpu="cupti")
@@ -538,7 +525,7 @@ def test_markers_that_never_come_back_one_line_and_no_more_waiting(fake_cupti, m
     assert time.monotonic() - t0 < 3  # after the first window, the writer no longer waits for markers
     assert len(records) == 6 and all(r["phases"]["nvtxsim:sim_step"]["gpu_ns"] is None for r in records)
     err = [ln for ln in capsys.readouterr().err.splitlines() if "markers" in ln]
-    assert len(err) == 1 and "NVTXSIM_LIVE_CUPTI_MARKER=cuDeviceGetCount" in err[0]
+    assert len(err) == 1 and f"{cupti_records.MARK_BYTES} bytes" in err[0]
 
 
 def test_a_file_without_cupti_windows_keeps_its_table(tmp_path):
@@ -553,17 +540,16 @@ def test_a_file_without_cupti_windows_keeps_its_table(tmp_path):
 
 
 PROGRAM = """
-import sys, types
+import atexit, sys
 sys.path.insert(0, {tests!r})
 from test_live import _FakeTorch
-from test_live_cupti import FakeCupti
-fc = FakeCupti()
-pkg = types.ModuleType("cupti")
-pkg.cupti = fc
-sys.modules["cupti"], sys.modules["torch"] = pkg, _FakeTorch
+from test_live_cupti import FakeLib
+fc = FakeLib()
+atexit.register(lambda: print("finalized", fc.finalized, fc.enabled == set()))  # runs after live timing's own
+sys.modules["torch"] = _FakeTorch
 import nvtxsim
-from nvtxsim.emit.live import cupti as cupti_mod
-cupti_mod._marker_function = lambda: fc.marker
+from nvtxsim.emit.live import cupti as cupti_mod, cupti_records
+cupti_mod._open = lambda torch: (fc, fc.marker, cupti_records.LAYOUTS)
 cupti_mod.FLUSH_PERIOD_MS = 5
 for i in range(4):
     nvtxsim.step()
@@ -588,10 +574,76 @@ def test_from_the_environment_end_to_end(tmp_path):
         NVTXSIM_LIVE_GPU="cupti",
         NVTXSIM_LIVE_CUPTI_EXPERIMENTAL="1",
     )
-    assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
+    # at exit: the kinds disabled and CUPTI detached (finalize) before the interpreter goes
+    assert r.returncode == 0 and r.stdout.split() == ["done", "finalized", "True", "True"], r.stderr
     assert "CUPTI" not in r.stderr and "cupti" not in r.stderr
     lines = [LiveWindow.from_json(ln) for ln in out.read_text().splitlines()]
     assert [w.gpu_mode for w in lines if w] == ["cupti", "cupti"]
     p = [w.phases["nvtxsim:policy"] for w in lines if w]
     # per range: a kernel [0, 250) and a copy [100, 300) overlapping it: 300 ns busy, one kernel, one copy, 128 B
     assert [(x.gpu_ns, x.kernels, x.copies, x.copy_bytes) for x in p] == [(600, 2, 2, 256)] * 2
+
+
+def _pack(recs_):
+    out = bytearray()
+    for kind, fields in recs_:
+        size, cols = REAL[kind]
+        rec = bytearray(size)
+        for name, value in {"kind": kind, **fields}.items():
+            struct.pack_into("<" + cols[name][1], rec, cols[name][0], value)
+        out += rec
+    return bytes(out)
+
+
+def test_a_buffer_cut_into_ops_markers_and_external_ids():
+    """Against the records written: marker memsets become tickets (not ops), a memset of another size is a copy,
+    external-correlation records map correlation to external id; a cut or unknown record is not read."""
+    mark = cupti_records.MARK_BYTES
+    raw = _pack(
+        [
+            (2, {"value": 0x4E560001, "bytes": mark, "start": 1, "end": 2, "correlation_id": 10}),
+            (10, {"start": 100, "end": 150, "correlation_id": 11}),
+            (10, {"start": 120, "end": 300, "correlation_id": 12}),
+            (2, {"value": 0, "bytes": mark + 4, "start": 400, "end": 410, "correlation_id": 13}),
+            (1, {"bytes": 4096, "start": 500, "end": 520, "correlation_id": 14}),
+            (39, {"external_kind": 3, "external_id": 77, "correlation_id": 12}),
+            (2, {"value": 0x4E560002, "bytes": mark, "start": 1, "end": 2, "correlation_id": 15}),
+        ]
+    )
+    ops = cupti_records.parse_buffer(raw)
+    assert ops is not None and ops.records == 7 and ops.kinds == {2: 3, 10: 2, 1: 1, 39: 1}
+    assert ops.tickets == {0x4E560001: 10, 0x4E560002: 15} and ops.external == {12: 77}
+    corr, start, end, nbytes, copy = ops.columns()
+    assert sorted(zip(corr.tolist(), nbytes.tolist(), copy.tolist())) == [
+        (11, 0, False),
+        (12, 0, False),
+        (13, mark + 4, True),
+        (14, 4096, True),
+    ]
+    busy = cupti_records.attribute([("a", 10, 15), ("b", 11, 13), ("c", 15, 20)], ops)
+    assert busy["a"] == cupti_records.Busy(200 + 10 + 20, 2, 2, mark + 4 + 4096)
+    assert busy["b"] == cupti_records.Busy(180, 1, 0, 0) and busy["c"] == cupti_records.Busy(0, 0, 0, 0)
+    assert cupti_records.parse_buffer(raw[:-8]) is None  # the last record cut
+    assert cupti_records.parse_buffer(raw + struct.pack("<i", UNKNOWN_KIND) + bytes(28)) is None
+    assert cupti_records.parse_buffer(raw, expected=6) is None
+
+
+def test_buffer_callbacks_through_their_c_pointers_hand_over_the_valid_bytes_and_reuse_buffers():
+    import ctypes
+
+    got: list[bytes] = []
+    pool = cupti_lib.BufferPool(size=4096)
+    pool.handler = got.append
+    buf, size, most = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t(5)
+    pool.request(ctypes.byref(buf), ctypes.byref(size), ctypes.byref(most))
+    assert buf.value and (size.value, most.value) == (4096, 0)  # no record limit: CUPTI fills the buffer
+    ctypes.memmove(buf.value, b"abcdefgh", 8)
+    pool.complete(None, 0, buf.value, 4096, 6)
+    assert got == [b"abcdef"] and not pool.held
+    again = ctypes.c_void_p()
+    pool.request(ctypes.byref(again), ctypes.byref(size), ctypes.byref(most))
+    assert again.value == buf.value  # the buffer came back to the pool
+    pool.handler = lambda raw: 1 / 0  # a failing handler never reaches CUPTI, and the buffer still comes back
+    pool.complete(None, 0, again.value, 4096, 3)
+    pool.complete(None, 0, 0, 0, 0)  # CUPTI's empty call
+    assert len(pool.free) == 1 and not pool.held and got == [b"abcdef"]

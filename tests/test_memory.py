@@ -32,10 +32,21 @@ def loop(tmp_path: Path) -> Path:
 def test_window_levels_peak_rise_net():
     t = np.array([10, 20, 30, 40])
     level = np.cumsum([100, 50, -100, -50])
-    peak, rise, net = _window_levels(t, level, np.array([0, 15, 20, 35, 45, 10]), np.array([5, 35, 20, 50, 50, 40]))
+    windows = np.array([0, 15, 20, 35, 45, 10]), np.array([5, 35, 20, 50, 50, 40])
+    peak, rise, net, grow = _window_levels(t, level, *windows)
     assert peak.tolist() == [0, 150, 150, 50, 0, 150]
     assert rise.tolist() == [0, 50, 50, 0, 0, 150]
     assert net.tolist() == [0, -50, 50, -50, 0, 0]
+    assert grow.tolist() == [0, 50, 50, 0, 0, 150]  # the high-water mark: 100, 150, 150, 150 after each event
+
+
+def test_high_water_rise_is_not_a_rise_below_the_mark():
+    """Memory taken again after a free rises the level, not the high-water mark (what the process had held)."""
+    t = np.array([10, 20, 30, 40])
+    level = np.cumsum([100, -100, 60, 80])  # 100, 0, 60, 140
+    _, rise, _, grow = _window_levels(t, level, np.array([25, 35, 5]), np.array([35, 45, 45]))
+    assert rise.tolist() == [60, 80, 140]
+    assert grow.tolist() == [0, 40, 140]
 
 
 def test_phase_peak_counts_resident_memory_and_ignores_host_memory(loop):

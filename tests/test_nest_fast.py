@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed
 from synth import make_export, make_planted
 
 from nvtxsim.analysis import tree
@@ -13,11 +14,7 @@ from nvtxsim.analysis.projection import select_ranges
 from nvtxsim.export.reader import load
 
 GPU = Path(__file__).parent / "data" / "gpu"
-REAL = [
-    p
-    for p in ("demo_h200", "demo_h200_threads_graph", "rsl_rl_4096", "torch_nvtx_h200", "findings_planted")
-    if (GPU / f"{p}.sqlite.gz").exists()
-]
+REAL = ["demo_h200", "demo_h200_threads_graph", "rsl_rl_4096", "torch_nvtx_h200", "findings_planted"]
 
 
 def _both(monkeypatch, ex, sel):
@@ -35,7 +32,7 @@ def _same(a, b):
 
 @pytest.mark.parametrize("name", REAL)
 def test_fast_nesting_equals_the_stack_sweep_on_real_exports(monkeypatch, name):
-    ex = load(GPU / f"{name}.sqlite.gz")
+    ex = load(committed(GPU / f"{name}.sqlite.gz"))
     for domain in (None, "nvtxsim"):
         sel = select_ranges(ex, domain)
         r = ex.ranges

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 import pytest
+from committed import committed
 
 import nvtxsim
 from nvtxsim.analysis.findings import KINDS, REGISTRY
@@ -21,7 +22,6 @@ from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.pipeline import request
 
 PLANTED = Path(__file__).parent / "data" / "gpu" / "findings_planted.sqlite.gz"
-needs_real = pytest.mark.skipif(not PLANTED.exists(), reason="H200 captures not in this checkout")
 
 
 def _cli_request(*argv: str):
@@ -114,10 +114,9 @@ def test_a_new_registry_kind_is_accepted_without_a_change(monkeypatch):
     assert "brand_new" in {r.kind for r in parse_fail_on("all")}
 
 
-@needs_real
 def test_python_ci_gate_is_honest():
     """``failed_findings`` on an export full of problems: never an empty list because no kind was named."""
-    m = nvtxsim.report(PLANTED, skip_first=2)
+    m = nvtxsim.report(committed(PLANTED), skip_first=2)
     with pytest.raises(NvtxsimError, match="no finding kind"):
         m.failed_findings()  # no gate asked for: an error, not a silent pass
     # planted (scripts/gpu/findings_workload.py): a low sync in reward, a high pageable copy in camera_readout
@@ -132,9 +131,8 @@ def test_python_ci_gate_is_honest():
     assert nvtxsim.report(PLANTED, skip_first=2, findings=False).failed_findings(["all"]) == m.failed_findings("all")
 
 
-@needs_real
 def test_cli_severity_floor(capsys):
-    base = ["report", str(PLANTED), "--skip-first", "2", "-f", "json"]
+    base = ["report", str(committed(PLANTED)), "--skip-first", "2", "-f", "json"]
     assert main([*base, "--fail-on", "sync"]) == 1
     assert "--fail-on sync in nvtxsim:reward" in capsys.readouterr().err
     assert main([*base, "--fail-on", "sync:medium"]) == 0

@@ -161,3 +161,32 @@ def test_machine_formats_go_to_a_file_not_into_the_programs_stdout(tmp_path):
         *loop_cmd(tmp_path, 4),
     )
     assert again.returncode == 2 and "already exists" in again.stderr and not (tmp_path / "fmt2.sqlite").exists()
+
+
+def test_a_program_that_fails_before_any_range_is_blamed_and_leaves_no_files(tmp_path):
+    """``profile -- python3 trian.py`` (a typo): the program's exit is the cause, not ``-t nvtx``, and the
+    empty capture is removed so the retry needs no --force."""
+    for _ in range(2):  # the retry says the same: nothing left behind forces --force
+        proc = nvtxsim_cli(tmp_path, "profile", "-o", "x", "--", sys.executable, str(tmp_path / "trian.py"))
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert "exited with status 2 before its first NVTX range" in proc.stderr
+        assert "-t nvtx" not in proc.stderr and "--force" not in proc.stderr and "Traceback" not in proc.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_program_that_fails_after_its_ranges_keeps_its_capture(tmp_path):
+    proc = nvtxsim_cli(tmp_path, "profile", "--no-report", "-o", "run", "--", *loop_cmd(tmp_path, 3, 5))
+    assert proc.returncode == 5 and iteration_payloads(tmp_path / "run.sqlite") == [0, 1, 2]
+    assert "exited with status 5" in proc.stderr and "nothing to report" not in proc.stderr
+
+
+def test_cuda_traced_on_a_machine_without_gpu_does_not_blame_the_trace_flag(tmp_path):
+    """``--trace cuda,nvtx`` here (no GPU): the hint names the missing GPU, never ``-t cuda``."""
+    if capture.has_gpu():
+        pytest.skip("this machine has a GPU: the CUDA tables are written")
+    proc = nvtxsim_cli(
+        tmp_path, "profile", "--trace", "cuda,nvtx", "--report", "-", "-o", "run", "--", *loop_cmd(tmp_path, 4)
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "no CUDA trace (the capturing machine reported no GPU)" in proc.stdout, proc.stdout[-2000:]
+    assert "-t cuda" not in proc.stdout + proc.stderr

@@ -19,12 +19,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synth import DDL, global_tid
 
 from nvtxsim.analysis.projection import project, summarize
 from nvtxsim.export.reader import load
+
+pytestmark = pytest.mark.slow  # about 45 s of hypothesis examples: `-m 'not slow'` leaves it out locally; CI runs it
 
 # Threads: (process, thread). Three processes so correlation ids collide.
 THREADS = [(1000, 1000), (1000, 1001), (1001, 1001), (1001, 1002), (1002, 1002)]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed
 
 import nvtxsim
 
@@ -28,8 +29,7 @@ def _cli_json(*args: str) -> dict:
 
 @pytest.mark.parametrize("views", [None, "tree,kernels"])
 def test_report_model_json_is_the_cli_json(views):
-    if not DEMO.exists():
-        pytest.skip("no GPU export shipped")
+    committed(DEMO)
     model = nvtxsim.report(DEMO, **({"views": views} if views else {}))
     cli = _cli_json(str(DEMO), *(["--view", views] if views else []))
     assert json.loads(model.to_json()) == cli
@@ -37,8 +37,7 @@ def test_report_model_json_is_the_cli_json(views):
 
 
 def test_load_returns_the_columns():
-    if not DEMO.exists():
-        pytest.skip("no GPU export shipped")
+    committed(DEMO)
     export = nvtxsim.load(DEMO)
     assert len(export.ranges) and export.has_cuda
     assert nvtxsim.report(DEMO).source["ranges"] == len(export.ranges)
@@ -53,7 +52,30 @@ def test_import_stays_light():
 @pytest.mark.parametrize("views", ["summary", "summary,tree", "tree", "all"])
 def test_cuda_graph_warning_on_every_view(views):
     """One warning for graph-level CUDA graphs, whatever the views (it used to vanish with --view summary,tree)."""
-    if not GRAPHS.exists():
-        pytest.skip("no graph-level export shipped")
+    committed(GRAPHS)
     warnings = nvtxsim.report(GRAPHS, views=views).warnings
     assert sum("graph-level" in w for w in warnings) == 1, warnings
+
+
+def test_findings_are_a_sequence_most_costly_first():
+    """``model.findings[:1]`` (docs/report.md) works: the findings are a sequence of Finding."""
+    fs = nvtxsim.report(DEMO).findings
+    assert fs is not None and len(fs) == len(fs.items) > 0
+    assert fs[:1] == fs.items[:1] and fs[0] is fs.items[0] and list(fs) == fs.items
+    costs = [f.cost_ns for f in fs]
+    assert costs == sorted(costs, reverse=True)
+    assert nvtxsim.report(DEMO, findings=False).findings is None
+
+
+def test_a_view_not_asked_for_is_computed_and_a_wrong_name_is_one_clear_error():
+    model = nvtxsim.report(DEMO)  # the summary only
+    tree = model.view("tree")
+    assert tree.rows == nvtxsim.report(DEMO, views="tree").view("tree").rows
+    assert [t.name for t in model.views] == ["summary"] and "views" not in json.loads(model.to_json())
+    with pytest.raises(nvtxsim.errors.NvtxsimError, match="did you mean 'tree'"):
+        model.view("tre")
+
+
+def test_a_cpu_export_says_it_has_no_cuda():
+    export = nvtxsim.load(Path(__file__).resolve().parent / "data" / "reliability" / "cpu_loop_2022_4.sqlite.gz")
+    assert not export.has_cuda and export.gpu is None and export.api is None and len(export.ranges.start) > 0

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed
 from synth import make_export
 
 from nvtxsim.analysis import ranks
@@ -28,9 +29,7 @@ def rank_files(tmp_path_factory):
         p = tmp / f"rank{i}.sqlite"
         make_export(p, 40 + i, **kw)
         paths.append(p)
-    demo = GPU_DATA / "demo_h200.sqlite.gz"
-    if demo.exists():
-        paths.append(demo)
+    paths.append(committed(GPU_DATA / "demo_h200.sqlite.gz"))
     return paths
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed_glob
 from nsys_util import REPO, needs_nsys, nsys_stats, parse_stats_csv, profile_python, range_label, sum_by_name
 from synth import make_export
 
@@ -198,8 +199,10 @@ def test_real_capture_two_threads_nested(tmp_path):
 
 def _gpu_exports():
     """Every committed H200 export, gzipped or xz (nsys's CSVs were written beside each on the H200)."""
-    roots = [d for d in (GPU_DATA, ISAACLAB3_DATA) if d.is_dir()]
-    return sorted(p for d in roots for pattern in ("*.sqlite.gz", "*.sqlite.xz") for p in d.rglob(pattern))
+    return sorted(
+        committed_glob(GPU_DATA, "*.sqlite.gz", "*.sqlite.xz", at_least=7, recursive=True)
+        + committed_glob(ISAACLAB3_DATA, "*.sqlite.gz", "*.sqlite.xz", recursive=True)
+    )
 
 
 def _decompress(src: Path, dst: Path) -> None:
@@ -275,8 +278,6 @@ def test_gpu_exports_agree_with_nsys_csvs(tmp_path, gz):
 
 def test_cli_json_schema_on_shipped_export(tmp_path):
     exports = _gpu_exports()
-    if not exports:
-        pytest.skip("no GPU export committed yet")
     gz = exports[0]
     out = tmp_path / "r.json"
     proc = subprocess.run(

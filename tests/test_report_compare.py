@@ -64,7 +64,9 @@ def pair(tmp_path_factory):
 
 def test_slowdown_detected_and_gated(pair):
     base, new = pair
-    res = compare(Selection(load(base), domain=None), Selection(load(new), domain=None), CompareSettings(fail_above=20))
+    res = compare(
+        Selection(load(base), domain=None), Selection(load(new), domain=None), CompareSettings(by=None, fail_above=20)
+    )
     rows = {p.phase: p for p in res.phases}
     for lab in ("sim_step", "nvtxsim:sim_step"):
         p = rows[lab]
@@ -80,15 +82,19 @@ def test_slowdown_detected_and_gated(pair):
 
 def test_cli_exit_codes_and_formats(pair, tmp_path):
     base, new = pair
-    gate = cli(str(base), str(new), "--domain", "all", "--fail-above", "20", subprocess_run=True)
+    gate = cli(str(base), str(new), "--domain", "all", "--per-instance", "--fail-above", "20", subprocess_run=True)
     assert gate.returncode == 1
     assert gate.stderr.startswith("nvtxsim: regression in 2 phase(s): ") and "sim_step" in gate.stderr
     assert "REGRESSION" in gate.stdout
-    assert cli(str(base), str(new), "--domain", "all", "--fail-above", "80").returncode == 0  # +50 % is under the bar
-    assert cli(str(base), str(new), "--domain", "all").returncode == 0  # no gate, no failure
+    assert (
+        cli(str(base), str(new), "--domain", "all", "--per-instance", "--fail-above", "80").returncode == 0
+    )  # +50 % is under the bar
+    assert cli(str(base), str(new), "--domain", "all", "--per-instance").returncode == 0  # no gate, no failure
     for fmt in ("table", "csv", "json", "markdown", "html"):
         out = tmp_path / f"c.{fmt}"
-        p = cli(str(base), str(new), "--domain", "all", "-f", fmt, "-o", str(out), "--fail-above", "20")
+        p = cli(
+            str(base), str(new), "--domain", "all", "--per-instance", "-f", fmt, "-o", str(out), "--fail-above", "20"
+        )
         assert p.returncode == 1 and out.stat().st_size > 200, (fmt, p.stderr)
     doc = json.loads((tmp_path / "c.json").read_text())
     assert set(doc["regressions"]) == {"sim_step", "nvtxsim:sim_step"} and doc["settings"]["fail_above"] == 20
@@ -128,12 +134,12 @@ def test_added_removed_and_few_samples(tmp_path):
     res = compare(
         Selection(load(base), domain=None),
         Selection(load(new), domain=None),
-        CompareSettings(fail_above=0, min_samples=10_000),
+        CompareSettings(by=None, fail_above=0, min_samples=10_000),
     )
     rows = {p.phase: p for p in res.phases}
     assert rows["reward"].status == "removed" and rows["nvtxsim:reward"].status == "removed"
     assert all(p.status in ("removed", "too few samples") for p in res.phases) and not res.regressions
-    back = compare(Selection(load(new), domain=None), Selection(load(base), domain=None))
+    back = compare(Selection(load(new), domain=None), Selection(load(base), domain=None), CompareSettings(by=None))
     assert {p.phase: p.status for p in back.phases}["reward"] == "added"
 
 
@@ -185,4 +191,4 @@ def test_by_iteration_names_the_phases_outside_every_iteration():
     c = compare(base, new, CompareSettings(by="iteration", resamples=100))
     assert "ranges outside every 'iteration' range, not compared: nvtxsim:policy_update (base ×4, new ×7)" in c.notes
     assert "nvtxsim:policy_update" not in {p.phase for p in c.phases}
-    assert not any("outside every" in n for n in compare(base, new, CompareSettings(resamples=100)).notes)
+    assert not any("outside every" in n for n in compare(base, new, CompareSettings(by=None, resamples=100)).notes)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed
 from kernsum_check import check_kernels_against_kernsum
 from nsys_util import REPO, parse_stats_csv
 
@@ -23,9 +24,7 @@ GPU_DATA = REPO / "tests" / "data" / "gpu"
 
 def _export(name: str) -> Path:
     path = GPU_DATA / f"{name}.sqlite.gz"
-    if not path.exists():
-        pytest.skip(f"{path.name} not present")
-    return path
+    return committed(path)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +43,7 @@ def loaded():
 def test_kernel_table_agrees_with_nsys_nvtx_kern_sum(loaded, name):
     csv_path = GPU_DATA / f"{name}_nvtx_kern_sum.csv"
     d = loaded(name)
-    if not csv_path.exists():
-        pytest.skip("no nvtx_kern_sum CSV")
-    check_kernels_against_kernsum(d, parse_stats_csv(csv_path.read_text()), min_checked=50)
+    check_kernels_against_kernsum(d, parse_stats_csv(committed(csv_path).read_text()), min_checked=50)
 
 
 def test_camera_readout_copies_and_syncs(loaded):

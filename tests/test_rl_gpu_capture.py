@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed
 
 SUPPORT = Path(__file__).parent / "isaaclab_support"
 sys.path.insert(0, str(SUPPORT))
@@ -29,9 +30,7 @@ ENVS, STEPS, ITERATIONS = 4096, 24, 5
 
 @pytest.fixture(scope="module")
 def export():
-    if not PATH.exists():
-        pytest.skip(f"{PATH.name} not present")
-    return load(PATH)
+    return load(committed(PATH))
 
 
 def _spans(export) -> list[Span]:
@@ -92,8 +91,7 @@ def test_learning_iteration_view(export):
 
 def test_compare_by_a_range_one_export_lacks_names_that_export(tmp_path, capsys):
     """compare --by step against an export without steps: one line naming the export that lacks them."""
-    if not PATH.exists():
-        pytest.skip(f"{PATH.name} not present")
+    committed(PATH)
     from synth import LoopPhase, make_loop_export
 
     from nvtxsim.cli.main import main

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed_glob
 from nsys_util import needs_nsys, nsys_stats, sum_by_name
 from synth import make_export
 
@@ -93,9 +94,7 @@ def test_streamed_projection_equals_in_memory(tmp_path, monkeypatch, tiny_window
     assert summarize(ex, domain=None).as_dict() == summarize(ex2, domain=None).as_dict()
 
 
-@pytest.mark.parametrize(
-    "gz", sorted(GPU_DATA.glob("*.sqlite.gz")) if GPU_DATA.is_dir() else [], ids=lambda p: p.name.split(".")[0]
-)
+@pytest.mark.parametrize("gz", committed_glob(GPU_DATA, "*.sqlite.gz", at_least=7), ids=lambda p: p.name.split(".")[0])
 def test_streamed_projection_on_h200_exports(tmp_path, monkeypatch, tiny_windows, gz):
     import gzip
 

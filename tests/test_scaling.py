@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed
 from synth import LoopPhase, make_loop_export
 
 from nvtxsim.analysis.scaling import PowerFit, classify, fit_power, memory_budget, parse_runs, parse_size, predict
@@ -275,8 +276,8 @@ GiB = 1 << 30
 
 @pytest.fixture(scope="module")
 def h200() -> dict:
-    if not all((GPU_DIR / f"scaling_{n}.sqlite.gz").exists() for n in GPU_NS):
-        pytest.skip("H200 scaling exports not present")
+    for n in GPU_NS:
+        committed(GPU_DIR / f"scaling_{n}.sqlite.gz")
     sc = scaling_sweep([f"{GPU_DIR / f'scaling_{n}.sqlite.gz'}={n}" for n in GPU_NS], "num_envs", skip_first=2)
     sc.prediction = predict(sc, 65536)
     sc.budget = memory_budget(sc, 80 * GiB)
@@ -318,9 +319,7 @@ def test_h200_memory_budget_and_prediction(h200):
 
 
 def test_h200_report_memory_view(capsys):
-    path = GPU_DIR / "scaling_16384.sqlite.gz"
-    if not path.exists():
-        pytest.skip("H200 scaling exports not present")
+    path = committed(GPU_DIR / "scaling_16384.sqlite.gz")
     assert main(["report", str(path), "--view", "memory", "-f", "json"]) == 0
     rows = {r["phase"]: r for r in json.loads(capsys.readouterr().out)["views"]["memory"]["rows"]}
     assert rows["nvtxsim:pairwise"]["rise_max_bytes"] == pytest.approx(GiB, rel=0.01)
@@ -446,3 +445,66 @@ def test_default_key_is_the_reports_step_where_steps_were_recorded(tmp_path, cap
     assert {p["phase"] for p in doc["phases"]} == {"nvtxsim:step", "nvtxsim:policy", "nvtxsim:iteration"}
     rc, doc = run_json([*runs, "--param", "n", "--by", "iteration"], capsys)
     assert rc == 0 and doc["key"] == "nvtxsim:iteration"
+
+
+# --------------------------------------------------------------------------- fits that admit doubt (issue 22)
+
+
+def _samples(values, rng, spread=0.02, n=30):
+    return [v * np.exp(rng.normal(0, spread, n)) for v in values]
+
+
+def test_an_exponent_at_the_grids_bound_is_uncertain_and_shown_with_its_slope():
+    """All the growth in the last run: the fit asks for k > 3 and gets the grid's end. That is a
+    bound, not an estimate: marked, with the log-log slope beside it (as numpy.polyfit gives it)."""
+    from nvtxsim.analysis.fits import fit_metric
+    from nvtxsim.reporting.scaling import _exp
+
+    x = np.array([1024.0, 4096.0, 16384.0, 49152.0])
+    rng = np.random.default_rng(1)
+    f = fit_metric("cpu", x, _samples([100.0, 100.0, 101.0, 200.0], rng), np.random.default_rng(0))
+    assert f.cls == "superlinear" and f.exponent == 3.0
+    assert f.uncertain and "upper bound" in f.doubt and f.as_dict()["exponent_at_bound"] == "upper"
+    assert _exp(f) == f"≥3.00 (slope {f.slope:.2f})"
+    assert f.slope == pytest.approx(np.polyfit(np.log(x), np.log(f.centres), 1, w=1 / np.array(f.rel))[0])
+
+
+def test_a_zero_width_bootstrap_interval_is_uncertain_but_agreeing_runs_are_not():
+    """One sample per run: every resample is the same, the bootstrap interval has no width and says
+    nothing. The same values as exact per-run numbers (memory), left out one run at a time, agree."""
+    from nvtxsim.analysis.fits import fit_exact, fit_metric
+
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    y = 10.0 * x
+    f = fit_metric("gpu", x, [np.array([v]) for v in y], np.random.default_rng(0))
+    assert f.cls == "linear" and f.exponent_low == f.exponent_high and "zero width" in f.doubt
+    m = fit_exact("memory", x, y)
+    assert m.cls == "linear" and abs(m.exponent - 1) < 1e-3 and m.interval_from == "runs" and not m.uncertain
+
+
+def test_a_well_measured_exponent_is_certain_and_not_rounded_to_the_grid():
+    from nvtxsim.analysis.fits import fit_metric
+
+    x = np.array([1024.0, 2048.0, 4096.0, 8192.0])
+    rng = np.random.default_rng(2)
+    f = fit_metric("gpu", x, _samples(3e-3 * x**1.5, rng, spread=0.01), np.random.default_rng(0))
+    assert f.cls == "superlinear" and not f.uncertain and f.doubt == ""
+    assert f.exponent_low < f.exponent < f.exponent_high and abs(f.exponent - 1.5) < 0.02
+    assert f.exponent_high - f.exponent_low < 0.05
+
+
+def test_a_single_run_is_one_line_exit_2(sweep, capsys):
+    assert main(["scaling", sweep[0], "--param", "n"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.count("\n") == 1 and "two values or more" in cap.err
+    assert main(["profile", "--sweep", "n=5", "-o", "s", "--", "python3", "x.py", "{n}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "two or more" in err
+
+
+def test_runs_missing_memory_events_are_one_line_exit_2(sweep, tmp_path, capsys):
+    bare = tmp_path / "bare.sqlite"
+    make_loop_export(bare, phases(512, hostile=True), iterations=10, seed=1, memory=False)
+    assert main(["scaling", *sweep[:2], f"{bare}=512", "--param", "n"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GPU memory events missing in bare.sqlite (n=512)" in err

@@ -47,16 +47,22 @@ def test_planted_python_loops_are_cpu_bound_at_their_phase(planted):
 
 
 def test_planted_os_waits_are_named_with_category_and_iterations(planted):
-    for phase, t in _truth()["os_wait"].items():
-        f = planted[(f"nvtxsim:{phase}", "os_wait")]
-        assert f.evidence["os_wait_category"] == t["category"], phase
-        if "iterations" in t:
-            assert f.evidence["slow_iterations"] == t["iterations"], phase
-            n = len(t["iterations"])
-            assert n * t["ms"] * 0.95e6 <= f.evidence["os_wait_categories"][t["category"]] <= n * (t["ms"] + 10) * 1e6
-    assert "clock_nanosleep" in planted[("nvtxsim:reset", "os_wait")].evidence["os_wait_top"]
-    assert "fsync" in planted[("nvtxsim:save", "os_wait")].evidence["os_wait_top"]
-    assert not [k for _, k in planted if k == "outlier_iterations"]  # the slow iterations are the waits' findings
+    """The fsync in every iteration is save's os_wait; the sleeps and the lock, in a few iterations, are stalls
+    of their phase that name the wait (category, calls, iterations)."""
+    truth = _truth()["os_wait"]
+    save = planted[("nvtxsim:save", "os_wait")]
+    assert save.evidence["os_wait_category"] == truth["save"]["category"] and "fsync" in save.evidence["os_wait_top"]
+    for phase in ("reset", "policy"):
+        t = truth[phase]
+        f = planted[(f"nvtxsim:{phase}", "phase_stalls")]
+        assert f.evidence["cause"] == "os_wait" and f.evidence["os_wait_category"] == t["category"], phase
+        assert f.evidence["iterations"] == t["iterations"], phase
+        n = len(t["iterations"])
+        assert n * t["ms"] * 0.95e6 <= f.evidence["os_wait_categories"][t["category"]] <= n * (t["ms"] + 10) * 1e6
+        assert (f"nvtxsim:{phase}", "os_wait") not in planted  # one finding per wait
+    assert "clock_nanosleep" in planted[("nvtxsim:reset", "phase_stalls")].evidence["os_wait_top"]
+    assert "sem_wait" in planted[("nvtxsim:policy", "phase_stalls")].evidence["os_wait_top"]
+    assert not [k for _, k in planted if k == "outlier_iterations"]
 
 
 def test_planted_hot_helper_is_named_by_its_function():

@@ -9,6 +9,12 @@ together; host memory kinds left out). For each range:
   its start included): what the GPU must have free for this phase.
 * **rise**: peak minus the level at the range's start: the phase's own transient footprint.
 * **net**: allocations minus frees inside the range: what the phase leaves allocated.
+* **grow**: how much the process's high-water mark (the most it had held since the capture began)
+  rose while the range was open: memory the process had never needed before this range. Under
+  PyTorch's default caching allocator the level is the allocator's reserved memory and frees
+  rarely reach the driver, so a phase's *rise* is mostly its cache growth in the first calls; the
+  largest *grow* over a phase's calls is what the phase added to the process's footprint, the
+  number that decides whether a larger run still fits (docs/scaling.md).
 
 Only allocations the driver sees are recorded. PyTorch's caching allocator keeps freed blocks
 and asks the driver only when its cache must grow, so without
@@ -34,6 +40,7 @@ class RangeMemory:
     peak: np.ndarray
     rise: np.ndarray
     net: np.ndarray
+    grow: np.ndarray  # rise of the process's high-water mark while the range was open
 
 
 def memory_events(export: Export) -> MemoryEvents | None:
@@ -55,7 +62,7 @@ def range_memory(export: Export, ranges: np.ndarray) -> RangeMemory | None:
     ranges = np.asarray(ranges, dtype=np.int64)
     r = export.ranges
     n = len(ranges)
-    peak, rise, net = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    peak, rise, net, grow = (np.zeros(n, dtype=np.int64) for _ in range(4))
     ev_pid, rng_pid = _process_keys(mem.global_pid, r.global_tid[ranges])
     one_group = not np.any(ev_pid)  # no globalPid column: every event belongs to every range
     for pid in np.unique(ev_pid):
@@ -66,9 +73,9 @@ def range_memory(export: Export, ranges: np.ndarray) -> RangeMemory | None:
         order = np.argsort(mem.start[ev], kind="stable")
         t = mem.start[ev][order]
         level = np.cumsum(mem.delta[ev][order])
-        p, s, d = _window_levels(t, level, r.start[ranges[sel]], r.end[ranges[sel]])
-        peak[sel], rise[sel], net[sel] = p, s, d
-    return RangeMemory(peak=peak, rise=rise, net=net)
+        p, s, d, g = _window_levels(t, level, r.start[ranges[sel]], r.end[ranges[sel]])
+        peak[sel], rise[sel], net[sel], grow[sel] = p, s, d, g
+    return RangeMemory(peak=peak, rise=rise, net=net, grow=grow)
 
 
 def _process_keys(event_gpid: np.ndarray, range_gtid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,11 +89,13 @@ def _process_keys(event_gpid: np.ndarray, range_gtid: np.ndarray) -> tuple[np.nd
 
 def _window_levels(
     t: np.ndarray, level: np.ndarray, start: np.ndarray, end: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per window [start, end]: peak level, peak minus level at start, level change (events at ``start`` count inside)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per window [start, end]: peak level, peak minus level at start, level change and rise of the
+    high-water mark (events at ``start`` count inside)."""
     i0 = np.searchsorted(t, start, side="left")  # first event inside
     i1 = np.searchsorted(t, end, side="right")  # one past the last event inside
     padded = np.r_[0, level]
+    high = np.maximum.accumulate(padded)  # high[i]: the high-water mark after the first i events
     at_start = padded[i0]
     at_end = padded[i1]
     inside_max = at_start.copy()
@@ -99,7 +108,7 @@ def _window_levels(
         idx[0::2], idx[1::2] = a, b
         red = np.maximum.reduceat(np.r_[level, level[-1]], idx)[0::2]
         inside_max[has] = np.maximum(at_start[has], red)
-    return inside_max, inside_max - at_start, at_end - at_start
+    return inside_max, inside_max - at_start, at_end - at_start, high[i1] - high[i0]
 
 
 @dataclass
@@ -108,16 +117,19 @@ class PhaseMemory:
 
     phase: str
     instances: int
+    rise_max_bytes: int  # what the phase needs: the most it added to the level it opened at, over its calls
+    net_total_bytes: int
+    grow_max_bytes: int  # the most one call raised the process's high-water mark
     peak_bytes: int  # largest level while any instance was open
     peak_median_bytes: int
     rise_median_bytes: int
-    rise_max_bytes: int
     net_mean_bytes: int  # allocations minus frees per instance, on average
-    net_total_bytes: int
 
 
 def phase_memory(detail) -> list[PhaseMemory]:  # detail: a Selection (selection imports this module's importers)
-    """Per selected phase, the peak/rise/net GPU memory of its ranges (empty without memory events)."""
+    """Per selected phase, the rise/net/peak GPU memory of its ranges (empty without memory events),
+    the phase that needs the most first: its largest rise over its calls (with a caching allocator,
+    the first call that made the cache grow; a median over calls is 0 there)."""
     idx = detail.selected
     m = range_memory(detail.export, idx)
     if m is None or len(idx) == 0:
@@ -130,15 +142,16 @@ def phase_memory(detail) -> list[PhaseMemory]:  # detail: a Selection (selection
             PhaseMemory(
                 phase=str(detail.label_names[lab]),
                 instances=int(k.sum()),
+                rise_max_bytes=int(m.rise[k].max()),
+                net_total_bytes=int(m.net[k].sum()),
+                grow_max_bytes=int(m.grow[k].max()),
                 peak_bytes=int(m.peak[k].max()),
                 peak_median_bytes=int(np.median(m.peak[k])),
                 rise_median_bytes=int(np.median(m.rise[k])),
-                rise_max_bytes=int(m.rise[k].max()),
                 net_mean_bytes=int(round(float(m.net[k].mean()))),
-                net_total_bytes=int(m.net[k].sum()),
             )
         )
-    out.sort(key=lambda p: (-p.peak_bytes, p.phase))
+    out.sort(key=lambda p: (-p.rise_max_bytes, -p.peak_bytes, p.phase))
     return out
 
 

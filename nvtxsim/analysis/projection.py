@@ -313,6 +313,7 @@ class PhaseSummary:
     phases: list[PhaseStats]
     warnings: list[str] = field(default_factory=list)
     findings: Any | None = None  # nvtxsim.analysis.findings.Findings, when asked for (JSON: top-level "findings")
+    headline: Any | None = None  # nvtxsim.analysis.headline.Headline: the line above the table (text formats)
 
     def as_dict(self) -> dict:
         doc = {"source": self.source, "phases": [p.as_dict() for p in self.phases], "warnings": list(self.warnings)}
@@ -492,7 +493,7 @@ def _summary_warnings(export: Export, idx: np.ndarray, domain: str | None) -> li
             f"{n_cross} range(s) ended on another thread: counted on the CPU side, left out of GPU projection (as nsys does)"
         )
     if not export.has_cuda:
-        warnings.append("export has no CUDA trace (no CUPTI runtime/kernel tables): GPU columns are 0")
+        warnings.append(f"export has {export.no_cuda_reason}: GPU columns are 0")
     return warnings
 
 

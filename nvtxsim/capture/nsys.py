@@ -547,6 +547,22 @@ def run_profile(
     return CaptureResult(rc, report, sqlite, problem)
 
 
+def holds_nvtx_ranges(sqlite: Path) -> bool:
+    """Whether an export holds any NVTX event: a failed program that emitted none left nothing to report."""
+    import sqlite3
+
+    from nvtxsim.schema import NVTX_TABLE
+
+    try:
+        conn = sqlite3.connect(f"{sqlite.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return conn.execute(f"SELECT 1 FROM {NVTX_TABLE} LIMIT 1").fetchone() is not None
+        finally:
+            conn.close()
+    except sqlite3.Error:  # no such table, or not an export: nothing to report either
+        return False
+
+
 def _mtime(p: Path) -> float | None:
     try:
         return p.stat().st_mtime

@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from nvtxsim.schema import GPU_INFO_TABLE
+
 
 @dataclass
 class Ranges:
@@ -103,6 +105,15 @@ class Export:
     @property
     def has_cuda(self) -> bool:
         return self.api is not None and self.gpu is not None
+
+    @property
+    def no_cuda_reason(self) -> str:
+        """Why an export without CUDA tables has none, as far as the export can tell: nsys writes no CUDA
+        table whether ``-t cuda`` was left out or nothing ran on a GPU, so the hint blames ``-t cuda``
+        only when the capturing machine had a GPU (``TARGET_INFO_GPU``)."""
+        if GPU_INFO_TABLE not in self.tables:
+            return "no CUDA trace (the capturing machine reported no GPU)"
+        return "no CUDA trace (capture with nsys -t cuda, unless the program launched no CUDA work)"
 
     @property
     def backend(self) -> str:

@@ -1,11 +1,14 @@
-"""``nvtxsim compare``'s library: two loaded exports → :class:`~nvtxsim.analysis.compare.Comparison` → document.
+"""``nvtxsim compare``'s library: loaded exports (one or several runs per side) →
+:class:`~nvtxsim.analysis.compare.Comparison` → document.
 
-:func:`compare_exports` picks the domain both runs are compared in, compares them phase by phase and
-diffs their findings; :func:`compare_document` is what every format renders.
+:func:`compare_exports` picks the domain the runs are compared in, compares them phase by phase and
+diffs the findings of each side's first run; :func:`compare_document` is what every format renders. The
+page's verdict line is built from the rows (:func:`verdict_line`), so the two never disagree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 
 from nvtxsim.analysis.compare import CompareSettings, Comparison, PhaseDelta, compare
@@ -17,8 +20,8 @@ from nvtxsim.reporting.viewtable import Column, ViewTable
 
 
 def compare_exports(
-    base: Export,
-    new: Export,
+    base: Export | Sequence[Export],
+    new: Export | Sequence[Export],
     settings: CompareSettings,
     *,
     domain: str | None,
@@ -27,17 +30,22 @@ def compare_exports(
     findings: bool = True,
     names: tuple[str, str] = ("BASE", "NEW"),
 ) -> Comparison:
-    """``new`` against ``base``, phase by phase (``names``: how the notes call the two runs); ``findings``:
-    also which findings appeared or went away."""
-    domain, widened = common_domain(base, new, domain, domain_given, names)
-    details = [Selection(e, domain=domain, match=match) for e in (base, new)]
-    result = compare(details[0], details[1], settings)
+    """The ``new`` run(s) against the ``base`` run(s), phase by phase (``names``: how the notes call the first
+    run of each side); ``findings``: also which findings appeared or went away (first run of each side)."""
+    bases = [base] if isinstance(base, Export) else list(base)
+    news = [new] if isinstance(new, Export) else list(new)
+    domain, widened = common_domain(bases[0], news[0], domain, domain_given, names)
+    bsel = [Selection(e, domain=domain, match=match) for e in bases]
+    nsel = [Selection(e, domain=domain, match=match) for e in news]
+    result = compare(bsel, nsel, settings)
     result.notes[:0] = [widened] if widened else []
     if findings:
         from nvtxsim.analysis.findings import analyse, diff
 
-        found = [analyse(d, by=settings.by, skip_first=settings.skip_first) for d in details]
+        found = [analyse(d, by=result.by, skip_first=settings.skip_first) for d in (bsel[0], nsel[0])]
         result.findings = diff(*found)
+        if len(bases) + len(news) > 2:
+            result.notes.append("findings: those of the first run of each side")
     return result
 
 
@@ -78,50 +86,85 @@ def _row(p: PhaseDelta) -> dict:
     d["median_ci"] = interval(p.median_ci_low_pct, p.median_ci_high_pct)
     d["p99_delta"] = pct(p.p99_delta_pct)
     d["p99_ci"] = interval(p.p99_ci_low_pct, p.p99_ci_high_pct)
-    d["flag"] = "REGRESSION" if p.regression else (p.verdict if p.status == "compared" else p.status)
+    d["shift"] = pct(p.shift_pct)
+    d["shift_ci"] = interval(p.shift_low_pct, p.shift_high_pct)
+    d["share"] = pct(p.share_pct)
+    d["noise"] = f"{p.noise_pct:.1f} %" if p.noise_pct is not None else ""
+    d["flag"] = flag(p)
     return d
 
 
+def flag(p: PhaseDelta) -> str:
+    """The verdict cell: REGRESSION, slower, faster, no change, or the status of a phase not compared."""
+    return "REGRESSION" if p.regression else (p.verdict if p.status in ("compared", "run-wide") else p.status)
+
+
 def comparison_table(c: Comparison) -> ViewTable:
-    # Table order pairs base and new; a narrow terminal keeps the changes first, then the medians, then the rest.
+    # Table order pairs base and new; a narrow terminal keeps the verdict's numbers first, then the medians.
     cols = [
         Column("phase", "Phase"),
-        Column("base_n", "N base", "int", priority=8),
-        Column("new_n", "N new", "int", priority=9),
-        Column("base_median_ns", "median base", "ns", priority=1),
-        Column("new_median_ns", "median new", "ns", priority=2),
-        Column("median_delta", "Δ median", "num", priority=0),
-        Column("median_ci", "CI", "num", priority=3),
-        Column("base_p99_ns", "p99 base", "ns", priority=5),
-        Column("new_p99_ns", "p99 new", "ns", priority=6),
-        Column("p99_delta", "Δ p99", "num", priority=4),
-        Column("p99_ci", "CI", "num", priority=7),
+        Column("base_n", "N base", "int", priority=10),
+        Column("new_n", "N new", "int", priority=11),
+        Column("base_median_ns", "median base", "ns", priority=3),
+        Column("new_median_ns", "median new", "ns", priority=4),
+        Column("median_delta", "Δ median", "num", priority=5),
+        Column("median_ci", "CI", "num", priority=8),
+        Column("p99_delta", "Δ p99", "num", priority=9),
+        Column("p99_ci", "CI", "num", priority=12),
+        Column("shift", f"Δ {c.settings.gate} beyond", "num", priority=0),
+        Column("shift_ci", "interval", "num", priority=1),
+        Column("share", "of iteration", "num", priority=2),
+        Column("noise", "run noise", "num", priority=7),
         Column("flag", "verdict"),
     ]
-    title = f"{c.base.get('path', '')} → {c.new.get('path', '')}"
+    title = f"{_side(c.base_runs, c.base)} → {_side(c.new_runs, c.new)}"
     notes = list(c.notes)
-    if c.regressions:
-        notes.append("regressed: " + ", ".join(p.phase for p in c.regressions))
+    notes.append(verdict_line(c))
     return ViewTable("compare", title, cols, [_row(p) for p in c.phases], notes, page_title="All phases")
 
 
+def _side(runs: list[dict], first: dict) -> str:
+    name = first.get("path", "")
+    return f"{name} (+{len(runs) - 1} more)" if len(runs) > 1 else name
+
+
+def verdict_line(c: Comparison) -> str:
+    """One line of what the rows say: the regressions (with a gate) or the phases slower and faster."""
+    rows = [p for p in c.phases if p.status in ("compared", "run-wide")]
+    slower = [p.phase for p in rows if p.verdict == "slower" and not p.regression]
+    faster = [p.phase for p in rows if p.verdict == "faster"]
+    parts = []
+    if c.settings.fail_above is not None:
+        reg = [p.phase for p in c.regressions]
+        parts.append(f"regressed: {', '.join(reg)}" if reg else f"no regression (gate: {c.settings.fail_above:g} %)")
+    else:
+        parts.append("no gate (--fail-above not given)")
+    if slower:
+        parts.append(f"slower{' but under the gate' if c.settings.fail_above is not None else ''}: {', '.join(slower)}")
+    if faster:
+        parts.append(f"faster: {', '.join(faster)}")
+    if not slower and not faster and not c.regressions:
+        parts.append("no phase slower or faster beyond the noise")
+    return "; ".join(parts)
+
+
 def compare_document(c: Comparison) -> Document:
-    """The median change per phase (a figure on a page), the table, and the findings that appeared or went away."""
+    """The change per phase beyond the run-wide factor (a figure on a page), the table, and the findings that
+    appeared or went away."""
     t = comparison_table(c)
     dashed = "; dashed: --fail-above" if c.settings.fail_above is not None else ""
     forest = Figure(
         "forest",
-        "Median change per phase",
-        f"dot: Δ median; bar: {int(c.settings.confidence * 100)} % bootstrap interval{dashed}",
+        f"Change of the {c.settings.gate} per phase, beyond the run-wide factor",
+        f"dot: Δ beyond the factor; bar: its {int(c.settings.confidence * 100)} % interval (run-to-run noise included)"
+        f"{dashed}; ◀ ▶: beyond the axis, value written",
         c,
     )
     sections: list[Section] = [[forest, t]]
     if c.findings is not None:
         sections.append([_findings_change(c)])
-    if c.regressions:
-        verdict = Prose("warning", [f"regressed: {', '.join(p.phase for p in c.regressions)}"])
-    else:
-        verdict = Prose("note", ["no regression"])
+    line = verdict_line(c)
+    verdict = Prose("warning" if c.regressions else "note", [line])
     head = PageHead("nvtxsim compare", "nvtxsim compare", [SourcePart(t.title, isolated=False)], [verdict])
     flat = ViewTable("compare", "", [], [asdict(p) for p in c.phases])  # raw values, every field
     return Document("compare", sections, head, data=lambda: _json(c), flat=flat)

@@ -52,7 +52,7 @@ def line_text(line: Line, escape: Callable[[str], str] = str) -> str:
 #: source: what the output is about (export, nsys version, counts), one line made of ``lines`` as parts;
 #: heading: a heading per line; warning, note: under what they qualify; remark: a plain line under a table;
 #: items: a list, one item per line.
-ProseKind = Literal["source", "heading", "warning", "note", "remark", "items"]
+ProseKind = Literal["source", "headline", "heading", "warning", "note", "remark", "items"]
 
 
 @dataclass

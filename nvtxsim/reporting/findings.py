@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+import textwrap
 
 from nvtxsim.analysis.findings import Finding, Findings, Units, kind
 from nvtxsim.analysis.selection import Selection
@@ -78,7 +79,11 @@ def block_lines(fs: Findings, width: int | None = None) -> list[str]:
     w = min(width or BLOCK_WIDTH, BLOCK_WIDTH)
     shown = fs.items[:BLOCK_FINDINGS]
     more = f"; all {len(fs.items)}: --view findings" if len(fs.items) > len(shown) else ""
-    notes = [_fit(f"note: {n}", w) for n in fs.notes]  # what was not looked for: a "none" says nothing without it
+    notes = [  # what was not looked for: a "none" says nothing without it; wrapped to two lines at most
+        _fit(line, w)
+        for n in fs.notes
+        for line in textwrap.wrap(f"note: {n}", w, subsequent_indent="      ", max_lines=2, placeholder=" …")
+    ]
     if not fs.items:
         return [
             _fit("Findings: none over the thresholds" + ("" if notes else " (sync, copy, launch, CPU, GPU)"), w)
@@ -143,7 +148,7 @@ def findings_table(fs: Findings) -> ViewTable:
     )
 
 
-def overlap_table(d: Selection, *, by: str | None = None, skip_first: int = 0) -> ViewTable:
+def overlap_table(d: Selection, *, by: str | None = None, skip_first: int | None = 0) -> ViewTable:
     """Other threads' GPU work by the phase open at launch: a time-overlap attribution beside nsys's columns."""
     from nvtxsim.analysis.findings import OUTSIDE, OUTSIDE_LOOP, Context, overlap_rows
 

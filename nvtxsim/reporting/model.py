@@ -16,7 +16,7 @@ from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.document import Document, FindingsBlock, PageHead, Prose, Section, SourcePart
 from nvtxsim.reporting.escaping import json_text
-from nvtxsim.reporting.summary import heading_parts, json_document, summary_sections
+from nvtxsim.reporting.summary import heading_parts, headline_parts, json_document, summary_sections
 from nvtxsim.reporting.views import ViewOptions
 from nvtxsim.reporting.viewtable import ViewTable, fmt_ns
 
@@ -50,6 +50,7 @@ class ReportModel:
     detail: Selection | None = field(default=None, repr=False)
     page: dict | None = field(default=None, repr=False)
     found: Any = field(default=None, repr=False)  # the Findings computed (also when only --fail-on asked for them)
+    _extra_views: dict[str, ViewTable] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def source(self) -> dict:
@@ -64,14 +65,37 @@ class ReportModel:
         return self.summary.warnings
 
     @property
+    def headline(self) -> Any:
+        """The :class:`~nvtxsim.analysis.headline.Headline` above the summary (None without the summary view)."""
+        return self.summary.headline
+
+    @property
     def findings(self) -> Any:
         return self.summary.findings
 
     def view(self, name: str) -> ViewTable:
+        """The view ``name`` of this report. One the report did not ask for is computed here, on the same
+        ranges and options (it joins neither :attr:`views` nor the JSON); an unknown name is one
+        :class:`~nvtxsim.errors.NvtxsimError` naming the closest view."""
         for t in self.views:
             if t.name == name:
                 return t
-        raise KeyError(name)
+        from nvtxsim.reporting.options import views as parse_views
+        from nvtxsim.reporting.views import build
+
+        names = parse_views([name] if isinstance(name, str) else name, "view()")
+        if len(names) != 1:
+            raise NvtxsimError(f"view(): one view name, got {name!r}")
+        known = names[0]
+        if self.detail is None:
+            asked = ", ".join(t.name for t in self.views) or "none"
+            raise NvtxsimError(
+                f"view {known!r} is not in this report (it has: {asked}) and its export is not kept to compute it;"
+                f" ask for it with nvtxsim.report(path, views={known!r})"
+            )
+        if known not in self._extra_views:
+            self._extra_views[known] = build(self.detail, [known], self.request.options)[0]
+        return self._extra_views[known]
 
     def as_dict(self) -> dict:
         """The JSON document: source (with nvtxsim's version and the schema), phases, warnings,
@@ -107,6 +131,8 @@ class ReportModel:
 
     def _page_head(self) -> PageHead:
         warnings = [Prose("warning", list(self.warnings))] if self.warnings else []
+        if self.summary.headline is not None:
+            warnings.insert(0, Prose("remark", [" · ".join(headline_parts(self.summary.headline))]))
         parts = [SourcePart(p) for p in heading_parts(self.source, counts_sep=" · ")]
         return PageHead(f"nvtxsim report · {self.source.get('path', '')}", "nvtxsim report", parts, warnings)
 

@@ -36,7 +36,7 @@ def page_data(detail: Selection, options: Any) -> dict:
     rep = detail.report
     it, it_note = None, ""
     try:
-        it = per_iteration(detail, options.by, skip_first=options.skip_first)
+        it = per_iteration(detail, options.by, skip_first=options.skip_first or 0)
     except NvtxsimError as exc:
         if getattr(options, "by_given", False):
             raise

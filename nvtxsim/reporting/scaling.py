@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
+from nvtxsim.analysis.fits import at_bound
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN, resolve_domain
 from nvtxsim.analysis.scaling import (
     METRICS,
@@ -19,6 +20,7 @@ from nvtxsim.analysis.scaling import (
     memory_budget,
     parse_runs,
     predict,
+    require_sweep,
 )
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
@@ -45,7 +47,9 @@ def sweep(
     if skip_first < 0:
         raise NvtxsimError("--skip-first must be >= 0")
     runs, notes = [], []
-    for spec in parse_runs(items):
+    specs = parse_runs(items)
+    require_sweep(specs)
+    for spec in specs:
         export = load(spec.path)
         dom, note = resolve_domain(export, domain, given=domain_given)
         if note:
@@ -64,7 +68,7 @@ def forecast(sc: Scaling, *, at: float | None = None, budget: int | None = None)
             sc.prediction = predict(sc, at)
         if budget is not None:
             sc.budget = memory_budget(sc, budget)
-    elif budget is not None and sc.loop_peak is None:
+    elif budget is not None and not sc.has_memory:
         memory_budget(sc, budget)  # the clearer error: no memory events at all
 
 
@@ -75,12 +79,15 @@ def _fmt(metric: str, v: float | None) -> str:
 
 
 def _exp(f: MetricFit | None) -> str:
-    """``k [lo, hi]``: the class-deciding exponent and its bootstrap interval (empty when no class was fitted)."""
-    if f is None:
+    """``k [lo, hi]``: the class-deciding exponent and its interval (empty when no class was fitted);
+    an exponent at a bound of the fit is a bound (``≥3.00``), shown with the log-log slope instead
+    of an interval, and one with a zero-width interval is shown with the slope too."""
+    if f is None or f.exponent is None:
         return ""
-    if f.exponent is None:
-        return ""
-    text = f"{f.exponent:.2f}"
+    end = at_bound(f.exponent) if f.cls not in ("constant", "none") else None
+    text = ("≥" if end == "upper" else "≤" if end == "lower" else "") + f"{f.exponent:.2f}"
+    if f.uncertain and f.slope is not None and f.cls not in ("constant", "none"):
+        return text + f" (slope {f.slope:.2f})"
     if f.exponent_low is not None and f.exponent_high is not None and f.cls != "none":
         text += f" [{f.exponent_low:.2f}, {f.exponent_high:.2f}]"
     return text
@@ -97,9 +104,15 @@ def _slope(f: MetricFit | None) -> str:
 # --------------------------------------------------------------------------- tables
 
 
-def class_table(sc: Scaling) -> ViewTable:
-    """Per phase: the classes and exponents (what grows worst) and the values at the largest N."""
-    memory = sc.loop_peak is not None
+def class_table(sc: Scaling, per: str = "iteration") -> ViewTable | None:
+    """Per phase: the classes and exponents (what grows worst) and the values at the largest N; the
+    phases inside the iterations (``per="iteration"``) or those between them, per call (None: none)."""
+    memory = sc.has_memory
+    shown = [ph for ph in sc.phases if ph.per == per]
+    if not shown:
+        return None
+    unit = "iter" if per == "iteration" else "call"
+    last = _num(sc.values[-1])
     # Everything but the phase is "num": shown whole or left out on a narrow terminal, never shortened.
     # Table order is the priority on a narrow terminal: classes, then exponents, then the rest.
     cols = [Column("phase", "Phase"), Column("cpu_class", "CPU", "num"), Column("gpu_class", "GPU", "num")] + (
@@ -109,14 +122,13 @@ def class_table(sc: Scaling) -> ViewTable:
         [Column("memory_exp", "k mem", "num")] if memory else []
     )
     cols.append(Column("cpu_slope", "log-log CPU", "num"))
-    cols += [
-        Column("cpu_last", f"CPU/iter @{_num(sc.values[-1])}", "num"),
-        Column("gpu_last", f"GPU/iter @{_num(sc.values[-1])}", "num"),
-    ]
+    cols += [Column("cpu_last", f"CPU/{unit} @{last}", "num"), Column("gpu_last", f"GPU/{unit} @{last}", "num")]
     if memory:
-        cols.append(Column("mem_last", f"mem @{_num(sc.values[-1])}", "num"))
+        cols += [Column("mem_last", f"mem @{last}", "num"), Column("net_last", f"net @{last}", "num")]
+    if per == "call":
+        cols.append(Column("li_last", f"CPU/learning iter @{last}", "num"))
     rows = []
-    for ph in sc.phases:
+    for ph in shown:
         row = {"phase": ph.phase}
         for m, f in ph.fits.items():
             row[f"{m}_class"] = (f.cls or "") + (" ?" if f.uncertain else "")
@@ -126,23 +138,46 @@ def class_table(sc: Scaling) -> ViewTable:
         row["gpu_last"] = _fmt("gpu", ph.fits["gpu"].centres[-1])
         if memory:
             row["mem_last"] = _fmt("memory", ph.fits["memory"].centres[-1])
+            row["net_last"] = _fmt("memory", ph.per_run[-1].get("net_bytes"))
+        if per == "call":
+            row["li_last"] = _fmt("cpu", ph.per_run[-1].get("cpu_ns_per_learning_iteration"))
         rows.append(row)
+    if per == "call":
+        title = "Between iterations, per call (learning updates, evaluation)"
+        return ViewTable("scaling_calls", title, cols, rows, [_CALL_NOTE] + _doubt_notes(shown))
     notes = list(sc.notes)
     if sc.refused:
         notes.insert(0, sc.refused)
     else:
         notes.append(
-            "class from y = a + b·N^k fitted per phase (a: floor such as launch latency); k and its 95 % bootstrap interval; "
-            "constant: growth over the sweep < 25 %; sublinear k < 0.75; superlinear k > 1.25; log-log: slope ± error from the per-iteration spread"
+            "class from y = a + b·N^k fitted per phase (a: floor such as launch latency); k and its 95 % interval "
+            "(time: bootstrap over iterations; memory: leaving one run out); constant: growth over the sweep < 25 %; "
+            "sublinear k < 0.75; superlinear k > 1.25; log-log: slope ± error from the per-iteration spread"
         )
-        if any(f.uncertain for ph in sc.phases for f in ph.fits.values()):
-            notes.append(
-                "?: the exponent's interval reaches into another class (noisy runs: more iterations or runs would settle it)"
-            )
+        notes += _doubt_notes(shown)
     if memory:
-        notes.append("memory: the phase's own GPU memory while open (peak minus the level at its start), per iteration")
+        notes.append(
+            "memory: the most the phase added to what the process held when it opened, largest over its calls "
+            "(warm-up included: under PyTorch's caching allocator, its first calls' cache growth); "
+            "net: allocations minus frees over its calls"
+        )
     title = f"Scaling with {sc.param} ({', '.join(_num(v) for v in sc.values)}); per iteration of {sc.runs[0].key}"
     return ViewTable("scaling", title, cols, rows, notes)
+
+
+_CALL_NOTE = (
+    "phases that run only between the loop's iterations: one sample per call; "
+    "CPU/learning iter: their time summed over each learning iteration, on average"
+)
+
+
+def _doubt_notes(shown) -> list[str]:
+    if not any(f.uncertain for ph in shown for f in ph.fits.values()):
+        return []
+    return [
+        "?: not to be trusted: k at a bound of the fit's grid (≥3.00, ≤0.05: a bound, not an estimate) or with a "
+        "zero-width interval (the log-log slope beside it), or an interval that reaches into another class"
+    ]
 
 
 def _num(v: float) -> str:
@@ -151,32 +186,48 @@ def _num(v: float) -> str:
 
 def run_table(sc: Scaling) -> ViewTable:
     """Per phase and run: the per-iteration values the fits used, and the throughput cost."""
-    memory = sc.loop_peak is not None
+    memory = sc.has_memory
     cols = [
         Column("phase", "Phase"),
         Column("value_text", sc.param, "num"),
         Column("iterations", "iters", "int"),
+        Column("calls", "calls", "int"),
         Column("cpu_ns", "CPU/iter", "ns"),
         Column("cpu_err", "±", "num"),
         Column("gpu_ns", "GPU/iter", "ns"),
         Column("share_of_iteration", "of iter", "pct"),
     ]
     if memory:
-        cols += [Column("memory_bytes", "mem", "bytes"), Column("peak_bytes", "peak", "bytes")]
+        cols += [
+            Column("memory_bytes", "mem", "bytes"),
+            Column("net_bytes", "net", "bytes"),
+            Column("high_water_rise_bytes", "high-water +", "bytes"),
+            Column("peak_bytes", "peak", "bytes"),
+        ]
     cols.append(Column("throughput", f"{sc.param}·steps/s", "num"))
+    if any(ph.per == "call" for ph in sc.phases):
+        cols.append(Column("per_li", "CPU/learning iter", "num"))
     rows = []
     for ph in sc.phases:
         for r in ph.per_run:
             row = dict(r, phase=ph.phase, value_text=_num(r["value"]), cpu_err=f"{100 * r['cpu_rel_err']:.1f} %")
-            if "steps_per_s" in r:
+            if ph.per == "call":
+                row["throughput"], row["per_li"] = "", _fmt("cpu", r.get("cpu_ns_per_learning_iteration"))
+            elif "steps_per_s" in r:
                 row["throughput"] = _rate(r["steps_per_s"])
             else:
                 row["throughput"] = ("costs " + _rate(r["steps_per_s_cost"])) if r.get("steps_per_s_cost") else ""
             rows.append(row)
     notes = [
         f"throughput: {sc.param} × iterations per second (env-steps/s when {sc.param} is the number of environments); "
-        "a phase's cost: how much higher it would be if the phase took no time"
+        "a phase's cost: how much higher it would be if the phase took no time; "
+        "a phase between iterations: CPU/iter is per call; CPU/learning iter: its calls' time per learning iteration, on average"
     ]
+    if memory:
+        notes.append(
+            "mem: the largest rise over the phase's calls; net: allocations minus frees; high-water +: how much "
+            "it raised the process's high-water mark; peak: the most the process held while it was open"
+        )
     return ViewTable("runs", "Per run (median per iteration, ± its relative standard error)", cols, rows, notes)
 
 
@@ -194,7 +245,7 @@ def prediction_table(sc: Scaling) -> ViewTable | None:
     p = sc.prediction
     if not p:
         return None
-    memory = sc.loop_peak is not None
+    memory = sc.has_memory
     cols = [Column("phase", "Phase"), Column("cpu_ns", "CPU/iter", "ns"), Column("gpu_ns", "GPU/iter", "ns")] + (
         [Column("memory_bytes", "mem", "bytes")] if memory else []
     )
@@ -221,9 +272,15 @@ def budget_lines(sc: Scaling) -> list[str]:
         return [head + b.get("note", "no value fits")]
     extra = " (extrapolated)" if b.get("extrapolated") else ""
     limit = f", limited by {b['limited_by']}" if b.get("limited_by") else ""
+    measured = (
+        f"; measured peak {fmt_bytes(b['measured_peak_bytes'])} at {sc.param}={_num(sc.values[-1])}"
+        if b.get("measured_peak_bytes")
+        else ""
+    )
     return [
         head
-        + f"largest {sc.param} = {_num(b['largest_value'])}{extra}, fitted peak {fmt_bytes(b['peak_at_largest_bytes'])}{limit}"
+        + f"largest {sc.param} = {_num(b['largest_value'])}{extra}, fitted peak {fmt_bytes(b['peak_at_largest_bytes'])}"
+        + f"{limit}{measured}"
     ]
 
 
@@ -236,7 +293,7 @@ def as_dict(sc: Scaling) -> dict:
 
     phases = []
     for ph in sc.phases:
-        d: dict = {"phase": ph.phase}
+        d: dict = {"phase": ph.phase, "per": ph.per}
         for m in METRICS:
             f = ph.fits.get(m)
             d[f"{m}_class"] = f.cls if f else None
@@ -258,7 +315,7 @@ def as_dict(sc: Scaling) -> dict:
             for r in sc.runs
         ],
         "phases": phases,
-        "peak_memory_fit": sc.loop_peak.as_dict() if sc.loop_peak else None,
+        "peak_memory_fit": sc.process_peak.as_dict() if sc.process_peak else None,
         "notes": ([sc.refused] if sc.refused else []) + sc.notes,
         "nvtxsim_version": __version__,
     }
@@ -280,7 +337,7 @@ def short_value(x: float) -> str:
 
 def scaling_document(sc: Scaling) -> Document:
     """The log-log plots (a figure on a page), the class, per-run and prediction tables, and the budget line."""
-    tables = [class_table(sc), run_table(sc)]
+    tables = [t for t in (class_table(sc), class_table(sc, "call"), run_table(sc)) if t is not None]
     pred = prediction_table(sc)
     if pred is not None:
         tables.append(pred)
@@ -309,7 +366,7 @@ def _csv_table(sc: Scaling) -> ViewTable:
     """One row per (phase, run) with the phase's classes and exponents repeated: one flat table."""
     rows = []
     for ph in sc.phases:
-        head: dict = {"param": sc.param, "phase": ph.phase}
+        head: dict = {"param": sc.param, "phase": ph.phase, "per": ph.per}
         for m in METRICS:
             f = ph.fits.get(m)
             head[f"{m}_class"] = f.cls if f else ""

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 class ViewOptions:
     by: str | None = None  # key range of the per-iteration views (None: step if recorded, else iteration)
     by_given: bool = False  # --by was given explicitly (a missing key is then an error)
-    skip_first: int = 0
+    # None: the findings' steady state (the warm-up left out); the per-iteration views then keep every iteration.
+    skip_first: int | None = None
     top: int = 10  # kernels per phase, slowest iterations
     envs: float | None = None  # environments stepped per iteration (--envs): env-steps/s in the iterations view
 
@@ -44,12 +45,13 @@ def memory(d: Selection, o: ViewOptions) -> ViewTable:
     cols = [
         Column("phase", "Phase"),
         Column("instances", "N", "int"),
+        Column("rise_max_bytes", "rise max", "bytes"),
+        Column("net_total_bytes", "net total", "bytes"),
+        Column("grow_max_bytes", "high-water +", "bytes"),
         Column("peak_bytes", "peak", "bytes"),
         Column("peak_median_bytes", "peak p50", "bytes"),
         Column("rise_median_bytes", "rise p50", "bytes"),
-        Column("rise_max_bytes", "rise max", "bytes"),
         Column("net_mean_bytes", "net/inst", "bytes"),
-        Column("net_total_bytes", "net total", "bytes"),
     ]
     if not has_memory(d.export):
         return ViewTable(
@@ -60,8 +62,9 @@ def memory(d: Selection, o: ViewOptions) -> ViewTable:
             ["export has no GPU memory events: profile with nvtxsim profile --memory (nsys --cuda-memory-usage=true)"],
         )
     notes = [
-        "peak: most GPU memory the process held while the phase was open; rise: peak minus the level at its start; "
-        "net: allocations minus frees inside the phase",
+        "rise max: what the phase needs, the most it added to what the process held when it opened, over its calls "
+        "(under PyTorch's caching allocator: its first calls' cache growth); net: allocations minus frees inside it; "
+        "high-water +: the most one call raised the process's high-water mark; peak: most the process held while it was open",
         f"process peak during the capture: {fmt_bytes(process_peak(d.export))}",
         "only driver allocations are seen: PyTorch's caching allocator hides tensor frees (PYTORCH_NO_CUDA_MEMORY_CACHING=1 shows them)",
     ]
@@ -175,7 +178,7 @@ def _iterations(d: Selection, o: ViewOptions):
     from nvtxsim.analysis.iterations import per_iteration
 
     try:
-        return per_iteration(d, o.by, skip_first=o.skip_first), None
+        return per_iteration(d, o.by, skip_first=o.skip_first or 0), None
     except NvtxsimError as exc:
         if o.by_given:
             raise
@@ -321,7 +324,7 @@ def kernels(d: Selection, o: ViewOptions) -> ViewTable:
         f"top {o.top} per phase by GPU time; a kernel counts for every phase around its launch, once per phase (as nsys nvtxkernsum)"
     ]
     if not d.has_cuda:
-        notes.append("export has no CUDA trace")
+        notes.append(f"export has {d.export.no_cuda_reason}")
     return ViewTable("kernels", "Top kernels per phase", cols, rows, notes)
 
 
@@ -384,7 +387,7 @@ def gpu(d: Selection, o: ViewOptions) -> ViewTable:
     ]
     notes += graph_hints(d)
     if not d.has_cuda:
-        notes.append("export has no CUDA trace: GPU columns are 0")
+        notes.append(f"export has {d.export.no_cuda_reason}: GPU columns are 0")
     return ViewTable(
         "gpu",
         "GPU per phase: busy, idle, queue delay, sync waits, CUDA graphs",

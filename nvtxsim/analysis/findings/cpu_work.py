@@ -6,7 +6,7 @@ and the excess of outlier iterations). A phase whose work is at least a tenth of
 a finding (cost: that work): the loop spends that share running the phase's own code, and the hot
 functions are the next question (``nvtxsim profile --stacks``). Only with an OS-runtime trace
 (``-t osrt``): without one, a phase asleep or blocked on a lock looks exactly like one computing, so
-nothing is claimed and one note says why. The key range (``iteration``) is not tested: its self time is
+nothing is claimed (``os_wait``'s note says so). The key range (``iteration``) is not tested: its self time is
 the gaps between its phases.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.kind import Facts
 from nvtxsim.analysis.findings.model import Finding
-from nvtxsim.analysis.osrt import os_calls, osrt_note
+from nvtxsim.analysis.osrt import os_calls
 
 CPU_ONLY_MIN_SHARE = 0.10  # the phase's own CPU work is a tenth of the loop's time
 ADVICE = "busy on the CPU: find its hot code (profile --stacks), vectorise it"
@@ -25,8 +25,7 @@ ADVICE = "busy on the CPU: find its hot code (profile --stacks), vectorise it"
 
 def detect(ctx: Context, facts: Facts, name: str) -> list[Finding]:
     """The ``name`` (cpu_bound) findings of a capture without CUDA."""
-    if os_calls(ctx.ex) is None:
-        facts.note(f"cpu_bound not looked for without CUDA: {osrt_note(ctx.ex) or 'no OS runtime trace'}")
+    if os_calls(ctx.ex) is None:  # os_wait's note says so
         return []
     tree = ctx.tree
     lab = ctx.r.label[tree.nesting.ranges][ctx.kept].astype(np.int64)

@@ -7,7 +7,9 @@ every threshold: docs/findings.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import overload
 
 SEVERITIES = ("high", "medium", "low")
 OUTSIDE = "(outside phases)"  # phase of unattributed_gpu
@@ -36,13 +38,31 @@ class Finding:
 
 
 @dataclass
-class Findings:
-    """The findings of one report, and what they were measured against."""
+class Findings(Sequence[Finding]):
+    """The findings of one report, and what they were measured against.
+
+    A sequence of its :class:`Finding` items, most costly first (``findings[:3]``, ``len(findings)``,
+    ``for f in findings``; empty is falsy); ``items`` is the same list."""
 
     items: list[Finding]
     iterations: int | None  # iterations the per-iteration costs divide by (None: unknown)
     reference_ns: int  # wall time inside the kept ranges: what the shares are of
     notes: list[str] = field(default_factory=list)
+
+    @overload
+    def __getitem__(self, index: int) -> Finding: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Finding]: ...
+
+    def __getitem__(self, index: int | slice) -> Finding | list[Finding]:
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self.items)
 
     def as_list(self) -> list[dict]:
         return [f.as_dict() for f in self.items]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nvtxsim.analysis.findings.context import Context, blocked
+from nvtxsim.analysis.findings.model import Finding
 from nvtxsim.analysis.osrt import CATEGORIES, WAIT_CATEGORIES, call_categories, os_calls
 
 TOP_CALLS = 3
@@ -142,3 +143,21 @@ def evidence(s: WaitSummary) -> dict:
 def calls_text(top: dict[str, list[int]], ns) -> str:
     """``clock_nanosleep 3× 156 ms, …`` for evidence text (``ns`` writes a duration)."""
     return ", ".join(f"{name} {n}× {ns(t)}" for name, (n, t) in top.items())
+
+
+def name_os_wait(ctx: Context, f: Finding, ranges: np.ndarray, of: float) -> bool:
+    """When the OS waits the ranges ``ranges`` made themselves take half of ``of`` (a slow iteration's overrun,
+    the stalls' excess), make them ``f``'s cause: its evidence names the category and calls, the advice fits."""
+    waits = waits_of(ctx, ranges)
+    if waits is None or not of or waits.total_ns < 0.5 * of:
+        return False
+    f.evidence.update({"cause": "os_wait", **evidence(waits)})
+    f.advice = ADVICE.get(waits.main, f.advice)
+    return True
+
+
+def cause_text(e: dict, u) -> str:
+    """``; OS sleep: clock_nanosleep 3× 150 ms`` for the evidence text of a finding whose cause is an OS wait."""
+    if e.get("cause") != "os_wait":
+        return ""
+    return f"; OS {e['os_wait_category']}: {calls_text(e['os_wait_top'], u.ns)}"

@@ -6,11 +6,12 @@ iterations' time above the median. When CUDA calls of the overrunning phase make
 overrun, the cause is named (``evidence.cause``) and the advice fits it; a slow iteration whose
 overrun is a wait in a sync or copy that has its own finding is that finding's (its cost already
 holds the wait): its index goes to that finding's ``slow_iterations``, not into a second,
-overlapping cost. Otherwise, when the phase's own OS waits in those iterations (nsys ``-t osrt``) make
-up half its overrun, the wait is named (``cause: os_wait``, its category and calls) and the advice fits
-it; an ``os_wait`` finding of that phase then holds the slow iterations instead. The excess of the
-outliers kept is explained CPU time (the bound kinds leave it out), unless it is an OS wait, which
-``os_wait`` has counted already.
+overlapping cost; likewise one whose overrun is a stall that ``phase_stalls`` names (with its iteration
+numbers) is that finding's, and not reported again. Otherwise, when the phase's own OS waits in those
+iterations (nsys ``-t osrt``) make up half its overrun, the wait is named (``cause: os_wait``, its category
+and calls) and the advice fits it; an ``os_wait`` finding of that phase then holds the slow iterations
+instead. The excess of the outliers kept is explained CPU time (the bound kinds leave it out), unless it
+is an OS wait, which ``os_wait`` has counted already.
 """
 
 from __future__ import annotations
@@ -44,10 +45,7 @@ def _outlier_cause(ctx: Context, f: Finding, ranges: np.ndarray) -> None:
             f.evidence["cause"] = found
             f.advice = CUDA_CAUSES[found][1]
             return
-    waits = os_calls.waits_of(ctx, ranges)
-    if waits is not None and waits.total_ns >= 0.5 * f.evidence["phase_excess_ns"] > 0:
-        f.evidence.update({"cause": "os_wait", **os_calls.evidence(waits)})
-        f.advice = os_calls.ADVICE.get(waits.main, f.advice)
+    os_calls.name_os_wait(ctx, f, ranges, f.evidence["phase_excess_ns"])
 
 
 def outliers(ctx: Context) -> list[Finding]:
@@ -99,8 +97,15 @@ def merge_waits(found: list[Finding], waits: list[Finding], os_waits: list[Findi
     return out
 
 
+def without_stalls(found: list[Finding], stalls: list[Finding]) -> list[Finding]:
+    """``found`` without the outliers whose overrunning phase has a phase_stalls finding naming all their
+    iterations: the stall is that finding's (its cost already holds it)."""
+    named = {(s.phase, i) for s in stalls for i in s.evidence.get("iterations", [])}
+    return [f for f in found if not all((f.phase, i) in named for i in f.evidence["iterations"])]
+
+
 def detect(ctx: Context, facts: Facts) -> list[Finding]:
-    out = merge_waits(outliers(ctx), facts.get("waits"), facts.get("os_waits"))
+    out = without_stalls(merge_waits(outliers(ctx), facts.get("waits"), facts.get("os_waits")), facts.get("stalls"))
     excess: dict[str, int] = {}
     for f in out:
         if f.evidence.get("cause") != "os_wait":  # os_wait counted the phase's OS waits already
@@ -111,14 +116,15 @@ def detect(ctx: Context, facts: Facts) -> list[Finding]:
 
 def evidence_text(e: dict, u: Units) -> str:
     its = ", ".join(map(str, e["iterations"][:6])) + ("…" if e["count"] > 6 else "")
-    why = (
-        f"; OS {e['os_wait_category']}: {os_calls.calls_text(e['os_wait_top'], u.ns)}"
-        if e.get("cause") == "os_wait"
-        else ""
-    )
-    return f"iterations {its}: up to {u.ns(e['max_ns'])}, median {u.ns(e['median_ns'])}{why}"
+    return f"iterations {its}: up to {u.ns(e['max_ns'])}, median {u.ns(e['median_ns'])}{os_calls.cause_text(e, u)}"
 
 
 KIND = Kind(
-    NAME, ADVICE, detect, evidence_text, needs=("waits", "os_waits"), provides=("blocked_ns",), needs_cuda=False
+    NAME,
+    ADVICE,
+    detect,
+    evidence_text,
+    needs=("waits", "os_waits", "stalls"),
+    provides=("blocked_ns",),
+    needs_cuda=False,
 )

@@ -1,4 +1,5 @@
-"""``nvtxsim compare BASE NEW``: per-phase change between two runs, with a CI regression gate.
+"""``nvtxsim compare BASE NEW`` or ``nvtxsim compare BASE... --vs NEW...``: per-phase change between runs,
+with a CI regression gate. Several runs per side (files or globs) let the gate measure run-to-run noise.
 
 Exit codes: 0 no regression, 1 at least one phase regressed (with ``--fail-above``) or a finding of a
 ``--fail-on`` kind appeared, 2 bad input.
@@ -7,13 +8,16 @@ Exit codes: 0 no regression, 1 at least one phase regressed (with ``--fail-above
 from __future__ import annotations
 
 import argparse
+import glob
+import os
 import sys
 
 from nvtxsim.analysis.compare import CompareSettings
+from nvtxsim.analysis.compare_runs import MIN_SHARE_PCT
 from nvtxsim.cli.arguments import domain_from_args, parse_kinds
 from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
 from nvtxsim.cli.progress import load_with_progress
-from nvtxsim.errors import float_option, int_option
+from nvtxsim.errors import NvtxsimError, float_option, int_option
 from nvtxsim.reporting.escaping import printable
 from nvtxsim.reporting.renderers import formats_for
 
@@ -23,20 +27,21 @@ def run(args: argparse.Namespace) -> int:
     from nvtxsim.reporting.compare import compare_document, compare_exports
     from nvtxsim.reporting.renderers import render
 
-    protect = [args.base, args.new]
+    bases, news = sides(args.runs, args.vs)
+    protect = [*bases, *news]
     if args.output is not None:
         check_writable(args.output, force=args.force, protect=protect)
     fail_on = parse_kinds(args.fail_on)
     domain, given = domain_from_args(args)
     result = compare_exports(
-        load_with_progress(args.base),
-        load_with_progress(args.new),
+        [load_with_progress(p) for p in bases],
+        [load_with_progress(p) for p in news],
         _settings(args),
         domain=domain,
         domain_given=given,
         match=args.match,
         findings=bool(args.findings or fail_on),
-        names=(args.base, args.new),
+        names=(bases[0], news[0]),
     )
     to = layout(args.output, wide=args.wide)
     deliver(
@@ -58,10 +63,42 @@ def run(args: argparse.Namespace) -> int:
     return 1 if appeared else status
 
 
+def expand(patterns: list[str]) -> list[str]:
+    """Each argument as given when it names a file (or has no wildcard), else the files its glob matches
+    (sorted); a glob that matches nothing is an error."""
+    out: list[str] = []
+    for a in patterns:
+        if os.path.exists(a) or not glob.has_magic(a):
+            out.append(a)
+            continue
+        hits = sorted(glob.glob(a))
+        if not hits:
+            raise NvtxsimError(f"{a}: no file matches this pattern")
+        out.extend(hits)
+    return out
+
+
+def sides(runs: list[str], vs: list[str] | None) -> tuple[list[str], list[str]]:
+    """BASE NEW, or BASE... --vs NEW...: the baseline runs and the new runs."""
+    if vs is None:
+        got = expand(runs)
+        if len(got) != 2:
+            raise NvtxsimError(
+                f"compare takes BASE NEW (two exports; got {len(got)}) or BASE... --vs NEW... (several runs per side)"
+            )
+        return got[:1], got[1:]
+    if not vs:
+        raise NvtxsimError("--vs needs at least one export")
+    return expand(runs), expand(vs)
+
+
 def _settings(args: argparse.Namespace) -> CompareSettings:
+    by = None if args.per_instance else args.by or "iteration"
     return CompareSettings(
         metric=args.metric,
-        by=args.by,
+        by=by,
+        by_given=args.by is not None,
+        min_share=args.min_share,
         skip_first=args.skip_first,
         resamples=args.resamples,
         confidence=args.confidence,
@@ -75,12 +112,23 @@ def _settings(args: argparse.Namespace) -> CompareSettings:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "compare",
-        help="per-phase change between two exports (median, p99, bootstrap CI, regression gate)",
-        description="Compare two nsys exports phase by phase: change of the median and p99 with bootstrap confidence "
-        "intervals; --fail-above PCT exits 1 when a phase slowed down by more than PCT percent (CI gate).",
+        help="per-phase change between runs (median, p99, run-to-run noise, regression gate)",
+        description="Compare nsys exports phase by phase: BASE NEW, or several runs per side (BASE... --vs NEW..., "
+        "files or globs) so that run-to-run noise is measured. --fail-above PCT exits 1 when a phase slowed down "
+        "by more than PCT percent beyond the noise and by at least --min-share %% of the iteration (CI gate).",
     )
-    p.add_argument("base", metavar="BASE", help="baseline export (.sqlite, .sqlite.gz, .sqlite.xz or .nsys-rep)")
-    p.add_argument("new", metavar="NEW", help="export to compare against the baseline")
+    p.add_argument(
+        "runs",
+        metavar="BASE",
+        nargs="+",
+        help="baseline export(s) (.sqlite, .sqlite.gz, .sqlite.xz or .nsys-rep; globs allowed); without --vs: BASE NEW",
+    )
+    p.add_argument(
+        "--vs",
+        nargs="+",
+        metavar="NEW",
+        help="the new run(s) to compare against the BASE runs (several runs of each: the gate measures run-to-run noise)",
+    )
     add_output_arguments(p, formats_for("compare"))
     p.add_argument(
         "--domain",
@@ -97,7 +145,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--by",
         metavar="NAME",
-        help="compare per-iteration totals, iterations keyed on range NAME (e.g. iteration) instead of instances",
+        help="compare per-iteration totals, iterations keyed on range NAME (default: iteration; runs without "
+        "such a range are compared per instance, with a note)",
+    )
+    p.add_argument(
+        "--per-instance",
+        action="store_true",
+        help="compare range instances instead of per-iteration totals",
+    )
+    p.add_argument(
+        "--min-share",
+        type=float_option("--min-share", high=100),
+        default=MIN_SHARE_PCT,
+        metavar="PCT",
+        help=f"a phase is slower only when its change is at least PCT %% of the iteration's time (default: {MIN_SHARE_PCT:g})",
     )
     p.add_argument(
         "--skip-first",
@@ -110,7 +171,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--fail-above",
         type=float_option("--fail-above"),
         metavar="PCT",
-        help="exit 1 if a phase's change exceeds PCT %% with its interval above 0",
+        help="exit 1 if a phase's change beyond the run-wide factor exceeds PCT %% with its interval above 0 "
+        "(run-to-run noise included) and is at least --min-share %% of the iteration",
     )
     p.add_argument(
         "--gate",

@@ -91,6 +91,24 @@ def _report(path: os.PathLike[str] | str, args: argparse.Namespace, out: Path | 
         _say(f"report failed: {type(exc).__name__}: {exc} (the export is at {path})")
 
 
+def _nothing_captured(result: capture.CaptureResult) -> int:
+    """The program failed before its first NVTX range: the capture holds nothing to report, so its files
+    go (files this run wrote, the names checked free or --force given) and the retry needs no --force."""
+    gone = []
+    for p in (result.report, result.sqlite):
+        if p is not None:
+            try:
+                p.unlink()
+                gone.append(str(p))
+            except OSError:
+                pass
+    _say(
+        f"the program exited with status {result.returncode} before its first NVTX range: nothing to report"
+        + (f" (removed {' and '.join(gone)})" if gone else "")
+    )
+    return result.returncode
+
+
 def run(args: argparse.Namespace) -> int:
     req = _request(args)
     if args.sweep:
@@ -118,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
             return result.returncode
         raise NvtxsimError(result.problem or "nsys wrote no report")
     written = [str(p) for p in (result.report, result.sqlite) if p is not None]
+    if result.returncode != 0 and result.sqlite is not None and not capture.holds_nvtx_ranges(result.sqlite):
+        return _nothing_captured(result)
     _say("wrote " + " and ".join(written))
     if result.problem:
         _say(result.problem)

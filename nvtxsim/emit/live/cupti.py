@@ -1,46 +1,49 @@
 """Emit stage, live timing: a phase's GPU *busy* time from CUPTI activity records (``NVTXSIM_LIVE_GPU=cupti``).
 
 CUDA events measure a stream span: for a short phase whose kernels wait for the CPU's launches it reads
-the CPU time, not the GPU's work. Here CUPTI (NVIDIA's ``cupti-python``, the ``cupti`` extra) hands over
-kernel, memcpy and memset records in buffers, asynchronously, with no sync; each measured range puts a
-marker at its enter and exit (:meth:`CuptiTiming.begin`), and the writer thread attributes the records
-between them (:mod:`nvtxsim.emit.live.cupti_records`).
+the CPU time, not the GPU's work. Here CUPTI (libcupti through ctypes, :mod:`nvtxsim.emit.live.cupti_lib`)
+hands over kernel, memcpy and memset records in buffers, asynchronously, with no sync; each measured range
+places a marker at its enter and exit (:meth:`CuptiTiming.begin`: a tiny memset of ours whose record
+carries its correlation id), and the writer thread attributes the records between them
+(:mod:`nvtxsim.emit.live.cupti_records`).
 
-Why markers and not an external correlation id around the whole phase: CUPTI emits
-EXTERNAL_CORRELATION records only beside API records, and enabling the DRIVER or RUNTIME kinds costs
-+50 % and 30x on a launch-bound loop (H200 probe). Kernel records alone cost about nothing. So only one
-cheap driver call is recorded (``activity_enable_driver_api`` for that cbid): the marker. Its external id
-(our ticket) comes back with its correlation id; correlation ids are assigned in call order, so the ops
-of a range are those with an id between its two markers'.
+Why markers and not external correlation ids pushed around the phase: CUPTI emits EXTERNAL_CORRELATION
+records only beside API records, and recording every runtime/driver call costs about as much as the
+launches themselves (H200, reports/live-cupti-h200.md); kernel records alone cost little. External ids
+also miss the launches of other threads (autograd), which correlation order attributes.
 
 Steps aside (one stderr line, CUDA events instead) when another CUPTI client is injected (nsys, Nsight
-Compute: ``CUDA_INJECTION64_PATH``), when cupti-python is missing, or when CUPTI refuses (a driver too
+Compute: ``CUDA_INJECTION64_PATH``), when libcupti cannot be found, or when CUPTI refuses (a driver too
 old, a second subscriber). Ops past :data:`MAX_OPS` waiting for the writer are dropped and counted (the
-markers are kept), never waited for.
+markers are kept), never waited for. At interpreter exit the activity kinds are disabled, the buffers
+flushed and CUPTI detached (``cuptiFinalize``) before Python goes: CUPTI's thread calling into a finalised
+interpreter was the segfault at exit.
 """
 
 from __future__ import annotations
 
-import ctypes
+import atexit
 import itertools
 import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from nvtxsim.emit.live import cupti_records as recs
 from nvtxsim.emit.live.gpu import GpuTiming, PhaseGpu, Span
 from nvtxsim.emit.notices import report_once
+from nvtxsim.envflags import env_flag
 
-BUFFER_BYTES = 8 << 20
 FLUSH_PERIOD_MS = 100  # CUPTI's worker thread delivers the records it has at least this often
 GPU_WAIT_S = 10.0  # how long the writer waits for a window's records before giving up on them
 MAX_OPS = 20_000_000  # ops held for the writer (about 33 B each); past that a buffer's ops are dropped and counted
-MARKER_ENV = "NVTXSIM_LIVE_CUPTI_MARKER"  # the driver function used as marker (default cuDriverGetVersion)
-MARKERS = ("cuDriverGetVersion", "cuDeviceGetCount")  # both take one int*: (int *version), (int *count)
-ACTIVITY_KINDS = ("CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "EXTERNAL_CORRELATION")
+TICKET_BASE = 0x4E560000  # markers' values start here (wrapping at 2**32): unlike any value a program memsets
+ACTIVITY_KINDS = (recs.CONCURRENT_KERNEL, recs.MEMCPY, recs.MEMSET)
+#: Also record the CUDA runtime API calls (their records are read and ignored): a diagnostic switch, for a CUPTI
+#: that gives ops correlation ids only beside API records. It costs about a launch's time per launch.
+RUNTIME_ENV = "NVTXSIM_LIVE_CUPTI_RUNTIME"
 
 _state_lock = threading.Lock()
 _collector: Collector | None = None  # one per process: CUPTI has one set of buffer callbacks
@@ -48,154 +51,110 @@ _refused: str | None = None  # why CUPTI cannot be had in this process (asked on
 
 
 class Collector:
-    """The process's CUPTI client: buffer callbacks (a CUPTI thread), the ops they cut, the marker call."""
+    """The process's CUPTI client: the buffers' ops (cut on CUPTI's thread), the marker, the kinds switched."""
 
-    def __init__(self, cupti: Any, marker: Any) -> None:
-        self.cupti = cupti
-        self.marker = marker  # the ctypes driver function, with its int argument
-        self.ext_kind = int(cupti.ExternalCorrelationKind.CUSTOM1)
-        self.layout = recs.layouts(cupti)
+    def __init__(self, api: Any, marker: Callable[[int], int], layout: dict | None = None) -> None:
+        self.api = api  # CuptiLib, or a stand-in with its methods
+        self.marker = marker
+        self.layout = layout or recs.LAYOUTS
         self.lock = threading.Lock()
         self.ops = recs.Ops()
-        self.dropped = 0  # records dropped: by us (too many waiting) or by CUPTI
+        self.dropped = 0  # records dropped: by us (too many waiting, a buffer not readable) or by CUPTI
+        self.unreadable = 0  # buffers walked record by record (a kind without a layout in them)
+        self.received = 0  # ops (kernels and copies, not markers) that came in: the attribution's denominator
         self.last_delivery = time.monotonic()
-        self.kinds = [getattr(cupti.ActivityKind, k) for k in ACTIVITY_KINDS]
+        self.kinds = list(ACTIVITY_KINDS)
         self.enabled = False
-        self.tickets = itertools.count(1)
-        self.cbid = -1  # the marker function's driver cbid (start)
-        # the fallback pairing (by_order) while no external-id record of ours came: tickets issued per thread
-        self.track = True
-        self.ext_seen = False
-        self.issued: dict[int, list[int]] = {}
-        self.local = threading.local()
+        self.closed = False
+        self.tickets = itertools.count(TICKET_BASE)
         self.no_markers = False  # a window's markers never came back: later windows do not wait for them
-        self.arg = ctypes.byref(ctypes.c_int())  # the marker's out-argument (its value is never read)
 
     # ---- CUPTI's thread
 
-    def requested(self) -> tuple[int, int]:
-        return BUFFER_BYTES, 0
-
-    def completed(self, activities: list) -> None:
-        """One buffer: its bytes copied and cut into columns (never raises into CUPTI)."""
+    def completed(self, raw: bytes) -> None:
+        """One buffer's bytes cut into columns (never raises into CUPTI)."""
+        if self.closed:
+            return
         try:
-            if not activities:
-                return
-            ops = self._parse(activities)
-            if ops.tickets:
-                self.ext_seen = True
-            if not self.track:
-                ops.markers = []
+            ops = recs.parse_buffer(raw, self.layout)
+            if ops is None:
+                ops = self._rewalk(raw)
             with self.lock:
+                self.received += ops.size
                 if self.ops.size + ops.size > MAX_OPS:  # the writer is behind: these ops go, the markers stay
                     self.dropped += ops.size
-                    ops = recs.Ops(tickets=ops.tickets, records=ops.records)
+                    ops = recs.Ops(tickets=ops.tickets, records=ops.records, kinds=ops.kinds)
                 self.ops.merge(ops)
                 self.last_delivery = time.monotonic()
         except Exception as exc:
-            self._drop(len(activities or ()))
             report_once(
                 "live-cupti-buffer", f"live timing: a CUPTI buffer could not be read ({type(exc).__name__}: {exc})"
             )
 
-    def _parse(self, activities: list) -> recs.Ops:
-        n = len(activities)
-        try:
-            first, last = int(activities[0]), int(activities[-1])
-            span = last - first + self.layout[int(activities[-1].kind)][0]
-            biggest = max(size for size, _cols in self.layout.values())
-            # one buffer's records lie back to back: anything else is not read as bytes
-            raw = ctypes.string_at(first, span) if 0 < span <= min(n * biggest, 2 * BUFFER_BYTES) else None
-        except Exception:
-            raw = None
-        ops = recs.parse_buffer(raw, n, self.ext_kind, self.layout, self.cbid) if raw is not None else None
-        return ops if ops is not None else recs.parse_objects(activities, self.ext_kind, self.cbid)
-
-    def _drop(self, n: int) -> None:
-        with self.lock:
-            self.dropped += n
+    def _rewalk(self, raw: bytes) -> recs.Ops:
+        """A buffer with a kind of unknown size: its known records one by one (the slow way, counted)."""
+        self.unreadable += 1
+        walk = getattr(self.api, "rewalk", None)
+        ops = recs.parse_buffer(walk(raw, self.layout), self.layout) if walk is not None else None
+        if ops is None:
+            raise ValueError(f"{len(raw)} bytes not laid out as known records")
+        return ops
 
     # ---- setup (training thread, once)
 
     def start(self) -> None:
-        c = self.cupti
-        self.cbid = self._marker_cbid()
-        c.activity_register_callbacks(self.requested, self.completed)
-        c.activity_enable_driver_api(self.cbid, 1)
+        self.api.register(self.completed)
         self.enable(True)
         try:
-            c.activity_flush_period(FLUSH_PERIOD_MS)
+            self.api.flush_period(FLUSH_PERIOD_MS)
         except Exception:
             pass  # the records then come when a buffer fills, and at the writer's flush
-
-    def _marker_cbid(self) -> int:
-        return int(getattr(self.cupti.driver_api_trace_cbid, self.marker.__name__))
+        atexit.register(self.shutdown)
 
     def enable(self, on: bool) -> None:
         """The activity kinds on (measured iterations) or off (the others: no records, no cost)."""
-        if on == self.enabled:
+        if on == self.enabled or self.closed:
             return
+        if on:
+            self.kinds = list(ACTIVITY_KINDS) + ([recs.RUNTIME] if env_flag(RUNTIME_ENV) else [])
         for k in self.kinds:
-            (self.cupti.activity_enable if on else self.cupti.activity_disable)(k)
+            (self.api.enable if on else self.api.disable)(k)
         self.enabled = on
+
+    def shutdown(self) -> None:
+        """Before the interpreter goes (atexit): no more records, the held ones delivered, CUPTI detached, so
+        that CUPTI's thread never calls into a finalised interpreter. Never raises."""
+        if self.closed:
+            return
+        for step in (lambda: self.enable(False), lambda: self.api.flush_all(True), self.api.finalize):
+            try:
+                step()
+            except Exception:
+                pass
+        self.closed = True
 
     # ---- the training thread's markers
 
     def mark(self) -> int:
-        """A ticket, pushed as external id around one marker call: CUPTI records its correlation id."""
-        ticket = next(self.tickets)
-        if self.track:
-            try:
-                issued = self.local.issued
-            except AttributeError:
-                issued = self.local.issued = self.issued.setdefault(threading.get_ident() & 0xFFFFFFFF, [])
-            issued.append(ticket)
-        c, kind = self.cupti, self.ext_kind
-        c.activity_push_external_correlation_id(kind, ticket)
-        try:
-            self.marker(self.arg)
-        finally:
-            c.activity_pop_external_correlation_id(kind)
+        """A ticket placed as a marker memset's value: its record tells the correlation id of that call."""
+        ticket = next(self.tickets) & 0xFFFFFFFF
+        rc = self.marker(ticket)
+        if rc:
+            raise RuntimeError(f"the marker memset failed (CUDA error {rc})")
         return ticket
 
     # ---- the writer thread
 
-    def by_order(self) -> None:
-        """Pair the tickets issued on each thread with that thread's marker driver records in call order: where
-        CUPTI gives the driver records but no external-id records. Tickets that have one keep it; once an
-        external-id record of ours came, this stops (and forgets what it kept)."""
-        with self.lock:
-            if self.ext_seen:
-                self.track, self.issued, self.ops.markers = False, {}, []
-                return
-            per: dict[int, list[int]] = {}
-            for thread, corr in self.ops.markers:
-                per.setdefault(thread, []).append(corr)
-            left: list[tuple[int, int]] = []
-            for thread, corrs in per.items():
-                issued = self.issued.get(thread)
-                if not issued:
-                    continue  # a call of the marker function on a thread that never marked: not ours
-                corrs.sort()
-                n = min(len(issued), len(corrs))
-                for ticket, corr in zip(issued[:n], corrs[:n]):
-                    self.ops.tickets.setdefault(ticket, corr)
-                del issued[:n]
-                left.extend((thread, c) for c in corrs[n:])
-            self.ops.markers = left
-
     def cupti_dropped(self) -> int:
         """Records CUPTI dropped since the last ask (no buffer at hand), 0 when it cannot tell."""
         try:
-            n = ctypes.c_size_t(0)
-            self.cupti.activity_get_num_dropped_records(0, 0, ctypes.addressof(n))
-            return int(n.value)
+            return int(self.api.dropped())
         except Exception:
             return 0
 
     def flush(self) -> None:
         try:
-            self.cupti.activity_flush_all(0)
+            self.api.flush_all(False)
         except Exception:
             pass
 
@@ -206,8 +165,11 @@ class CuptiTiming(GpuTiming):
     what = "CUPTI markers"
     mode = "cupti"
 
-    def __init__(self, collector: Collector) -> None:
+    def __init__(self, collector: Collector, torch: Any = None) -> None:
         self.col = collector
+        c_capturing = getattr(getattr(torch, "_C", None), "_cuda_isCurrentStreamCapturing", None)
+        fallback = getattr(getattr(torch, "cuda", None), "is_current_stream_capturing", None)
+        self.capturing: Callable[[], bool] = c_capturing or fallback or (lambda: False)
 
     @classmethod
     def attach(cls) -> GpuTiming | None:
@@ -217,18 +179,21 @@ class CuptiTiming(GpuTiming):
         torch = sys.modules.get("torch")
         if torch is None or not torch.cuda.is_initialized():
             return None
-        collector = _collector_or_reason()
+        collector = _collector_or_reason(torch)
         if isinstance(collector, str):
             report_once("live-cupti", f"live timing: {collector}; GPU times from CUDA events (stream spans) instead")
             return CudaEventTiming.attach()
-        return cls(collector)
+        return cls(collector, torch)
 
     def begin(self) -> Any:
+        """A marker; None while the current stream captures a CUDA graph (the range is then not timed)."""
+        if self.capturing():
+            return None
         return self.col.mark()
 
     def end(self, opening: Any) -> Any:
         try:
-            return self.col.mark()
+            return self.begin()
         except Exception:
             return None
 
@@ -265,8 +230,8 @@ class CuptiTiming(GpuTiming):
             col.no_markers = True
             report_once(
                 "live-cupti-markers",
-                f"live timing: CUPTI did not return the phase markers' correlation ids ({col.marker.__name__}); GPU "
-                f"times skipped (try {MARKER_ENV}={next(m for m in MARKERS if m != col.marker.__name__)})",
+                "live timing: CUPTI did not return the phase markers' records (memsets of "
+                f"{recs.MARK_BYTES} bytes); GPU times skipped",
             )
             return {}
         bracket = [(n, tickets[a], tickets[b]) for n, a, b in spans if a in tickets and b in tickets]
@@ -298,8 +263,6 @@ def _wait(col: Collector, wanted: set[int]) -> dict[int, int] | None:
     deadline = time.monotonic() + GPU_WAIT_S
     flushed = False
     while True:
-        if col.track:
-            col.by_order()
         with col.lock:
             have = {t: col.ops.tickets[t] for t in wanted if t in col.ops.tickets}
         if len(have) == len(wanted):
@@ -327,7 +290,7 @@ def _settle(col: Collector, limit: int) -> None:
     time.sleep(period)
 
 
-def _collector_or_reason() -> Collector | str:
+def _collector_or_reason(torch: Any) -> Collector | str:
     """The process's collector, started on the first call; or the reason CUPTI cannot be had (kept)."""
     global _collector, _refused
     with _state_lock:
@@ -336,7 +299,7 @@ def _collector_or_reason() -> Collector | str:
         if _refused is not None:
             return _refused
         try:
-            _collector = _start()
+            _collector = _start(torch)
             return _collector
         except _Refused as exc:
             _refused = str(exc)
@@ -349,19 +312,14 @@ class _Refused(Exception):
     pass
 
 
-def _start() -> Collector:
+def _start(torch: Any) -> Collector:
     injected = os.environ.get("CUDA_INJECTION64_PATH")
     if injected:
         raise _Refused(
             f"another CUPTI client is injected (CUDA_INJECTION64_PATH={injected}: nsys or Nsight); CUPTI left to it"
         )
-    try:
-        from cupti import cupti  # type: ignore[import-not-found, unused-ignore]
-    except Exception as exc:
-        raise _Refused(
-            f"NVTXSIM_LIVE_GPU=cupti needs cupti-python (pip install 'nvtxsim[cupti]'): {type(exc).__name__}: {exc}"
-        ) from None
-    col = Collector(cupti, _marker_function())
+    api, marker, layout = _open(torch)
+    col = Collector(api, marker, layout)
     try:
         col.start()
     except Exception as exc:
@@ -371,18 +329,27 @@ def _start() -> Collector:
     return col
 
 
-def _marker_function() -> Any:
-    name = os.environ.get(MARKER_ENV, "").strip() or MARKERS[0]
-    if name not in MARKERS:
-        raise _Refused(f"{MARKER_ENV}={name!r} is none of {', '.join(MARKERS)}")
+def _open(torch: Any) -> tuple[Any, Callable[[int], int], dict]:
+    """libcupti, the marker and the record layouts (CUPTI 13's; cupti-python is not imported: it would load a
+    libcupti of its own beside the one found here); _Refused when not to be had."""
+    from nvtxsim.emit.live import cupti_lib
+
+    path = cupti_lib.find_library()
+    if not path:
+        raise _Refused(
+            "NVTXSIM_LIVE_GPU=cupti needs libcupti (pip install 'nvtxsim[cupti]', or set "
+            f"{cupti_lib.LIB_ENV}=/path/to/libcupti.so)"
+        )
     try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError as exc:
-        raise _Refused(f"libcuda.so.1 cannot be loaded ({exc})") from None
-    fn = getattr(lib, name)
-    fn.argtypes = [ctypes.c_void_p]
-    fn.restype = ctypes.c_int
-    return fn
+        api = cupti_lib.CuptiLib(path)
+        api.rewalk = lambda raw, layout: cupti_lib.rewalk(raw, api, layout)  # type: ignore[attr-defined]
+    except Exception as exc:
+        raise _Refused(f"libcupti ({path}) cannot be loaded ({type(exc).__name__}: {exc})") from None
+    try:
+        marker = cupti_lib.MemsetMarker(torch)
+    except Exception as exc:
+        raise _Refused(f"the CUPTI phase markers cannot be placed ({type(exc).__name__}: {exc})") from None
+    return api, marker, recs.LAYOUTS
 
 
 def _reset_in_child() -> None:

@@ -1,19 +1,18 @@
 """Emit stage, live timing: CUPTI activity records, from a completed buffer to per-phase GPU busy time.
 
-Pure numpy, no CUPTI: :mod:`nvtxsim.emit.live.cupti` hands each completed buffer here. Reading a field
-of a cupti-python record object costs 1.7-3.4 µs (measured on cupti-python 13.0.1: each access goes
-through a numpy view), so 20k kernels per iteration would cost 100+ ms of Python per iteration. Instead
-the buffer's bytes are copied once (from the first record's address to the end of the last) and cut
-into columns with numpy: one structured view per run of records of one kind. Only when that layout is
-not understood (a kind of unknown size, a count that does not match) are the objects read one by one.
+Pure numpy, no CUPTI: :mod:`nvtxsim.emit.live.cupti` hands each completed buffer's bytes here. Reading
+the fields of one record object at a time costs 1.7-3.4 µs (cupti-python 13.0.1, measured on the H200),
+so 20k kernels per iteration would cost 100+ ms of Python per iteration: the buffer is instead cut into
+columns with numpy, one structured view per run of records of one kind (:func:`parse_buffer`).
 
-Attribution: a measured range places a marker (an external correlation id, the range's *ticket*, pushed
-around one cheap driver call) at its enter and exit, so CUPTI tells the correlation id of each marker.
-Correlation ids are assigned to API calls in call order, process-wide, so a kernel or copy whose id lies
-between a range's opening and closing marker was launched while the range was open, by any thread:
-the report's nsys-exact attribution for the range's own thread plus the ``--view overlap`` attribution
-of other threads' launches. A range's busy time is the union of its ops' intervals; a phase's, the sum over
-its ranges (the report's ``gpu_busy_total_ns``).
+Attribution: a measured range places a *marker* at its enter and exit, a 4-byte-word memset of
+:data:`MARK_BYTES` bytes whose value is the marker's *ticket* (:mod:`nvtxsim.emit.live.cupti_lib`), so
+its MEMSET record tells the correlation id CUPTI gave that call. Correlation ids are assigned to API
+calls in call order, process-wide, so a kernel or copy whose id lies between a range's opening and
+closing marker was launched while the range was open, by any thread: the report's nsys-exact
+attribution for the range's own thread plus the ``--view overlap`` attribution of other threads'
+launches. A range's busy time is the union of its ops' intervals; a phase's, the sum over its ranges
+(the report's ``gpu_busy_total_ns``). Markers are not ops: they count in no phase.
 """
 
 from __future__ import annotations
@@ -24,7 +23,9 @@ from typing import Any
 import numpy as np
 
 # CUpti_ActivityKind values (CUPTI 13; cupti.cupti.ActivityKind)
-MEMCPY, MEMSET, DRIVER, CONCURRENT_KERNEL, EXTERNAL_CORRELATION = 1, 2, 4, 10, 39
+MEMCPY, MEMSET, DRIVER, RUNTIME, CONCURRENT_KERNEL, EXTERNAL_CORRELATION = 1, 2, 4, 5, 10, 39
+MARK_WORDS = 13  # a marker memset sets this many 32-bit words: an odd size no framework's own memsets use
+MARK_BYTES = 4 * MARK_WORDS
 #: (record size, {column: (byte offset, numpy type)}) of the record structs this reads: CUpti_ActivityKernel10,
 #: CUpti_ActivityMemcpy6, CUpti_ActivityMemset4, CUpti_ActivityAPI, CUpti_ActivityExternalCorrelation, as
 #: cupti-python 13.0.1's ``activity_*_dtype`` lays them out (:func:`layouts` reads them from the module when it
@@ -32,8 +33,12 @@ MEMCPY, MEMSET, DRIVER, CONCURRENT_KERNEL, EXTERNAL_CORRELATION = 1, 2, 4, 10, 3
 LAYOUTS: dict[int, tuple[int, dict[str, tuple[int, str]]]] = {
     CONCURRENT_KERNEL: (216, {"start": (16, "<u8"), "end": (24, "<u8"), "corr": (92, "<u4")}),
     MEMCPY: (96, {"bytes": (8, "<u8"), "start": (16, "<u8"), "end": (24, "<u8"), "corr": (44, "<u4")}),
-    MEMSET: (88, {"bytes": (8, "<u8"), "start": (16, "<u8"), "end": (24, "<u8"), "corr": (44, "<u4")}),
+    MEMSET: (
+        88,
+        {"value": (4, "<u4"), "bytes": (8, "<u8"), "start": (16, "<u8"), "end": (24, "<u8"), "corr": (44, "<u4")},
+    ),
     DRIVER: (40, {"cbid": (4, "<u4"), "thread": (28, "<u4"), "corr": (32, "<u4")}),
+    RUNTIME: (40, {"cbid": (4, "<u4"), "thread": (28, "<u4"), "corr": (32, "<u4")}),
     EXTERNAL_CORRELATION: (24, {"ext_kind": (4, "<i4"), "ext_id": (8, "<u8"), "corr": (16, "<u4")}),
 }
 _DTYPE_NAMES = {
@@ -41,6 +46,7 @@ _DTYPE_NAMES = {
     MEMCPY: ("activity_memcpy6_dtype", {"correlation_id": "corr"}),
     MEMSET: ("activity_memset4_dtype", {"correlation_id": "corr"}),
     DRIVER: ("activity_api_dtype", {"correlation_id": "corr", "thread_id": "thread"}),
+    RUNTIME: ("activity_api_dtype", {"correlation_id": "corr", "thread_id": "thread"}),
     EXTERNAL_CORRELATION: (
         "activity_external_correlation_dtype",
         {"correlation_id": "corr", "external_kind": "ext_kind", "external_id": "ext_id"},
@@ -49,7 +55,7 @@ _DTYPE_NAMES = {
 _RUN_PROBE = 4096  # records compared at once when looking for the end of a run of one kind
 
 
-def layouts(cupti: Any) -> dict[int, tuple[int, dict[str, tuple[int, str]]]]:
+def layouts(cupti: Any = None) -> dict[int, tuple[int, dict[str, tuple[int, str]]]]:
     """:data:`LAYOUTS`, with the sizes and offsets of the installed cupti-python where it exposes its dtypes (a
     later struct version then still reads right); a dtype that lacks a column keeps the built-in layout."""
     out = dict(LAYOUTS)
@@ -79,10 +85,9 @@ class Ops:
     end: list[np.ndarray] = field(default_factory=list)
     nbytes: list[np.ndarray] = field(default_factory=list)  # 0 for a kernel
     copy: list[np.ndarray] = field(default_factory=list)  # bool: a memcpy or memset
-    tickets: dict[int, int] = field(default_factory=dict)  # our external id -> the marker call's correlation id
-    #: (CUPTI thread id, correlation id) of each marker call's driver record: the fallback when no external-id
-    #: record comes (:meth:`nvtxsim.emit.live.cupti.Collector.by_order`)
-    markers: list[tuple[int, int]] = field(default_factory=list)
+    tickets: dict[int, int] = field(default_factory=dict)  # a marker's value (ticket) -> its correlation id
+    external: dict[int, int] = field(default_factory=dict)  # correlation id -> external id (EXTERNAL_CORRELATION)
+    kinds: dict[int, int] = field(default_factory=dict)  # records per activity kind (what a buffer held)
     records: int = 0
 
     def add(self, corr: Any, start: Any, end: Any, nbytes: Any, copy: bool) -> None:
@@ -99,7 +104,9 @@ class Ops:
         for name in ("corr", "start", "end", "nbytes", "copy"):
             getattr(self, name).extend(getattr(other, name))
         self.tickets.update(other.tickets)
-        self.markers.extend(other.markers)
+        self.external.update(other.external)
+        for kind, n in other.kinds.items():
+            self.kinds[kind] = self.kinds.get(kind, 0) + n
         self.records += other.records
 
     def columns(self) -> tuple[np.ndarray, ...]:
@@ -119,6 +126,7 @@ class Ops:
             self.corr, self.start, self.end = [corr[keep]], [start[keep]], [end[keep]]
             self.nbytes, self.copy = [nbytes[keep]], [copy[keep]]
         self.tickets = {t: c for t, c in self.tickets.items() if c > corr_limit}
+        self.external = {c: e for c, e in self.external.items() if c > corr_limit}
 
     @property
     def size(self) -> int:
@@ -126,13 +134,13 @@ class Ops:
 
     @property
     def max_corr(self) -> int:
-        return max((int(c.max()) for c in self.corr if c.size), default=-1)
+        top = max((int(c.max()) for c in self.corr if c.size), default=-1)
+        return max(top, max(self.tickets.values(), default=-1))
 
 
-def parse_buffer(raw: bytes, expected: int, ext_kind: int, layout: dict | None = None, marker: int = -1) -> Ops | None:
-    """The ops and our markers in one buffer's bytes (``expected`` records); None when the bytes are not
-    laid out as :data:`LAYOUTS` says (an unknown kind, or a record count other than ``expected``). ``marker``: the
-    cbid of the marker function (its driver records are kept as :attr:`Ops.markers`)."""
+def parse_buffer(raw: bytes, layout: dict | None = None, expected: int | None = None) -> Ops | None:
+    """The ops and markers in one buffer's bytes; None when the bytes are not laid out as ``layout`` (default
+    :data:`LAYOUTS`) says: a kind it does not know, a record cut at the end, or a count other than ``expected``."""
     layout = layout or LAYOUTS
     n = len(raw)
     kinds = np.frombuffer(raw, dtype="<i4", count=n // 4)
@@ -145,25 +153,29 @@ def parse_buffer(raw: bytes, expected: int, ext_kind: int, layout: dict | None =
         if spec is None or off + spec[0] > n:
             return None
         size = spec[0]
-        fit = (n - off) // size
-        run, step = 0, 16
-        while run < fit:  # the run of records of this kind from here: their kind fields, a stride of `size` apart
-            probe = kinds[(off >> 2) + run * (size >> 2) : (off >> 2) + min(fit, run + step) * (size >> 2) : size >> 2]
-            other = np.flatnonzero(probe != kind)
-            run += int(other[0]) if other.size else probe.size
-            if other.size:
-                break
-            step = min(step * 4, _RUN_PROBE)  # short runs cost little, long ones few probes
+        run = _run_length(kinds, off, size, (n - off) // size, kind)
         dtype = dtypes.get(kind)
         if dtype is None:
             dtype = dtypes[kind] = _dtype(spec)
-        view = np.ndarray((run,), dtype=dtype, buffer=raw, offset=off)
-        runs.setdefault(kind, []).append(view)
+        runs.setdefault(kind, []).append(np.ndarray((run,), dtype=dtype, buffer=raw, offset=off))
         off += run * size
         count += run
-    if count != expected:
+    if expected is not None and count != expected:
         return None
-    return _ops(runs, ext_kind, count, marker)
+    return _ops(runs, count)
+
+
+def _run_length(kinds: np.ndarray, off: int, size: int, fit: int, kind: int) -> int:
+    """How many records of ``kind`` lie back to back from byte ``off``: their kind fields, ``size`` bytes apart."""
+    run, step, base, stride = 0, 16, off >> 2, size >> 2
+    while run < fit:
+        probe = kinds[base + run * stride : base + min(fit, run + step) * stride : stride]
+        other = np.flatnonzero(probe != kind)
+        run += int(other[0]) if other.size else probe.size
+        if other.size:
+            break
+        step = min(step * 4, _RUN_PROBE)  # short runs cost little, long ones few probes
+    return run
 
 
 def _dtype(spec: tuple[int, dict[str, tuple[int, str]]]) -> np.dtype:
@@ -179,44 +191,23 @@ def _dtype(spec: tuple[int, dict[str, tuple[int, str]]]) -> np.dtype:
     )
 
 
-def _ops(runs: dict[int, list[np.ndarray]], ext_kind: int, records: int, marker: int) -> Ops:
+def _ops(runs: dict[int, list[np.ndarray]], records: int) -> Ops:
     ops = Ops(records=records)
     for kind, views in runs.items():
         v = np.concatenate(views) if len(views) > 1 else views[0]
+        ops.kinds[kind] = int(v.size)
         if kind == CONCURRENT_KERNEL:
             ops.add(v["corr"], v["start"], v["end"], None, False)
-        elif kind in (MEMCPY, MEMSET):
+        elif kind == MEMCPY:
+            ops.add(v["corr"], v["start"], v["end"], v["bytes"], True)
+        elif kind == MEMSET:
+            mark = v["bytes"] == MARK_BYTES
+            if mark.any():
+                ops.tickets.update(zip(v["value"][mark].tolist(), v["corr"][mark].tolist()))
+                v = v[~mark]
             ops.add(v["corr"], v["start"], v["end"], v["bytes"], True)
         elif kind == EXTERNAL_CORRELATION:
-            mine = v[v["ext_kind"] == ext_kind]
-            ops.tickets.update(zip(mine["ext_id"].tolist(), mine["corr"].tolist()))
-        elif kind == DRIVER:
-            mine = v[v["cbid"] == marker]
-            ops.markers.extend(zip(mine["thread"].tolist(), mine["corr"].tolist()))
-    return ops
-
-
-def parse_objects(activities: list, ext_kind: int, marker: int = -1) -> Ops:
-    """The slow way, one attribute at a time (cupti-python's record objects): when the bytes cannot be read."""
-    kern: list[tuple[int, int, int]] = []
-    copies: list[tuple[int, int, int, int]] = []
-    ops = Ops(records=len(activities))
-    for a in activities:
-        kind = int(a.kind)
-        if kind == CONCURRENT_KERNEL:
-            kern.append((a.correlation_id, a.start, a.end))
-        elif kind in (MEMCPY, MEMSET):
-            copies.append((a.correlation_id, a.start, a.end, a.bytes))
-        elif kind == EXTERNAL_CORRELATION and int(a.external_kind) == ext_kind:
-            ops.tickets[int(a.external_id)] = int(a.correlation_id)
-        elif kind == DRIVER and int(a.cbid) == marker:
-            ops.markers.append((int(a.thread_id), int(a.correlation_id)))
-    if kern:
-        k = np.array(kern, dtype=np.int64)
-        ops.add(k[:, 0], k[:, 1], k[:, 2], None, False)
-    if copies:
-        c = np.array(copies, dtype=np.int64)
-        ops.add(c[:, 0], c[:, 1], c[:, 2], c[:, 3], True)
+            ops.external.update(zip(v["corr"].tolist(), v["ext_id"].tolist()))
     return ops
 
 

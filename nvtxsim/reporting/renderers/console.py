@@ -50,7 +50,7 @@ def table_lines(t: ViewTable, width: int | None, color: bool = False) -> list[st
 
 def prose_lines(p: Prose, width: int | None) -> list[str]:
     texts = [line_text(line) for line in p.lines]
-    if p.kind == "source":
+    if p.kind in ("source", "headline"):
         return terminal.fit_parts(texts, width)
     if p.kind in ("warning", "note"):
         return terminal.notes_lines(texts, width, prefix=f"{p.kind}: ")

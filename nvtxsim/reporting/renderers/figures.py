@@ -1,6 +1,6 @@
 """The HTML pages' figures: static inline SVG drawn from a :class:`~nvtxsim.reporting.document.Figure`'s data.
 
-``forest``: compare's median change per phase with its interval; ``loglog``: scaling's log-log plot per
+``forest``: compare's change per phase beyond the run-wide factor with its interval (clipped values marked); ``loglog``: scaling's log-log plot per
 phase with the fitted curve; ``over_training``: live timing's mean time per range of each phase over the
 run. Text from an export (phase names, paths) is escaped; nothing is loaded from anywhere.
 """
@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from nvtxsim.analysis.compare import Comparison
+from nvtxsim.analysis.compare import Comparison, PhaseDelta
 from nvtxsim.analysis.scaling import MetricFit, Scaling
-from nvtxsim.reporting.compare import interval, pct
+from nvtxsim.reporting.compare import flag, interval, pct
 from nvtxsim.reporting.document import Figure
 from nvtxsim.reporting.scaling import short_value as _short
 from nvtxsim.reporting.viewtable import fmt_bytes, fmt_ns
@@ -34,20 +34,17 @@ def figure_css(fig: Figure) -> str:
 
 
 def forest(c: Comparison) -> str:
-    """Static SVG: per phase, the median change with its interval, and the threshold lines."""
-    rows = [p for p in c.phases if p.median_delta_pct is not None]
+    """Static SVG: per phase, the change beyond the run-wide factor with its interval, and the threshold line.
+
+    The axis spans the points (and the threshold), at most ±:data:`AXIS_MAX` %; an interval end or a point
+    beyond it is drawn at the edge as a triangle with its value written beside it, never cut silently."""
+    rows = [p for p in c.phases if p.shift_pct is not None]
     if not rows:
         return '<p class="note">No phase present in both runs with enough samples.</p>'
-    finite = [
-        v
-        for p in rows
-        for v in (p.median_ci_low_pct, p.median_ci_high_pct, p.median_delta_pct)
-        if v is not None and abs(v) != float("inf")
-    ]
     thr = c.settings.fail_above
-    lim = max([abs(v) for v in finite] + ([thr * 1.2] if thr else []) + [5.0])
-    lim = min(lim * 1.1, 1000.0)
-    W, L, R, rh = 900, 230, 30, 22
+    points = [abs(p.shift_pct or 0.0) for p in rows if math.isfinite(p.shift_pct or 0.0)]
+    lim = min(max(points + ([thr * 1.2] if thr else []) + [5.0]) * 1.15, AXIS_MAX)
+    W, L, R, rh = 900, 230, 70, 22
     H = len(rows) * rh + 40
     sx = lambda v: L + (W - L - R) * (max(min(v, lim), -lim) + lim) / (2 * lim)  # noqa: E731
     out = [f'<svg width="{W}" height="{H}" role="img">']
@@ -56,21 +53,48 @@ def forest(c: Comparison) -> str:
         out.append(f'<line class="grid" x1="{sx(v):.1f}" x2="{sx(v):.1f}" y1="10" y2="{H - 20}"/>')
         out.append(f'<text x="{sx(v):.1f}" y="{H - 6}" text-anchor="middle">{v:+.0f} %</text>')
     out.append(f'<line x1="{sx(0):.1f}" x2="{sx(0):.1f}" y1="6" y2="{H - 20}" stroke="#444"/>')
-    if thr is not None:
+    if thr is not None and thr <= lim:
         out.append(
             f'<line x1="{sx(thr):.1f}" x2="{sx(thr):.1f}" y1="6" y2="{H - 20}" stroke="#c0392b" stroke-dasharray="4 3"/>'
         )
     for i, p in enumerate(rows):
-        y = 20 + i * rh
-        col = "#c0392b" if p.regression else "#2f6fdf" if p.verdict == "faster" else "#555"
-        out.append(f'<text x="6" y="{y + 4}">{html.escape(p.phase[:34])}</text>')
-        lo, hi = p.median_ci_low_pct or 0.0, p.median_ci_high_pct or 0.0
-        out.append(f'<line x1="{sx(lo):.1f}" x2="{sx(hi):.1f}" y1="{y}" y2="{y}" stroke="{col}" stroke-width="2"/>')
-        out.append(
-            f'<circle cx="{sx(p.median_delta_pct or 0):.1f}" cy="{y}" r="4" fill="{col}"><title>{html.escape(p.phase)}: {pct(p.median_delta_pct)} {interval(lo, hi)}</title></circle>'
-        )
+        out.extend(_forest_row(p, 20 + i * rh, lim, sx))
     out.append("</svg>")
     return "".join(out)
+
+
+AXIS_MAX = 200.0  # percent: a wider axis would squash every ordinary change into a few pixels
+
+
+def _forest_row(p: PhaseDelta, y: int, lim: float, sx: Callable[[float], float]) -> list[str]:
+    """One phase's line: name, interval, point, and a clipped marker at each edge a value lies beyond."""
+    col = (
+        "#c0392b"
+        if p.regression
+        else "#2f6fdf"
+        if p.verdict == "faster"
+        else "#d35400"
+        if p.verdict == "slower"
+        else "#555"
+    )
+    lo, hi, mid = p.shift_low_pct or 0.0, p.shift_high_pct or 0.0, p.shift_pct or 0.0
+    tip = f"{html.escape(p.phase)}: {pct(mid)} {interval(lo, hi)} ({flag(p)})"
+    out = [
+        f'<text x="6" y="{y + 4}">{html.escape(p.phase[:34])}</text>',
+        f'<line x1="{sx(lo):.1f}" x2="{sx(hi):.1f}" y1="{y}" y2="{y}" stroke="{col}" stroke-width="2"/>',
+        f'<circle cx="{sx(mid):.1f}" cy="{y}" r="4" fill="{col}"><title>{tip}</title></circle>',
+    ]
+    beyond_hi = [v for v in (hi, mid) if v > lim]
+    beyond_lo = [v for v in (lo, mid) if v < -lim]
+    if beyond_hi:
+        x = sx(lim)
+        out.append(f'<path class="clipped" d="M{x - 7:.1f},{y - 5} L{x:.1f},{y} L{x - 7:.1f},{y + 5} Z" fill="{col}"/>')
+        out.append(f'<text class="clipped" x="{x + 4:.1f}" y="{y + 4}">{pct(max(beyond_hi))}</text>')
+    if beyond_lo:
+        x = sx(-lim)
+        out.append(f'<path class="clipped" d="M{x + 7:.1f},{y - 5} L{x:.1f},{y} L{x + 7:.1f},{y + 5} Z" fill="{col}"/>')
+        out.append(f'<text class="clipped" x="{x + 10:.1f}" y="{y - 5}">{pct(min(beyond_lo))}</text>')
+    return out
 
 
 # --------------------------------------------------------------------------- scaling: log-log per phase

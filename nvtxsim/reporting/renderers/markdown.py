@@ -63,6 +63,8 @@ _LEADS = {"heading": "## ", "warning": "> warning: ", "note": "> ", "remark": ">
 def prose_markdown(p: Prose) -> str:
     if p.kind == "source":
         return f"**{markdown_cell(' · '.join(line_text(line) for line in p.lines))}**\n"
+    if p.kind == "headline":
+        return f"{markdown_cell(' · '.join(line_text(line) for line in p.lines))}\n"
     lines = [f"{_LEADS[p.kind]}{text}" for line in p.lines if (text := line_text(line, markdown_cell))]
     if p.kind in ("heading", "items"):
         return "".join(f"{ln}\n" for ln in lines)

@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""Mutation check of nvtxsim's core: plant one small bug at a time and see whether the tests notice.
+
+Why: a test that passes whatever the code computes proves nothing. Each mutant changes one operator or
+constant inside a chosen function (the projection and the join, each finding kind's cost and trigger,
+scaling's fit and class, live's aggregation, terminal fitting, the escaping of each output format) and
+runs only the tests that cover that code (-x, a timeout). A mutant the tests fail on is *killed*; one
+they pass is a *survivor*: either a missing assertion, or a change that cannot alter any result
+(an equivalent mutant), which reports/mutation.md lists with why.
+
+    python scripts/mutate.py --per-target 10 --out reports/raw/mutation.json     # the recorded run
+    python scripts/mutate.py --list --target escaping                           # the sites, no run
+
+The tree is copied once into a temporary folder (tests/data linked, not copied); each mutant rewrites
+one file there, runs the tests with that folder first on PYTHONPATH (no bytecode written, so a stale
+.pyc can never hide a mutant) and puts the file back. Your checkout is never touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--no-header"]
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    path: str  # relative to the repository
+    functions: tuple[str, ...]  # qualified names; "Class.method" for methods
+    tests: tuple[str, ...]  # pytest arguments, fastest first
+    share: float = 1.0  # of --per-target: findings spans eleven modules
+
+
+TARGETS = (
+    Target(
+        "projection",
+        "nvtxsim/analysis/projection.py",
+        ("_per_launch", "_union_length", "_project_in_memory", "_reduce_chunk", "_group_quantiles", "select_ranges"),
+        ("tests/test_report_agreement.py", "-k", "brute_force or demo_h200 or findings_planted or synthetic"),
+    ),
+    Target(
+        "join",
+        "nvtxsim/analysis/launches.py",
+        ("launch_key", "launches", "op_pairs", "contained", "call_windows", "gpu_activity"),
+        ("tests/test_report_agreement.py", "-k", "brute_force or demo_h200 or findings_planted or synthetic"),
+    ),
+    Target(
+        "findings",
+        "nvtxsim/analysis/findings/",  # every kind module; see FINDINGS
+        (),
+        ("tests/test_findings.py",),
+        2.5,
+    ),
+    Target(
+        "scaling",
+        "nvtxsim/analysis/fits.py",
+        ("_weights", "fit_power", "classify", "class_of_exponent", "loglog_slope", "fit_metric", "centre"),
+        ("tests/test_scaling.py", "-k", "fit_power or classes or h200_gpu or predict_and or zero"),
+    ),
+    Target(
+        "live",
+        "nvtxsim/emit/live/writer.py",
+        ("FlushedWindow.summary",),
+        ("tests/test_live.py", "-k", "threads_are_measured or sampling or late_ranges or start_stop"),
+        0.7,
+    ),
+    Target(
+        "live_totals",
+        "nvtxsim/analysis/live.py",
+        ("totals", "series"),
+        ("tests/test_live.py", "-k", "live_command or live_heading", "tests/test_live_record.py"),
+        0.7,
+    ),
+    Target(
+        "terminal",
+        "nvtxsim/reporting/renderers/terminal.py",
+        ("fit_width", "_take", "shorten_middle", "shorten_end", "_shorten_cell", "fit_text", "fit_parts", "_choose"),
+        ("tests/test_terminal_edges.py", "tests/test_terminal_width.py"),
+    ),
+    Target(
+        "escaping",
+        "nvtxsim/reporting/escaping.py",
+        ("printable", "_escape_char", "markdown_cell", "csv_cell", "csv_table", "json_safe", "html_json", "_json_key"),
+        ("tests/test_hostile_names.py", "-k", "not chromium and not non_utf8", "tests/test_renderers.py"),
+    ),
+)
+# A finding kind's trigger (applies / thresholds) and cost (the ns it charges), module by module.
+FINDINGS = {
+    "bound.py": ("phase_self", "_load"),
+    "cpu_bound.py": ("applies", "detect"),
+    "gpu_bound.py": ("applies", "detect"),
+    "launch_bound.py": ("applies", "detect"),
+    "sync.py": ("_finding", "detect"),
+    "pageable_copy.py": ("detect", "_evidence"),
+    "outlier_iterations.py": ("outliers",),
+    "other_thread_gpu.py": ("detect", "overlap_rows"),
+    "unattributed_gpu.py": ("detect",),
+    "model.py": ("severity",),
+    "context.py": ("Context.share", "Context.per_iter", "blocked"),
+}
+
+CMP_SWAP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
+CMP_SWAP.update({ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In})
+MINMAX = {"min": "max", "max": "min", "minimum": "maximum", "maximum": "minimum", "amin": "amax", "amax": "amin"}
+MINMAX.update({"argmin": "argmax", "argmax": "argmin", "floor": "ceil", "ceil": "floor"})
+
+
+@dataclass
+class Mutant:
+    target: str
+    path: str
+    function: str
+    line: int
+    operator: str
+    before: str
+    after: str
+    outcome: str = ""  # killed / survived / timeout / invalid
+    seconds: float = 0.0
+    failed_test: str = ""
+
+
+def _functions(tree: ast.Module, names: tuple[str, ...]) -> list[tuple[str, ast.AST]]:
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+            found.append((node.name, node))
+        if isinstance(node, ast.ClassDef):
+            for sub in node.body:
+                qual = f"{node.name}.{sub.name}" if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) else ""
+                if qual in names:
+                    found.append((qual, sub))
+    return found
+
+
+def _mutations(node: ast.AST) -> list[tuple[str, ast.AST, ast.AST]]:
+    """(operator, node to replace, its mutated copy) for one node."""
+    out: list[tuple[str, ast.AST, ast.AST]] = []
+    if isinstance(node, ast.Compare):
+        for i, op in enumerate(node.ops):
+            if type(op) in CMP_SWAP:
+                new = copy.deepcopy(node)
+                new.ops[i] = CMP_SWAP[type(op)]()
+                out.append(("flip comparison", node, new))
+    elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        value = node.value
+        nudged = value + 1 if isinstance(value, int) else (value * 1.25 if value else 0.1)
+        out.append(("constant off by one" if isinstance(value, int) else "constant nudged", node, ast.Constant(nudged)))
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
+        out.append(("drop subtraction", node, copy.deepcopy(node.left)))
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and not _stringy(node):
+        out.append(("add to subtract", node, ast.BinOp(copy.deepcopy(node.left), ast.Sub(), copy.deepcopy(node.right))))
+    elif isinstance(node, ast.BoolOp):
+        other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        out.append(("swap and/or", node, ast.BoolOp(other, copy.deepcopy(node.values))))
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        out.append(("drop not", node, copy.deepcopy(node.operand)))
+    elif isinstance(node, ast.Call):
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if name in MINMAX:
+            new_f = copy.deepcopy(f)
+            setattr(new_f, "id" if isinstance(f, ast.Name) else "attr", MINMAX[name])
+            out.append((f"swap {name}/{MINMAX[name]}", f, new_f))
+    return out
+
+
+def _stringy(node: ast.BinOp) -> bool:
+    """Text joined with +: turning it into a subtraction only raises TypeError, which proves nothing."""
+    return any(
+        isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Constant) and isinstance(n.value, str))
+        for n in (node.left, node.right)
+    )
+
+
+def _module_constants(tree: ast.Module) -> list[tuple[str, ast.AST]]:
+    """Module-level numbers (thresholds such as ``SHARE = 0.2``): a kind's trigger often sits there."""
+    return [
+        ("<module>", n)
+        for n in tree.body
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        and isinstance(n.value, ast.Constant)
+        and type(n.value.value) in (int, float)
+    ]
+
+
+def _skipped_nodes(fn: ast.AST) -> set[int]:
+    """Docstrings, annotations and f-strings: no behaviour there, or no reliable source positions."""
+    skip: set[int] = set()
+    for node in ast.walk(fn):
+        parts: list[ast.AST | None] = []
+        if isinstance(node, ast.JoinedStr):
+            parts = [node]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            parts = [node.returns, *(a.annotation for a in (*node.args.args, *node.args.kwonlyargs))]
+        elif isinstance(node, ast.AnnAssign):
+            parts = [node.annotation]
+        for part in parts:
+            if part is not None:
+                skip.update(id(n) for n in ast.walk(part))
+    return skip
+
+
+def _offset(lines: list[str], lineno: int, col: int) -> int:
+    """The character offset of (line, UTF-8 byte column) in the joined text."""
+    return sum(len(x) for x in lines[: lineno - 1]) + len(lines[lineno - 1].encode()[:col].decode())
+
+
+def _replace(text: str, node: ast.AST, code: str) -> str:
+    lines = text.splitlines(keepends=True)
+    start = _offset(lines, node.lineno, node.col_offset)
+    end = _offset(lines, node.end_lineno or node.lineno, node.end_col_offset or 0)
+    return text[:start] + code + text[end:]
+
+
+def sites(target: Target) -> list[tuple[Mutant, str]]:
+    """Every mutant of the target's functions, each with the whole mutated source of its file."""
+    files = (
+        [(target.path + f, fns) for f, fns in FINDINGS.items()]
+        if target.name == "findings"
+        else [(target.path, target.functions)]
+    )
+    found: list[tuple[Mutant, str]] = []
+    for rel, fns in files:
+        text = (REPO / rel).read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        original = ast.dump(tree)
+        for qual, fn in _functions(tree, fns) + _module_constants(tree):
+            skip = _skipped_nodes(fn)
+            for node in ast.walk(fn):
+                if id(node) in skip or not hasattr(node, "lineno"):
+                    continue
+                for op, old, new in _mutations(node):
+                    code = ast.unparse(new)
+                    code = code if isinstance(new, (ast.Name, ast.Attribute)) else f"({code})"
+                    mutated = _replace(text, old, code)
+                    try:
+                        if ast.dump(ast.parse(mutated)) == original:
+                            continue
+                    except SyntaxError:
+                        continue
+                    before = ast.get_source_segment(text, old) or ""
+                    found.append((Mutant(target.name, rel, qual, old.lineno, op, before, code), mutated))
+    return found
+
+
+def choose(all_sites: list[tuple[Mutant, str]], n: int) -> list[tuple[Mutant, str]]:
+    """Up to n sites spread over files, then functions and operators (round robin), deterministic."""
+    groups: dict[tuple[str, str, str], list[tuple[Mutant, str]]] = {}
+    for site in all_sites:
+        groups.setdefault((site[0].path, site[0].function, site[0].operator), []).append(site)
+    files: dict[str, list[list[tuple[Mutant, str]]]] = {}
+    for key in sorted(groups):
+        files.setdefault(key[0], []).append(groups[key])
+    chosen: list[tuple[Mutant, str]] = []
+    turn = 0
+    while len(chosen) < n and any(any(q) for qs in files.values() for q in qs):
+        for qs in files.values():
+            live = [q for q in qs if q]
+            if live and len(chosen) < n:
+                q = live[turn % len(live)]
+                chosen.append(q.pop(len(q) // 2))
+        turn += 1
+    return sorted(chosen, key=lambda s: (s[0].path, s[0].line))
+
+
+def _copy_tree(work: Path) -> Path:
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    root = work / "tree"
+    for rel in files:
+        if rel.startswith("tests/data/") or not (REPO / rel).is_file():
+            continue
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, root / rel)
+    (root / "tests" / "data").symlink_to(REPO / "tests" / "data")
+    return root
+
+
+def _env(root: Path, work: Path) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1", NVTXSIM_CACHE="0")
+    env["XDG_CACHE_HOME"] = str(work / "cache")
+    return env
+
+
+def run_tests(root: Path, env: dict[str, str], tests: tuple[str, ...], timeout: float) -> tuple[str, float, str]:
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([*PYTEST, *tests], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - t0, ""
+    failed = next((ln.split(" ", 1)[1] for ln in p.stdout.splitlines() if ln.startswith(("FAILED ", "ERROR "))), "")
+    return ("survived" if p.returncode == 0 else "killed"), time.monotonic() - t0, failed[:160]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--target", action="append", choices=[t.name for t in TARGETS], help="only these (repeatable)")
+    ap.add_argument("--per-target", type=int, default=10, help="mutants per target (spread over its functions)")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per mutant's test run (a hang is killed)")
+    ap.add_argument("--list", action="store_true", help="print the chosen mutants, run nothing")
+    ap.add_argument("--out", type=Path, help="write every mutant and its outcome here (JSON)")
+    args = ap.parse_args(argv)
+    targets = [t for t in TARGETS if not args.target or t.name in args.target]
+    plan = [(t, choose(sites(t), round(args.per_target * t.share))) for t in targets]
+    if args.list:
+        for t, chosen in plan:
+            for m, _ in chosen:
+                print(f"{t.name:12} {m.path}:{m.line} {m.function}: {m.operator}: {m.before!r} -> {m.after!r}")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="nvtxsim-mutate-") as tmp:
+        work = Path(tmp)
+        root = _copy_tree(work)
+        env = _env(root, work)
+        results: list[Mutant] = []
+        for t, chosen in plan:
+            base, secs, failed = run_tests(root, env, t.tests, args.timeout)
+            print(
+                f"# {t.name}: unmutated tests {'pass' if base == 'survived' else base} in {secs:.0f} s {failed}",
+                flush=True,
+            )
+            if base != "survived":
+                return 2  # the tests fail without any mutant: nothing to learn
+            for m, mutated in chosen:
+                original = (root / m.path).read_text(encoding="utf-8")
+                (root / m.path).write_text(mutated, encoding="utf-8")
+                try:
+                    m.outcome, m.seconds, m.failed_test = run_tests(root, env, t.tests, args.timeout)
+                finally:
+                    (root / m.path).write_text(original, encoding="utf-8")
+                results.append(m)
+                print(
+                    f"{m.outcome:8} {m.seconds:5.0f}s {m.path}:{m.line} {m.function}: {m.before!r} -> {m.after!r}",
+                    flush=True,
+                )
+    killed = sum(m.outcome in ("killed", "timeout") for m in results)
+    print(f"score: {killed}/{len(results)} killed ({100 * killed / max(1, len(results)):.0f}%)")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps([asdict(m) for m in results], indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""What a newcomer reads first: hints that blame the right thing, and the report's opening lines."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import sqlite3
+from pathlib import Path
+
+import nvtxsim
+
+DATA = Path(__file__).resolve().parent / "data"
+DEMO = DATA / "gpu" / "demo_h200.sqlite.gz"
+CPU = DATA / "reliability" / "cpu_loop_2022_4.sqlite.gz"
+
+
+def _without_cuda_tables(tmp: Path) -> Path:
+    """The H200 demo export with its CUDA tables dropped: a GPU machine, captured without -t cuda."""
+    out = tmp / "nocuda.sqlite"
+    with gzip.open(DEMO, "rb") as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    con = sqlite3.connect(out)
+    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'CUPTI_%'")]
+    for name in names:
+        con.execute(f"DROP TABLE {name}")
+    con.commit()
+    con.close()
+    assert names
+    return out
+
+
+def test_no_cuda_hint_names_the_missing_gpu_or_the_trace_flag(tmp_path):
+    no_gpu = nvtxsim.report(CPU)  # captured by nsys 2022.4 on a machine without a GPU
+    assert "export has no CUDA trace (the capturing machine reported no GPU): GPU columns are 0" in no_gpu.warnings
+    assert not any("-t cuda" in w for w in no_gpu.warnings)
+    assert no_gpu.findings is not None and "reported no GPU" in no_gpu.findings.notes[-1]
+    gpu_box = nvtxsim.report(_without_cuda_tables(tmp_path))
+    assert any("no CUDA trace (capture with nsys -t cuda" in w for w in gpu_box.warnings), gpu_box.warnings
+
+
+IL3 = DATA / "isaaclab3" / "il3_direct_rsl_rl.sqlite.xz"
+
+
+def _nsys_median(csv_path: Path, name: str) -> float:
+    import csv
+
+    with open(csv_path) as f:
+        return next(float(r["Med (ns)"]) for r in csv.DictReader(f) if r["Range"] == name)
+
+
+def _starts(export_path: Path, name: str) -> list[int]:
+    """The starts of one range name, read with SQL from a decompressed copy (not through nvtxsim's reader)."""
+    import lzma
+    import tempfile
+
+    opener = lzma.open if export_path.suffix == ".xz" else gzip.open
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "x.sqlite"
+        with opener(export_path, "rb") as src, open(db, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        con = sqlite3.connect(db)
+        rows = con.execute(
+            "SELECT e.start FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
+            "WHERE COALESCE(e.text, s.value) = ? AND e.end IS NOT NULL ORDER BY e.start",
+            (name,),
+        ).fetchall()
+        con.close()
+    return [r[0] for r in rows]
+
+
+def test_headline_of_an_isaac_lab_training_agrees_with_nsys():
+    h = nvtxsim.report(IL3).headline
+    assert (h.key, h.iterations) == ("nvtxsim:step", 240)
+    assert abs(h.median_ns - _nsys_median(IL3.with_name("il3_direct_rsl_rl_nvtx_sum.csv"), "nvtxsim:step")) <= 1
+    starts = _starts(IL3, "step")
+    assert len(starts) == 240
+    assert abs(h.per_s - 239 * 1e9 / (starts[-1] - starts[0])) < 1e-6
+    assert abs(h.env_steps_per_s - 4096 * h.per_s) < 1e-3  # 4096 environments, recorded by nvtxsim
+    assert h.biggest == "nvtxsim:policy_update" and h.biggest_self_ns == 2887703294  # no child range: self = total
+
+
+def test_headline_line_fits_80_columns_and_says_what_it_measured():
+    from nvtxsim.reporting.pipeline import render
+
+    text = render(nvtxsim.report(IL3), "table", width=80)
+    lines = text.splitlines()
+    assert all(len(ln) <= 80 for ln in lines)
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("240 iterations (step)"))
+    assert i < 5 and lines[i] == "240 iterations (step) · median 8.77 ms · 37.6 it/s (153,869 env-steps/s)"
+    assert lines[i + 1] == "most self time: policy_update (43 %)"
+
+
+def test_headline_of_a_cpu_loop():
+    h = nvtxsim.report(CPU).headline
+    assert (h.key, h.iterations, h.env_steps_per_s) == ("nvtxsim:iteration", 10, None)
+    starts = _starts(CPU, "iteration")
+    assert abs(h.per_s - 9 * 1e9 / (starts[-1] - starts[0])) < 1e-6
+    assert h.biggest == "nvtxsim:reset"  # 300 ms asleep at the end of the program, nothing nested
