@@ -4,7 +4,8 @@
 The loop is a CPU training step shaped like a small RL iteration: 8 phases (two nested), each a few hundred µs
 of Python and list work, about 4 ms per iteration, stack depth ~12. Blocks of ``--block`` iterations run
 alternately with the sampler off and on (``nvtxsim.emit.stacks.start``/``stop``), ``--rounds`` times, so drift of
-a shared machine hits both alike; the ratio is the median on-block time over the median off-block time. A
+a shared machine hits both alike; the ratio is the median on-block CPU time over the median off-block CPU time
+(and the median of each on-block over the off-block before it). A
 second measure is the cost per phase (enter + exit) of the tracking the sampler needs, on an empty phase.
 
     python3 scripts/bench_stacks.py                # default rate (200 Hz)
@@ -56,10 +57,12 @@ def iteration() -> None:
 
 
 def block(n: int) -> float:
-    t0 = time.perf_counter()
+    """CPU time per iteration (``process_time``: the sampler's cost is CPU time of this process, and the other
+    processes of a shared machine change it much less than wall time)."""
+    t0 = time.process_time()
     for _ in range(n):
         iteration()
-    return (time.perf_counter() - t0) / n
+    return (time.process_time() - t0) / n
 
 
 def per_phase_ns(n: int = 200_000) -> float:
@@ -80,25 +83,30 @@ def main() -> int:
     sidecar = Path(tempfile.mkdtemp()) / "bench.stacks.jsonl"
     block(args.block)  # warm-up
     off, on, ticks = [], [], 0
-    for _ in range(args.rounds):
-        off.append(block(args.block))
-        if not stacks.start(sidecar, hz=args.hz):
-            print("the sampler did not start", file=sys.stderr)
-            return 1
-        on.append(block(args.block))
-        s = stacks._sampler
-        ticks += s.ticks if s is not None else 0
-        stacks.stop(write=False)
+    for r in range(args.rounds):
+        for sampled in (False, True) if r % 2 == 0 else (True, False):  # alternate the order: no first-block bias
+            if not sampled:
+                off.append(block(args.block))
+                continue
+            if not stacks.start(sidecar, hz=args.hz):
+                print("the sampler did not start", file=sys.stderr)
+                return 1
+            on.append(block(args.block))
+            s = stacks._sampler
+            ticks += s.ticks if s is not None else 0
+            stacks.stop(write=False)
     empty_off = per_phase_ns()
     stacks.start(sidecar, hz=args.hz)
     empty_on = per_phase_ns()
     stacks.stop(write=False)
     m_off, m_on = statistics.median(off), statistics.median(on)
+    paired = statistics.median(b / a for a, b in zip(off, on))  # the two blocks of one round
     print(
-        f"iteration: off {m_off * 1e3:.3f} ms, on {m_on * 1e3:.3f} ms (median of {args.rounds} blocks of {args.block})"
+        f"iteration CPU time: off {m_off * 1e3:.3f} ms, on {m_on * 1e3:.3f} ms ({args.rounds} rounds of {args.block})"
     )
     print(
-        f"ratio on/off at {args.hz} Hz: {m_on / m_off:.4f}  ({(m_on / m_off - 1) * 100:+.2f} %); {ticks} samples taken"
+        f"ratio on/off at {args.hz} Hz: {m_on / m_off:.4f} ({(m_on / m_off - 1) * 100:+.2f} %), "
+        f"median of the rounds' ratios {paired:.4f}; {ticks} samples taken"
     )
     print(
         f"empty phase enter+exit: off {empty_off:.0f} ns, on {empty_on:.0f} ns (+{empty_on - empty_off:.0f} ns per phase)"
