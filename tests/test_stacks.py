@@ -22,6 +22,7 @@ from nvtxsim.analysis.findings import analyse
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.analysis.stacks import hot_functions, read_stacks, sidecar_for
 from nvtxsim.export.reader import load
+from tests.nsys_util import needs_nsys
 
 DATA = Path(__file__).parent / "data" / "cpu"
 REPO = Path(__file__).resolve().parents[1]
@@ -137,6 +138,47 @@ def test_sampler_without_a_profiler_names_the_helper(tmp_path):
     rows = [r for r in hot_functions(st) if r.phase == "nvtxsim:compute"]
     assert rows[0].function == "helper" and rows[0].self_share >= 0.7
     assert {r.function for r in rows} >= {"helper", "middle"}
+
+
+def test_nvtxsim_run_samples_the_program_it_runs(tmp_path):
+    """``python -m nvtxsim run`` runs the script in its own process: it is sampled, nvtxsim's runner frames are not."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(HOT))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NVTXSIM_STACKS": "1"}
+    out = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "run", str(prog)], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "done", out.stderr
+    st = read_stacks(tmp_path / "nvtxsim.stacks.jsonl")
+    assert st is not None and st.processes == 1
+    rows = [r for r in hot_functions(st, 50) if r.phase == "nvtxsim:compute"]
+    assert rows[0].function == "helper" and not [r for r in rows if "/nvtxsim/" in r.location]
+
+
+@needs_nsys
+def test_profile_stacks_end_to_end(tmp_path):
+    """``nvtxsim profile --stacks`` under the real nsys: the sidecar lands beside the export and the report finds it."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(HOT))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("NVTXSIM_STACKS", None)
+    cmd = [sys.executable, "-m", "nvtxsim", "profile", "--stacks", "--trace", "nvtx,osrt", "-o", "run", "--no-report"]
+    out = subprocess.run([*cmd, "--", sys.executable, str(prog)], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (tmp_path / "run.stacks.jsonl").exists()
+    rep = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", "run.sqlite", "--view", "stacks", "-f", "json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    rows = json.loads(rep.stdout)["views"]["stacks"]["rows"]
+    assert next(r for r in rows if r["phase"] == "nvtxsim:compute")["function"] == "helper"
+    again = subprocess.run(
+        [*cmd, "--", sys.executable, str(prog)], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert again.returncode == 2 and "already exists" in again.stderr  # the first run's outputs are kept
 
 
 def test_a_forked_child_writes_its_own_samples(tmp_path):

@@ -43,7 +43,8 @@ FORMAT = STACKS_FORMAT  # first key of every line: a file without it is none of 
 MAX_FUNCTIONS = 20_000  # distinct functions kept per process; the samples of more go to OTHER
 MAX_DEPTH = 512  # frames walked per sample (a deeper recursion counts its innermost 512)
 OTHER = ("(other functions)", 0, "")
-_OWN = os.path.dirname(os.path.abspath(__file__))  # frames of nvtxsim's emit stage are not the program's
+#: Frames of nvtxsim itself (a phase's wrapper, ``nvtxsim run``'s runner) are not the program's.
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class Sampler:
