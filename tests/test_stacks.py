@@ -270,6 +270,37 @@ def test_report_without_sidecar_says_how_to_get_one(tmp_path):
     assert view["rows"] == [] and any("profile --stacks" in n for n in view["notes"])
 
 
+def test_names_in_a_sidecar_are_data_in_every_format(tmp_path):
+    """Phase and function names from the sidecar reach the terminal, markdown and HTML as text, never as markup."""
+    from tests.synth import CudaLoop
+
+    hostile = "\x1b[31mred|*x*<b>名前"
+    b = CudaLoop(cuda=False)
+    b.phase(hostile, lambda: b.cpu(1000))
+    path = tmp_path / "run.sqlite"
+    b.write(path)
+    rec = {
+        "format": "nvtxsim-stacks/1",
+        "pid": 1,
+        "hz": 200,
+        "functions": [[f"/x/{hostile}.py", 1, hostile]],
+        "phases": {hostile: {"samples": 3, "self": {"0": 3}, "total": {"0": 3}}},
+    }
+    (tmp_path / "run.stacks.jsonl").write_text(json.dumps(rec) + "\n")
+
+    def report(*extra):
+        cmd = [sys.executable, "-m", "nvtxsim", "report", str(path), "--view", "stacks", *extra]
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    terminal = report()
+    assert "\x1b" not in terminal and "\\x1b[31m" in terminal  # shown, escaped
+    report("-f", "html", "-o", str(tmp_path / "r.html"))
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<b>名前" not in page and "&lt;b&gt;名前" in page
+
+
 def test_profile_stacks_sets_the_sidecar_and_refuses_an_old_one(tmp_path):
     from nvtxsim.capture import nsys as capture
     from nvtxsim.capture.sidecars import fresh_stacks_file
