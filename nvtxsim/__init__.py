@@ -109,3 +109,7 @@ __all__ = [
 ]
 
 live.start_from_env()
+if os.environ.get(phases.ENV_STACKS, "").strip() and not live._own_command_line():  # opt-in stack sampling
+    from nvtxsim.emit import stacks as _stacks
+
+    _stacks.start_from_env()

@@ -3,7 +3,7 @@
 ``summary`` is the classic per-phase table; the others answer "why": ``tree``
 (nesting, self time), ``iterations`` and ``slowest`` (per-iteration statistics),
 ``kernels``, ``copies``, ``syncs``, ``gpu`` (idle, queue delay, graphs), ``gpus``
-(per device), ``threads``, ``processes``, ``memory`` (GPU memory per phase), ``osrt`` (OS waits per phase), ``findings``
+(per device), ``threads``, ``processes``, ``memory`` (GPU memory per phase), ``osrt`` (OS waits per phase), ``stacks`` (hot Python functions per phase, from the sidecar of ``--stacks``), ``findings``
 (diagnoses with advice) and ``overlap`` (other threads' GPU work by time overlap).
 """
 
@@ -95,6 +95,33 @@ def osrt(d: Selection, o: ViewOptions) -> ViewTable:
         "; ".join(f"{k}: {v}" for k, v in OSRT_CATEGORY_TEXT.items()),
     ]
     return ViewTable("osrt", title, cols, [row_dict(r) for r in rows], notes)
+
+
+def stacks(d: Selection, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.stacks import hot_functions, read_stacks, sidecar_for
+
+    cols = [
+        Column("phase", "Phase"),
+        Column("function", "function"),
+        Column("self_share", "self", "pct"),
+        Column("total_share", "total", "pct"),
+        Column("self_samples", "self n", "int"),
+        Column("location", "file:line", prose=True),
+    ]
+    title = "Hot Python functions per phase"
+    path = sidecar_for(d.export.path)
+    st = read_stacks(path)
+    if st is None:
+        note = f"no stack samples beside the export ({path.name}): profile with nvtxsim profile --stacks (NVTXSIM_STACKS=1)"
+        return ViewTable("stacks", title, cols, [], [note])
+    rows = hot_functions(st, o.top)
+    notes = [
+        f"{sum(st.samples.values())} samples at {st.hz} Hz ({st.mechanism or '?'}) from {st.processes} process(es), "
+        "each counted for the innermost phase open on the sampled thread; self: share of the phase's samples in "
+        "the function itself, total: in it or what it called",
+        *st.problems,
+    ]
+    return ViewTable("stacks", title, cols, [row_dict(r) for r in rows], notes)
 
 
 def tree(d: Selection, o: ViewOptions) -> ViewTable:
@@ -464,6 +491,7 @@ VIEWS: dict[str, View] = {
         View("processes", "Per process", processes),
         View("memory", "GPU memory", memory),
         View("osrt", "OS waits", osrt),
+        View("stacks", "Hot Python functions", stacks),
         View("findings", "Findings (all)", findings),
         View("overlap", "Other threads' GPU work (time overlap)", overlap),
     )
