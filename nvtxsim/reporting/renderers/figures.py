@@ -124,11 +124,17 @@ def loglog(sc: Scaling) -> str:
     figs = []
     for ph in sc.phases:
         time_plot = _loglog_plot(
-            "time per iteration", sc.values, [(ph.fits[m], name, col) for m, name, col in SERIES], fmt_ns, extra
+            "time per call" if ph.per == "call" else "time per iteration",
+            sc.values,
+            [(ph.fits[m], name, col) for m, name, col in SERIES],
+            fmt_ns,
+            extra,
         )
         mem = ph.fits.get("memory")
         mem_plot = (
-            _loglog_plot("GPU memory (own, while open)", sc.values, [(mem, MEMORY[1], MEMORY[2])], fmt_bytes, extra)
+            _loglog_plot(
+                "GPU memory (largest rise over its calls)", sc.values, [(mem, MEMORY[1], MEMORY[2])], fmt_bytes, extra
+            )
             if mem
             else ""
         )
