@@ -288,3 +288,25 @@ def test_a_change_in_every_phase_is_the_run_wide_factor_and_one_phase_stands_out
     for j in (1, 3, 4):
         d, lo, hi, sd = run_shift(zb[:, j], zn[:, j], 0.95)
         assert lo < 0 < hi  # the others: nothing beyond the factor
+
+
+def test_runs_without_the_iteration_range_fall_back_to_instances_unless_by_was_asked(tmp_path):
+    base, new = tmp_path / "b.sqlite", tmp_path / "n.sqlite"
+    for p, seed in ((base, 1), (new, 2)):
+        make_loop_export(
+            p,
+            [LoopPhase("sim", 300_000), LoopPhase("act", 90_000)],
+            iterations=12,
+            seed=seed,
+            key="rollout",
+            memory=False,
+        )
+    rc, out, err = cli(str(base), str(new), "--resamples", "200", "--no-findings", "-f", "json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["by"] is None and "b.sqlite has no 'iteration' range: compared per range instance" in doc["notes"][0]
+    assert {r["phase"]: r["base_n"] for r in doc["phases"]}["nvtxsim:sim"] == 12  # instances
+    rc, _, err = cli(str(base), str(new), "--by", "iteration", "--no-findings")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "iteration" in err
+    rc, out, err = cli(str(base), str(new), "--by", "rollout", "--no-findings", "--resamples", "200", "-f", "json")
+    assert rc == 0 and json.loads(out)["by"] == "rollout"
