@@ -219,12 +219,12 @@ def collect_run(spec: RunSpec, detail, *, by: str | None = None, skip_first: int
     outside = it.members[(it.member_row < 0) & (skip_first == 0 or r.end[it.members] >= start)]
     li = _learning_iterations(detail, start if skip_first else None)
     for name in sorted(set(it.unassigned) - set(phases)):
-        calls = outside[detail.label_names[r.label[outside]] == name]
+        calls = outside[_of_phase(detail, outside, name)]
         if len(calls):
             phases[name] = _per_call(detail, calls, li)
     for name, ph in phases.items():
         if ph.per == "iteration" and name != it.key:
-            calls = detail.selected[detail.label_names[r.label[detail.selected]] == name]
+            calls = detail.selected[_of_phase(detail, detail.selected, name)]
             calls = calls[r.end[calls] >= start] if skip_first else calls
             ph.by_call = ((r.end[calls] - r.start[calls]).astype(np.float64), detail.gpu.busy[calls].astype(np.float64))
     _add_memory(detail, phases)
@@ -273,19 +273,24 @@ def _per_call(detail, calls: np.ndarray, li: np.ndarray) -> PhaseSamples:
     return PhaseSamples("call", cpu, gpu, calls=len(calls), per_learning_iteration=per_li)
 
 
+def _of_phase(detail, idx: np.ndarray, name: str) -> np.ndarray:
+    """Which of the ranges ``idx`` belong to the phase shown as ``name`` (by label id: no string
+    comparison per range)."""
+    return np.isin(detail.export.ranges.label[idx], np.flatnonzero(detail.label_names == name))
+
+
 def _add_memory(detail, phases: dict[str, PhaseSamples]) -> None:
     """Per phase, over every selected call (warm-up included): the largest rise, the largest rise of
     the process's high-water mark, the net allocations and the most held while open."""
-    r = detail.export.ranges
     idx = detail.selected
-    names = detail.label_names[r.label[idx]]
+    of = {name: _of_phase(detail, idx, name) for name in phases}
     for name, ph in phases.items():
-        ph.calls = ph.calls or int((names == name).sum())
+        ph.calls = ph.calls or int(of[name].sum())
     m = range_memory(detail.export, idx)
     if m is None:
         return
     for name, ph in phases.items():
-        k = names == name
+        k = of[name]
         if k.any():
             ph.memory, ph.grow = float(m.rise[k].max()), float(m.grow[k].max())
             ph.net, ph.peak = float(m.net[k].sum()), float(m.peak[k].max())
