@@ -1,23 +1,21 @@
-"""Scaling: how each phase's time per iteration and GPU memory grow with a parameter, from a sweep of runs.
+"""Scaling: how each phase's time and GPU memory grow with a parameter, from a sweep of runs.
 
 Why: users size runs (``num_envs``, batch size, resolution) by trial and error. Given a few runs at
 different values of one parameter, this says per phase whether its CPU time, GPU busy time and GPU
-memory per iteration are constant, sublinear, linear or superlinear in it, predicts them at another
-value and finds the largest value whose peak memory fits a budget. docs/scaling.md explains the
-method; in short:
+memory are constant, sublinear, linear or superlinear in it, predicts them at another value and
+finds the largest value whose peak memory fits a budget. docs/scaling.md explains the method; in short:
 
-* per run and phase, the per-iteration samples (as the ``iterations`` view counts them; warm-up
-  dropped with ``skip_first``) give a centre (median) and a relative spread (standard error of the
-  log of the samples);
-* a **log-log slope** (weighted least squares of log y on log N, weights from the spread, error
-  scaled up when the points scatter more than their spread) and a **quadratic** a + b·N + c·N²
-  (weighted ``numpy.linalg.lstsq``) are reported;
-* the **class** comes from a floor-plus-power fit y = a + b·N^k (a, b ≥ 0): the floor a absorbs what
-  does not grow (launch latency, fixed work), so a phase that sits on a launch-latency floor at
-  small N and grows at large N is classified by its growth k, not by the flattened slope. A phase
-  whose fitted growth over the sweep is below ``CONSTANT_GROWTH`` is ``constant``; otherwise k
-  below ``SUBLINEAR_BELOW`` is ``sublinear``, above ``SUPERLINEAR_ABOVE`` ``superlinear``, else
-  ``linear``. k's interval comes from a seeded bootstrap over the iterations of each run.
+* per run and phase, time samples: per iteration of the key (the iterations in which the phase
+  ran, as the ``iterations`` view counts them; warm-up dropped with ``skip_first``), or per call for
+  a phase that runs only between iterations (a learning update, an evaluation; its time per
+  learning iteration beside it). They give a centre (median) and a relative spread;
+* GPU memory, one number per run and phase over every call (warm-up included): its largest rise,
+  with net allocations and the high-water-mark rise beside it (PyTorch's caching allocator grows
+  only in the first calls, so a per-iteration median is 0);
+* the fits (:mod:`nvtxsim.analysis.fits`): log-log slope, non-negative quadratic, and the
+  floor-plus-power fit y = a + b·N^k that gives the class, with an interval (bootstrap over
+  iterations for times, one run left out for memory) and a doubt when k sits at the grid's bound
+  or its interval has no width.
 """
 
 from __future__ import annotations
