@@ -30,6 +30,7 @@ DATA = Path(__file__).resolve().parent / "data" / "isaaclab3"
 DIRECT = [(DATA / "sweep_direct" / f"il3_direct_sweep_{n}.sqlite.gz", n) for n in (1024, 4096, 16384, 49152)]
 CAMERA = [(DATA / "sweep" / f"il3_camera_sweep_{n}.sqlite.xz", n) for n in (1024, 2048, 4096, 8192)]
 GiB = 1 << 30
+pytestmark = pytest.mark.slow  # about 70 s (eight real exports loaded, four decompressed): CI runs it
 DEVICE_KINDS = (2, 3, 4, 5)  # device, array, managed, static device memory (nsys memKind)
 
 
