@@ -368,6 +368,7 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
         if memory:
             fits["memory"] = fit_exact("memory", x, np.array([p.memory or 0.0 for p in ps]))
             fits["peak"] = fit_exact("peak", x, np.array([p.peak or 0.0 for p in ps]))
+            fits["high_water"] = fit_exact("memory", x, np.array([p.grow or 0.0 for p in ps]))  # JSON only
         fits.update(_per_learning_iteration_fits(x, ps))
         out.append(PhaseScaling(phase=name, fits=fits, per_run=_per_run(runs, name, fits), per=ps[0].per))
     peak = fit_exact("peak", x, np.array([float(r.process_peak) for r in runs], dtype=np.float64)) if memory else None
@@ -465,7 +466,7 @@ def predict(sc: Scaling, value: float) -> dict:
     for ph in sc.phases:
         row: dict = {"phase": ph.phase, "per": ph.per}
         for m, f in ph.fits.items():
-            row[f"{m}_{'bytes' if m in ('memory', 'peak') else 'ns'}"] = f.at(value)
+            row[f"{m}_{'bytes' if f.metric in ('memory', 'peak') else 'ns'}"] = f.at(value)
         phases.append(row)
     doc: dict = {"value": value, "phases": phases, "extrapolated": value > max(sc.values) or value < min(sc.values)}
     others = [r for r in phases[1:] if r["per"] == "iteration"]
