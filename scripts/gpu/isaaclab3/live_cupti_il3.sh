@@ -83,6 +83,7 @@ else
   echo "nsys: no export written"
 fi
 
+# NVTXSIM_LIVE_CUPTI_EXPERIMENTAL is read only by checkouts before the gate was removed (kept: either runs)
 declare -A env_of=(
   [off]=""
   [events]="NVTXSIM_LIVE_GPU=events"
