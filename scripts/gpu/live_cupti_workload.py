@@ -263,7 +263,7 @@ def compare(args: argparse.Namespace) -> int:
         phases=wanted,
         compared=len(ratios),
         worst_abs_ratio_error=round(worst, 4),
-        within_10pct=len(ratios) == wanted and worst <= 0.10,
+        within_10pct=wanted > 0 and len(ratios) == wanted and worst <= 0.10,
         range_counts_differ=counts_differ,
         only_in_one=only,
     )

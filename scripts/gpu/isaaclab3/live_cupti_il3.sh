@@ -12,7 +12,7 @@
 #   compare --all-phases: live busy per range vs the report's busy + other-thread overlap per range; the events run
 #   for contrast)
 # Every step prints `date`, its exit code (rc=124: its timeout; 139: a segfault). $OUT gets 6 files: live_cupti_il3.txt
-# (all printed), cupti.jsonl, events.jsonl, report.json, il3_nsys.sqlite.gz, nsys.log. Under 9 minutes on the H200
+# (all printed), cupti.jsonl, events.jsonl, report.json, il3_nsys.sqlite.gz (split .0 .1 past 15 MiB), nsys.log. Under 9 minutes on the H200
 # (a round is skipped when it would end past 530 s, judged by the one before).
 # Knobs: ITERS (12 learning iterations), ENVS (4096), ROUNDS (2), EVERY (16 env steps per live line).
 # Here (no GPU, no Isaac Lab): DRY_RUN=1 OUT=/tmp/lci bash scripts/gpu/isaaclab3/live_cupti_il3.sh  runs the same
@@ -138,6 +138,13 @@ for cfg in ("off", "events", "cupti", "cupti-s10"):
     print(f"cost {cfg:10s} runs " + " / ".join(f"{x:.1f}" for x in by[cfg]) + f"   median {med[cfg]:.1f} ms   over off {pct}")
 PY
 
-[ -n "$sq" ] && [ -f "$sq" ] && gzip -6 -c "$sq" > "$OUT/il3_nsys.sqlite.gz"
+if [ -n "$sq" ] && [ -f "$sq" ]; then  # a file comes back only under 16 MiB: split past 15 MiB (cat the parts)
+  gzip -6 -c "$sq" > "$work/il3_nsys.sqlite.gz"
+  if [ "$(stat -c %s "$work/il3_nsys.sqlite.gz")" -gt 15728640 ]; then
+    split -b 15M -d -a 1 "$work/il3_nsys.sqlite.gz" "$OUT/il3_nsys.sqlite.gz."
+  else
+    mv "$work/il3_nsys.sqlite.gz" "$OUT/"
+  fi
+fi
 ls -l "$OUT"
 stamp done
