@@ -4,13 +4,14 @@
 # the checkout root, after scripts/gpu/isaaclab3/assemble.sh (the parts; see README.md):
 #   OUT=/tmp/lci bash scripts/gpu/isaaclab3/live_cupti_il3.sh
 # 1 warm-up: a 16-env run, not timed (compiles warp/Newton/MuJoCo-Warp kernels on a fresh host, ~100 s; cached)
-# 2 nsys: the same training under `nvtxsim profile` (live timing off); `nvtxsim report --view overlap --format json`
+# 2 nsys: the same training under `nvtxsim profile`, live timing asked for with NVTXSIM_LIVE_GPU=cupti (it must step
+#   aside: one line, CUDA events; the events column of 4); `nvtxsim report --view overlap --format json`
 # 3 cost, interleaved in this one invocation, ROUNDS rounds (ABCD, then DCBA): off (`nvtxsim run`, no live timing),
 #   events (NVTXSIM_LIVE, CUDA events), cupti (NVTXSIM_LIVE_GPU=cupti), cupti-s10 (the same, NVTXSIM_LIVE_SAMPLE=10):
 #   train.py's ms per learning iteration (the iterations after the first) and the median's % over off (goal: 2 %)
 # 4 accuracy: the first round's cupti run vs the nsys run, phase by phase (scripts/gpu/live_cupti_workload.py
-#   compare --all-phases: live busy per range vs the report's busy + other-thread overlap per range; the events run
-#   for contrast)
+#   compare --all-phases: live busy per range vs the report's busy + other-thread overlap per range; the nsys run's
+#   CUDA-event live file for contrast)
 # Every step prints `date`, its exit code (rc=124: its timeout; 139: a segfault). $OUT gets 6 files: live_cupti_il3.txt
 # (all printed), cupti.jsonl, events.jsonl, report.json, il3_nsys.sqlite.gz (split .0 .1 past 15 MiB), nsys.log. Under 9 minutes on the H200
 # (a round is skipped when it would end past 530 s, judged by the one before).
@@ -70,10 +71,16 @@ if [ ${#warm[@]} -gt 0 ]; then
   timeout 240 python3 "${warm[@]}" > "$work/warm.log" 2>&1; rc_line warm $?; grep '^train:' "$work/warm.log" | tail -1
 fi
 
-stamp "2 nsys: python3 -m nvtxsim profile -o il3_nsys --no-report -- python3 -m nvtxsim run ${train[*]}"
-timeout 200 python3 -m nvtxsim profile -o "$work/il3_nsys" --no-report "${PROFILE_OPTS[@]}" -- \
+# live timing asked for with CUPTI under nsys: it must step aside (one line) and time with CUDA events, the
+# same ranges as the export: the events column of step 4
+stamp "2 nsys: NVTXSIM_LIVE_GPU=cupti python3 -m nvtxsim profile -o il3_nsys --no-report -- python3 -m nvtxsim run ${train[*]}"
+NVTXSIM_LIVE="$work/nsys_live.jsonl" NVTXSIM_LIVE_EVERY="$EVERY" NVTXSIM_LIVE_GPU=cupti NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1 \
+  timeout 200 python3 -m nvtxsim profile -o "$work/il3_nsys" --no-report "${PROFILE_OPTS[@]}" -- \
   python3 -m nvtxsim run "${train[@]}" 2>&1 | tr '\r' '\n' | grep -v -e '%\]' -e '^$' > "$OUT/nsys.log"
-rc_line nsys "${PIPESTATUS[0]}"; grep -e '^train:' -e rror "$OUT/nsys.log" | tail -3
+rc_line nsys "${PIPESTATUS[0]}"; grep -e '^train:' -e rror -e CUPTI -e 'live timing' "$OUT/nsys.log" | tail -4
+python3 -c "import sys; from nvtxsim.analysis.live import load, gpu_modes
+w = load(sys.argv[1]).windows; print(f'under nsys: {len(w)} live windows, gpu modes {gpu_modes(w)} (wanted: events)')" \
+  "$work/nsys_live.jsonl" 2>&1 | tail -1
 sq=$(ls "$work"/il3_nsys*.sqlite 2>/dev/null | head -1)
 if [ -n "$sq" ]; then
   stamp "2 report: nvtxsim report $(basename "$sq") --domain nvtxsim --view overlap --format json"
@@ -113,7 +120,9 @@ for r in $(seq 1 "$ROUNDS"); do
     stamp "4 accuracy: live cupti (round 1) vs nsys, per phase"
     if [ -s "$OUT/cupti.jsonl" ] && [ -s "$OUT/report.json" ]; then
       timeout 60 python3 -m nvtxsim live "$OUT/cupti.jsonl" | cut -c1-240; rc_line live $?
-      timeout 60 python3 "$W" compare "$OUT/cupti.jsonl" "$OUT/report.json" --events "$OUT/events.jsonl" --all-phases
+      ev=$OUT/events.jsonl; [ -s "$work/nsys_live.jsonl" ] && ev=$work/nsys_live.jsonl  # events of the nsys run's ranges
+      echo "events column: $ev"
+      timeout 60 python3 "$W" compare "$OUT/cupti.jsonl" "$OUT/report.json" --events "$ev" --all-phases
       rc_line compare $?
     else
       echo "accuracy skipped: cupti.jsonl or report.json missing or empty"
