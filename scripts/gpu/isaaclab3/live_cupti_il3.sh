@@ -101,10 +101,12 @@ order=(off events cupti cupti-s10)
 one() {  # one timed training: config, round
   local k=$1 r=$2 live=() line rc
   [ "$k" != off ] && live=(NVTXSIM_LIVE="$work/${k}_r$r.jsonl" NVTXSIM_LIVE_EVERY="$EVERY" ${env_of[$k]})
-  line=$(env "${live[@]}" timeout 100 python3 -m nvtxsim run -q "${train[@]}" 2> "$work/${k}_r$r.err" | grep '^train:' | tail -1)
-  rc=${PIPESTATUS[0]}
+  env "${live[@]}" timeout 100 python3 -m nvtxsim run -q "${train[@]}" > "$work/${k}_r$r.out" 2> "$work/${k}_r$r.err"
+  rc=$?
+  line=$(grep '^train:' "$work/${k}_r$r.out" | tail -1)
   echo "round=$r config=$k rc=$rc ${line#train: }" | tee -a "$work/cost.txt"
   grep -h -i -e cupti -e 'live timing' "$work/${k}_r$r.err" | head -3
+  [ "$rc" = 0 ] || tail -n 4 "$work/${k}_r$r.err"
 }
 last=0
 for r in $(seq 1 "$ROUNDS"); do
