@@ -85,12 +85,12 @@ def test_each_cost_is_its_kinds_formula_and_its_share_of_the_reference(planted):
         assert f.cost_per_iteration_ns == round(f.cost_ns / planted.iterations), (f.phase, f.kind)
 
 
-def _loop(tmp_path, name, build, iterations=10):
+def _loop(tmp_path, name, build, iterations=10, key="iteration"):
     from synth import CudaLoop
 
     b = CudaLoop(cuda=True)
     for i in range(iterations):
-        b.phase("iteration", lambda i=i: build(b, i))
+        b.phase(key, lambda i=i: build(b, i)) if key else build(b, i)
         b.cpu(10_000)
     path = tmp_path / f"{name}.sqlite"
     b.write(path)
@@ -172,3 +172,21 @@ def test_findings_under_one_percent_of_the_time_are_left_out(tmp_path, outside_m
     assert (("nvtxsim:python", "cpu_bound") in got) == shown, sorted(got)
     if shown:
         assert 0.01 <= got[("nvtxsim:python", "cpu_bound")].evidence["share_of_time"] < 0.0125
+
+
+def test_other_thread_gpu_of_the_first_phase_and_its_cost(tmp_path):
+    """The only phase (the first label) launches 40 backward kernels from another thread each time: the
+    finding is that phase's, costing the kernels' time (they run one after another: the union is the sum)."""
+
+    def step(b, i):
+        def learn():
+            b.kernel("fwd", 50_000)
+            b.on_thread(7, "pt_autograd_0", b.t, lambda: [b.kernel("bwd", 80_000, 5_000) for _ in range(40)])
+            b.cpu(40 * 6_000)
+
+        b.phase("learn", learn)
+
+    got = {(f.phase, f.kind): f for f in _loop(tmp_path, "other", step, key=None)}
+    f = got[("nvtxsim:learn", "other_thread_gpu")]
+    assert f.cost_ns == 10 * 40 * 80_000 and f.evidence["launches"] == 400 and f.evidence["ops"] == 400
+    assert list(f.evidence["threads"].values()) == [400]
