@@ -190,3 +190,18 @@ def test_other_thread_gpu_of_the_first_phase_and_its_cost(tmp_path):
     f = got[("nvtxsim:learn", "other_thread_gpu")]
     assert f.cost_ns == 10 * 40 * 80_000 and f.evidence["launches"] == 400 and f.evidence["ops"] == 400
     assert list(f.evidence["threads"].values()) == [400]
+
+
+def test_outlier_iterations_from_2x_the_median_cost_their_excess_and_list_twenty(tmp_path):
+    """60 iterations, 25 of them 1.2 ms longer (2.2 x the median): all 25 flagged, the cost their time above
+    the median (the fast iterations' length), the evidence lists the first 20."""
+    slow = set(range(3, 60, 2)[:25])
+
+    def step(b, i):
+        b.phase("observe", lambda: b.cpu(1_000_000 + (1_200_000 if i in slow else 0)))
+
+    got = {(f.phase, f.kind): f for f in _loop(tmp_path, "outliers", step, iterations=60)}
+    f = got[("nvtxsim:observe", "outlier_iterations")]
+    assert f.evidence["count"] == 25 and f.evidence["iterations"] == sorted(slow)[:20]
+    assert f.cost_ns == 25 * 1_200_000 and f.evidence["max_ns"] == f.evidence["median_ns"] + 1_200_000
+    assert 2.0 < f.evidence["max_ns"] / f.evidence["median_ns"] < 2.5  # flagged above 2x, not only above 2.5x
