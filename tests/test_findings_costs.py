@@ -220,3 +220,12 @@ def test_a_sync_is_reported_from_a_tenth_of_a_percent(tmp_path, outside_ms, show
     assert (("nvtxsim:reward", "sync") in got) == shown, sorted(got)
     if shown:
         assert 0.001 <= got[("nvtxsim:reward", "sync")].evidence["share_of_time"] < 0.00125
+
+
+def test_pageable_copy_costs_the_time_in_its_calls_and_shows_the_copies_rate(planted):
+    """tests/synth.make_planted: 30 copies of 8 MiB D→H into pageable memory, each a 2 ms call and 1.5 ms on the GPU."""
+    f = next(f for f in planted if (f.phase, f.kind) == ("nvtxsim:camera_readout", "pageable_copy"))
+    e = f.evidence
+    assert f.cost_ns == e["cpu_in_calls_ns"] == 30 * 2_000_000
+    assert (e["copies"], e["bytes"], e["gpu_ns"]) == (30, 30 * (8 << 20), 30 * 1_500_000)
+    assert e["gbps"] == round((8 << 20) / 1_500_000, 2)
