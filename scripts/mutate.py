@@ -114,7 +114,7 @@ TARGETS = (
         "terminal",
         "nvtxsim/reporting/renderers/terminal.py",
         ("fit_width", "_take", "shorten_middle", "shorten_end", "_shorten_cell", "fit_text", "fit_parts", "_choose"),
-        ("tests/test_terminal_edges.py", "tests/test_terminal_width.py"),
+        ("tests/test_terminal_values.py", "tests/test_terminal_edges.py", "tests/test_terminal_width.py"),
     ),
     Target(
         "escaping",
