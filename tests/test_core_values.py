@@ -109,3 +109,21 @@ def test_launches_join_calls_to_ops_on_process_and_correlation_id(tmp_path):
     assert len(none.op_order) == 0 and none.group_start.tolist() == [0]
     assert len(none.launch_id) == len(bare.api) > 0 and set(none.launch_id.tolist()) == {-1}
     assert none.count.tolist() == [0] * len(bare.api)
+
+
+def test_projection_of_a_single_range_with_a_single_kernel(tmp_path):
+    """The smallest export with GPU work: one range, one launch (one (range, launch) pair in the only chunk)."""
+    from synth import CudaLoop
+
+    from nvtxsim.analysis.projection import project
+
+    b = CudaLoop(cuda=True)
+    b.phase("only", lambda: b.kernel("k", 7_000))
+    path = tmp_path / "one.sqlite"
+    b.write(path)
+    ex = load(path)
+    g = project(ex)
+    (i,) = np.flatnonzero(ex.ranges.name.astype(str) == "only")
+    k = ex.gpu
+    assert g.ops[i] == 1 and g.kernels[i] == 1
+    assert (g.proj_start[i], g.proj_end[i]) == (k.start[0], k.end[0]) and k.end[0] - k.start[0] == 7_000
