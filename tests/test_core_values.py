@@ -127,3 +127,23 @@ def test_projection_of_a_single_range_with_a_single_kernel(tmp_path):
     k = ex.gpu
     assert g.ops[i] == 1 and g.kernels[i] == 1
     assert (g.proj_start[i], g.proj_end[i]) == (k.start[0], k.end[0]) and k.end[0] - k.start[0] == 7_000
+
+
+def test_a_launch_matched_by_two_calls_of_a_range_counts_once(tmp_path):
+    """Two calls with one (process, correlation id) inside one range, and another launch: each op once."""
+    from synth import CudaLoop
+
+    from nvtxsim.analysis.projection import project
+    from nvtxsim.schema import RUNTIME_TABLE
+
+    b = CudaLoop(cuda=True)
+    b.phase("p", lambda: (b.kernel("a", 5_000), b.kernel("b", 5_000), b.kernel("c", 5_000)))
+    path = tmp_path / "dup.sqlite"
+    b.write(path)
+    with sqlite3.connect(path) as con:
+        a, second = con.execute(f"SELECT min(correlationId), min(correlationId) + 1 FROM {KERNEL_TABLE}").fetchone()
+        con.execute(f"DELETE FROM {KERNEL_TABLE} WHERE correlationId = ?", (second,))
+        con.execute(f"UPDATE {RUNTIME_TABLE} SET correlationId = ? WHERE correlationId = ?", (a, second))
+    ex = load(path)
+    (i,) = np.flatnonzero(ex.ranges.name.astype(str) == "p")
+    assert len(ex.gpu) == 2 and project(ex).ops[i] == 2
