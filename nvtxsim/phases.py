@@ -103,6 +103,9 @@ __all__ = [
 # mark (in the nvtxsim domain) for every range_pop() it refused, the report counts them.
 
 UNMATCHED_POP_MARK = "unmatched_range_pop"
+#: Start of the NVTX mark a live trigger places inside the capture window it opens ("nvtxsim trigger
+#: sim_step>3x fired at iteration 30: ..."): the report says the capture came from it.
+TRIGGER_MARK = "nvtxsim trigger "
 
 
 # --------------------------------------------------------------------------- capture window
@@ -120,6 +123,9 @@ APIS = ("nvtx", "cuda")
 #: Live timing's trigger (emit.live): a rule like ``sim_step>1.5x`` that opens a window of N iterations.
 ENV_LIVE_TRIGGER = "NVTXSIM_LIVE_TRIGGER"
 ENV_LIVE_TRIGGER_ITERATIONS = "NVTXSIM_LIVE_TRIGGER_ITERATIONS"
+#: Opt-in stack sampling (nvtxsim.emit.stacks): ``1`` or the file the samples go to (``nvtxsim profile --stacks``
+#: sets it to the stacks sidecar beside the export).
+ENV_STACKS = "NVTXSIM_STACKS"
 
 
 @dataclass(frozen=True)

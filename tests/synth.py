@@ -592,21 +592,40 @@ PLANTED = {  # phase → the finding kind make_planted plants there (unattribute
     "camera_readout": "pageable_copy",
     "reward": "sync",
     "reset": "cpu_bound",
-    "observation": "outlier_iterations",
+    "observation": "phase_stalls",
     "policy_update": "other_thread_gpu",
 }
-OUTLIER_ITERATIONS = (7, 19, 23)
+OUTLIER_ITERATIONS = (7, 19, 23)  # observation stalls 40 ms there: phase_stalls (a phase's own stall)
+SLOW_ITERATIONS = (11, 17)  # reset takes 4 × its 3 ms there: an outlier iteration, no phase's stall
+WARM_UP_LOAD_NS = 30_000_000  # with warm_up=True: sim_step's first call loads a CUDA module this long
 SYNC_DDL = """CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
     contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL);"""
 
 
-def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, update_every: int = 10) -> None:
+OSRT_DDL = """CREATE TABLE OSRT_API (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
+globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, nestingLevel INTEGER,
+callchainId INTEGER);"""
+OSRT_SQL = "INSERT INTO OSRT_API VALUES (?,?,27,?,0,?,0,0,NULL)"
+
+
+def os_call(state: dict, name: str, dur: int, tid: int, sid) -> tuple[int, int, int, int]:
+    """One traced OS call (an OSRT_API row) of ``dur`` ns on thread ``tid`` at the synthetic clock, which it advances."""
+    s = state["t"]
+    state["t"] = s + dur + 500
+    return (s, s + dur, tid, sid(name))
+
+
+def make_planted(
+    path: Path, *, clean: bool = False, iterations: int = 30, update_every: int = 10, warm_up: bool = False
+) -> None:
     """An Isaac-Lab-shaped loop with one known problem per phase (``clean``: none of them).
 
     Per iteration: sim_step (300 tiny kernels: launch-bound), render (one 3 ms kernel:
     GPU-bound), camera_readout (8 MiB D→H into pageable memory), policy, reward (a 4-byte
     .item() copy and a 1.5 ms cudaStreamSynchronize), reset (3 ms of Python, no GPU work),
-    observation (40 ms more in OUTLIER_ITERATIONS). Every ``update_every`` iterations a
+    observation (40 ms more in OUTLIER_ITERATIONS: stalls), reset 4 × longer in SLOW_ITERATIONS
+    (outlier iterations), save (a 0.3 ms fsync: an OS wait, OSRT_API); ``warm_up``: sim_step's first call loads a
+    CUDA module (WARM_UP_LOAD_NS). Every ``update_every`` iterations a
     policy_update whose backward kernels come from the autograd thread; 200 evaluation kernels
     between two iterations, outside every range. Times are ns on one timeline."""
     con = sqlite3.connect(path)
@@ -618,8 +637,8 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
 
     pid = 2000
     gpid, main, autograd = global_tid(pid, 0), global_tid(pid, pid), global_tid(pid, pid + 1)
-    nvtx, runtime, kernels, memcpys, syncs = [], [], [], [], []
-    con.executescript(SYNC_DDL)
+    nvtx, runtime, kernels, memcpys, syncs, osrt = [], [], [], [], [], []
+    con.executescript(SYNC_DDL + OSRT_DDL)
     state = {"t": 1_000_000, "gpu": 0, "corr": 1}
 
     def call(name: str, dur: int, tid: int = main, at: int | None = None) -> tuple[int, int, int]:
@@ -664,7 +683,10 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
             for _ in range(200):  # an evaluation between iterations, outside every range
                 kernel("eval_kernel", 100_000)
         it_start = state["t"]
-        phase("sim_step", lambda: [kernel("physics_kernel", 2_000, 5_000) for _ in range(300 if not clean else 10)])
+        if i == 0 and warm_up:
+            phase("sim_step", lambda: (call("cuModuleLoadData", WARM_UP_LOAD_NS), kernel("physics_kernel", 2_000)))
+        else:
+            phase("sim_step", lambda: [kernel("physics_kernel", 2_000, 5_000) for _ in range(300 if not clean else 10)])
         phase("render", lambda: kernel("render_gemm", 3_000_000 if not clean else 300_000, 10_000))
         phase(
             "camera_readout",
@@ -681,12 +703,19 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
 
         phase("policy", lambda: [kernel("mlp_gemm", 20_000, 8_000) for _ in range(10)])
         phase("reward", reward)
-        phase("reset", lambda: (cpu(3_000_000 if not clean else 50_000), kernel("reset_kernel", 5_000)))
+        reset_ns = (12_000_000 if i in SLOW_ITERATIONS else 3_000_000) if not clean else 50_000
+        phase("reset", lambda ns=reset_ns: (cpu(ns), kernel("reset_kernel", 5_000)))
         phase(
             "observation",
             lambda i=i: (
                 cpu(40_000_000 if (i in OUTLIER_ITERATIONS and not clean) else 50_000),
                 kernel("obs_kernel", 10_000),
+            ),
+        )
+        phase(
+            "save",
+            lambda: osrt.append(
+                os_call(state, "fsync" if not clean else "write", 300_000 if not clean else 5_000, main, sid)
             ),
         )
         nvtx.append((it_start, state["t"] + 1_000, 59, None, None, None, None, main, None, sid("iteration"), 1))
@@ -727,6 +756,7 @@ def make_planted(path: Path, *, clean: bool = False, iterations: int = 30, updat
         memcpys,
     )
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?)", syncs)
+    con.executemany(OSRT_SQL, osrt)
     con.executemany(
         "INSERT INTO ThreadNames VALUES (?,?,?)", [(sid("python3"), 10, main), (sid("pt_autograd_0"), 10, autograd)]
     )
@@ -826,6 +856,7 @@ class CudaLoop:
         self.kernels: list[tuple] = []
         self.memcpys: list[tuple] = []
         self.syncs: list[tuple] = []
+        self.osrt: list[tuple] | None = None  # OSRT_API rows once an os_call was made
         self.thread_names = {self.main: "python3"}
         self.domains: dict[str, int] = {}
 
@@ -915,6 +946,17 @@ class CudaLoop:
     def cpu(self, ns: int) -> None:
         self.t += ns
 
+    def os_call(self, name: str, dur: int, *, at: int | None = None) -> None:
+        """A traced OS call (an OSRT_API row, nsys -t osrt) of ``dur`` ns on the current thread: at the current
+        time (which it advances), or at ``at`` (inside a CUDA call made just before, say; the clock is kept)."""
+        if self.osrt is None:
+            self.osrt = []
+        if at is not None:
+            self.osrt.append((at, at + dur, self.tid, self.sid(name)))
+            return
+        self.osrt.append((self.t, self.t + dur, self.tid, self.sid(name)))
+        self.t += dur + 500
+
     def phase(self, name: str, body=None, *, domain: str = "nvtxsim") -> None:
         """A push/pop range ``name`` around ``body()`` in NVTX domain ``domain``."""
         dom = self.domains.setdefault(domain, len(self.domains) + 1)
@@ -959,6 +1001,9 @@ class CudaLoop:
                 self.memcpys,
             )
             con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?)", self.syncs)
+        if self.osrt is not None:
+            con.executescript(OSRT_DDL)
+            con.executemany(OSRT_SQL, self.osrt)
         con.executemany(
             "INSERT INTO ThreadNames VALUES (?,?,?)", [(self.sid(n), 10, t) for t, n in self.thread_names.items()]
         )

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from committed import committed
-from synth import OUTLIER_ITERATIONS, PLANTED, make_planted
+from synth import OUTLIER_ITERATIONS, PLANTED, SLOW_ITERATIONS, make_planted
 
 from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, KINDS, OUTSIDE, SEVERITIES, analyse
+from nvtxsim.analysis.findings.os_calls import ADVICE as OS_ADVICE
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
 
@@ -69,8 +70,10 @@ def test_evidence(planted):
     )  # the 1.5 ms sync and the 20 µs .item() copy
     copy = by[("nvtxsim:camera_readout", "pageable_copy")]
     assert copy.evidence["bytes"] == 30 * (8 << 20) and copy.evidence["directions"]["D→H"]["copies"] == 30
-    out = by[("nvtxsim:observation", "outlier_iterations")]
-    assert out.evidence["iterations"] == list(OUTLIER_ITERATIONS)
+    stall = by[("nvtxsim:observation", "phase_stalls")]
+    assert stall.evidence["iterations"] == list(OUTLIER_ITERATIONS) and stall.evidence["stall_ns"] >= 40_000_000
+    assert ("nvtxsim:observation", "outlier_iterations") not in by  # the stall is named once, at its phase
+    assert by[("nvtxsim:reset", "outlier_iterations")].evidence["iterations"] == list(SLOW_ITERATIONS)
     other = by[("nvtxsim:policy_update", "other_thread_gpu")]
     assert other.evidence["threads"] == {"pt_autograd_0 (2001)": 300}
     assert by[("nvtxsim:sim_step", "launch_bound")].evidence["launches_per_range"] == 300
@@ -92,15 +95,16 @@ def test_outlier_cost_is_the_time_above_the_median(tmp_path):
     make_planted(p)
     durations = _iteration_durations(p)
     median = statistics.median(durations)
-    assert all(durations[i] > 2 * median for i in OUTLIER_ITERATIONS)
-    want = sum(durations[i] - median for i in OUTLIER_ITERATIONS)
+    assert all(durations[i] > 2 * median for i in SLOW_ITERATIONS)
+    want = sum(durations[i] - median for i in SLOW_ITERATIONS)
     (out,) = [f for f in find(Selection(load(p))) if f.kind == "outlier_iterations"]
+    assert out.phase == "nvtxsim:reset" and out.evidence["iterations"] == list(SLOW_ITERATIONS)
     assert out.evidence["median_ns"] == int(median)
-    assert out.evidence["max_ns"] == max(durations[i] for i in OUTLIER_ITERATIONS)
+    assert out.evidence["max_ns"] == max(durations[i] for i in SLOW_ITERATIONS)
     assert out.cost_ns == round(want)
     assert out.cost_per_iteration_ns == round(want / len(durations))
-    # The planted 40 ms minus the ordinary 50 µs of observation, per slow iteration: the median is subtracted.
-    assert abs(out.cost_ns - len(OUTLIER_ITERATIONS) * (40_000_000 - 50_000)) < 5_000
+    # The planted 12 ms minus the ordinary 3 ms of reset, per slow iteration: the median is subtracted.
+    assert abs(out.cost_ns - len(SLOW_ITERATIONS) * (12_000_000 - 3_000_000)) < 5_000
 
 
 def test_shape_of_findings(planted):
@@ -145,7 +149,7 @@ REAL = {  # (phase, kind) planted by scripts/gpu/findings_workload.py
     ("nvtxsim:camera_readout", "pageable_copy"),
     ("nvtxsim:reward", "sync"),
     ("nvtxsim:reset", "cpu_bound"),
-    ("nvtxsim:observation", "outlier_iterations"),
+    ("nvtxsim:observation", "phase_stalls"),  # time.sleep in iterations 9, 27, 45: the OS trace names it
     ("nvtxsim:policy_update", "other_thread_gpu"),
     (OUTSIDE, "unattributed_gpu"),
 }
@@ -164,7 +168,10 @@ def test_h200_planted_problem_is_found(real, phase, kind):
 
 def test_h200_planted_evidence(real):
     by = {(f.phase, f.kind): f for f in real["planted"]}
-    assert set(by[("nvtxsim:observation", "outlier_iterations")].evidence["iterations"]) == {9, 27, 45}
+    stall = by[("nvtxsim:observation", "phase_stalls")]
+    assert stall.evidence["iterations"] == [9, 27, 45] and stall.evidence["every"] == 18
+    assert stall.evidence["cause"] == "os_wait" and stall.evidence["os_wait_top"]["clock_nanosleep"][0] == 3
+    assert ("nvtxsim:observation", "os_wait") not in by  # the stalls' sleeps are not counted twice
     assert list(by[("nvtxsim:policy_update", "other_thread_gpu")].evidence["threads"])[0].startswith("pt_autograd")
     assert by[("nvtxsim:reward", "sync")].evidence["apis"] == {
         "cudaStreamSynchronize": 116
@@ -174,18 +181,17 @@ def test_h200_planted_evidence(real):
     # Iterations 20 and 40 follow a policy_update: the copy waits for its backward work. That is the copy's
     # finding (its cost holds the wait), not a second, overlapping outlier finding.
     assert copy.evidence["slow_iterations"] == [20, 40] and ("nvtxsim:camera_readout", "outlier_iterations") not in by
-    assert (
-        by[("nvtxsim:observation", "outlier_iterations")].advice == ADVICE["outlier_iterations"]
-    )  # time.sleep: no CUDA cause
+    assert stall.advice == OS_ADVICE["sleep"]  # time.sleep: the OS trace holds the sleeps, and the advice fits
     assert by[("nvtxsim:sim_step", "launch_bound")].evidence["launches_per_range"] == 300
 
 
 def test_h200_clean_run_raises_none_of_the_planted_problems(real):
     kinds = {f.kind for f in real["clean"]}
     assert not kinds & {"sync", "pageable_copy", "launch_bound", "cpu_bound", "other_thread_gpu"}, kinds
-    # Its slow iterations 49… are the CPU blocked in launches once CUDA's queue is full (render's matmul):
-    # the advice says so, not "compilation, GC or I/O".
-    (slow,) = [f for f in real["clean"] if f.kind == "outlier_iterations"]
+    # Its slow policy calls 49… are the CPU blocked in launches once CUDA's queue is full (render's matmul):
+    # the advice says so, not "logging, checkpoints".
+    (slow,) = [f for f in real["clean"] if f.kind == "phase_stalls"]
+    assert slow.phase == "nvtxsim:policy" and slow.evidence["iterations"] == list(range(49, 60))
     assert slow.evidence["cause"] == "launch_queue" and slow.advice == CUDA_CAUSES["launch_queue"][1]
 
 
@@ -211,8 +217,9 @@ def test_cli_fail_on_json_html_and_compare(tmp_path):
     assert cli("report", clean, "--skip-first", "2", "--fail-on", "sync,pageable_copy").returncode == 0
     assert cli("report", clean, "--fail-on", "nonsense").returncode == 2
     text = cli("report", planted, "--skip-first", "2").stdout.splitlines()
-    block = text[2 : text.index("", 3)]
-    assert block[0].startswith("Findings") and len(block) <= 11 and all(len(line) <= 80 for line in block)
+    start = next(i for i, line in enumerate(text) if line.startswith("Findings"))  # after the source and headline
+    block = text[start : text.index("", start)]
+    assert block[0].startswith("Findings") and len(block) <= 16 and all(len(line) <= 80 for line in block)
     page = tmp_path / "r.html"
     assert cli("report", planted, "-f", "html", "-o", str(page)).returncode == 0
     html = page.read_text()
@@ -256,7 +263,7 @@ def test_block_fits_80_columns_whatever_the_names(planted):
     fs = Findings(items, 30, 1_000_000_000, ["a note " * 20])
     for width in (None, 80, 60):
         lines = block_lines(fs, width)
-        assert len(lines) <= 1 + 2 * 5 + 2 and all(cell_width(ln) <= min(width or 80, 80) for ln in lines)
+        assert len(lines) <= 1 + 3 * 5 + 2 and all(cell_width(ln) <= min(width or 80, 80) for ln in lines)
         assert not any("\x1b" in ln for ln in lines)
     md = block_markdown(fs)
     assert md.startswith("### Findings") and "\x1b" not in md and "|" not in md.replace("\\|", "")
@@ -292,7 +299,13 @@ def test_export_without_cuda_trace_gets_no_gpu_diagnoses(tmp_path):
     con.commit()
     con.close()
     got = analyse(Selection(load(p)))
-    assert {f.kind for f in got.items} == {"outlier_iterations"} and "no CUDA trace" in got.notes[-1]
+    # no GPU kinds; what is left is the CPU side: the stalls, the phases busy on the CPU, the fsync wait in save
+    kinds = {f.kind for f in got.items}
+    assert kinds == {"phase_stalls", "outlier_iterations", "cpu_bound", "os_wait"} and "no CUDA trace" in got.notes[-1]
+    by = {(f.phase, f.kind): f for f in got.items}
+    assert ("nvtxsim:save", "os_wait") in by and ("nvtxsim:save", "cpu_bound") not in by  # waiting, not computing
+    reset = by[("nvtxsim:reset", "cpu_bound")]  # 30 × (3 ms of Python + a 4 µs launch + 4 µs of range edges)
+    assert reset.cost_ns == 30 * (3_000_000 + 4_000 + 4_000 + 500) and reset.evidence["no_cuda"]
 
 
 # --------------------------------------------------------------------------- other programs, the same classes of problem
@@ -393,7 +406,8 @@ def test_backward_on_another_thread_and_a_stall(tmp_path):
     by = {(f.phase, f.kind): f for f in got.items}
     other = by[("nvtxsim:learn", "other_thread_gpu")]
     assert other.evidence["threads"] == {"pt_autograd_0 (3007)": 120} and other.cost_ns == 120 * 80_000
-    assert by[("nvtxsim:apply_actions", "outlier_iterations")].evidence["iterations"] == [4, 9]
+    stall = by[("nvtxsim:apply_actions", "phase_stalls")]  # 30 ms in a 0.2 ms phase: its stall, named once
+    assert stall.evidence["iterations"] == [4, 9] and ("nvtxsim:apply_actions", "outlier_iterations") not in by
 
 
 def test_library_ranges_are_seen_through(tmp_path):
@@ -436,10 +450,17 @@ def test_sync_advice_fits_the_call(tmp_path):
 
 
 def test_cpu_bound_in_module_loading_says_so():
-    torch_export = committed(GPU_DATA / "torch_nvtx_h200.sqlite.gz")
-    found = {(f.phase, f.kind): f for f in find(Selection(load(torch_export), domain=None))}
-    f = found[("optimizer", "cpu_bound")]
+    detail = Selection(load(committed(GPU_DATA / "torch_nvtx_h200.sqlite.gz")), domain=None)
+    kept = {(f.phase, f.kind): f for f in find(detail, skip_first=0)}  # the warm-up kept: charged, with its cause
+    f = kept[("optimizer", "cpu_bound")]
     assert f.evidence["cause"] == "module_load" and f.advice == CUDA_CAUSES["module_load"][1]
+    steady = {(f.phase, f.kind): f for f in find(detail)}  # by default the first calls are the warm-up's
+    assert ("optimizer", "cpu_bound") not in steady and ("forward", "cpu_bound") not in steady
+    wu = steady[("forward", "warm_up")]
+    causes = {p: e["cause"] for p, e in wu.evidence["phases"].items()}
+    assert {p: causes[p] for p in ("forward", "backward", "optimizer")} == dict.fromkeys(
+        ("forward", "backward", "optimizer"), "module_load"
+    )
 
 
 def test_cpu_work_hidden_behind_gpu_work_and_side_threads(tmp_path):
@@ -505,13 +526,17 @@ def test_setup_work_before_the_loop_is_no_finding(tmp_path):
 
 
 def test_block_without_findings_keeps_its_notes(tmp_path):
-    """'none' on a capture without a CUDA trace must say that only outliers were looked for."""
+    """'none' on a capture without a CUDA trace must say that only warm-up, stalls and outliers were looked for."""
     from nvtxsim.reporting.findings import block_lines
 
     got = _loop(tmp_path, _env_step, "cpu_block", cuda=False)
     lines = block_lines(got)
     notes = " ".join(ln.strip() for ln in lines[1:])
-    assert lines[0].startswith("Findings: none") and "no CUDA trace" in notes and "only outlier" in notes
+    assert (
+        lines[0].startswith("Findings: none")
+        and "no CUDA trace" in notes
+        and "only warm up and cpu bound and os wait and phase stalls" in notes
+    )
     assert all(len(ln) <= 80 for ln in lines)
 
 

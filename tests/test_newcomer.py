@@ -36,3 +36,107 @@ def test_no_cuda_hint_names_the_missing_gpu_or_the_trace_flag(tmp_path):
     assert no_gpu.findings is not None and "reported no GPU" in no_gpu.findings.notes[-1]
     gpu_box = nvtxsim.report(_without_cuda_tables(tmp_path))
     assert any("no CUDA trace (capture with nsys -t cuda" in w for w in gpu_box.warnings), gpu_box.warnings
+
+
+IL3 = DATA / "isaaclab3" / "il3_direct_rsl_rl.sqlite.xz"
+
+
+def _nsys_median(csv_path: Path, name: str) -> float:
+    import csv
+
+    with open(csv_path) as f:
+        return next(float(r["Med (ns)"]) for r in csv.DictReader(f) if r["Range"] == name)
+
+
+def _starts(export_path: Path, name: str) -> list[int]:
+    """The starts of one range name, read with SQL from a decompressed copy (not through nvtxsim's reader)."""
+    import lzma
+    import tempfile
+
+    opener = lzma.open if export_path.suffix == ".xz" else gzip.open
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "x.sqlite"
+        with opener(export_path, "rb") as src, open(db, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        con = sqlite3.connect(db)
+        rows = con.execute(
+            "SELECT e.start FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
+            "WHERE COALESCE(e.text, s.value) = ? AND e.end IS NOT NULL ORDER BY e.start",
+            (name,),
+        ).fetchall()
+        con.close()
+    return [r[0] for r in rows]
+
+
+def test_headline_of_an_isaac_lab_training_agrees_with_nsys():
+    h = nvtxsim.report(IL3).headline
+    assert (h.key, h.iterations) == ("nvtxsim:step", 240)
+    assert abs(h.median_ns - _nsys_median(IL3.with_name("il3_direct_rsl_rl_nvtx_sum.csv"), "nvtxsim:step")) <= 1
+    starts = _starts(IL3, "step")
+    assert len(starts) == 240
+    assert abs(h.per_s - 239 * 1e9 / (starts[-1] - starts[0])) < 1e-6
+    assert abs(h.env_steps_per_s - 4096 * h.per_s) < 1e-3  # 4096 environments, recorded by nvtxsim
+    assert h.biggest == "nvtxsim:policy_update" and h.biggest_self_ns == 2887703294  # no child range: self = total
+
+
+def test_headline_line_fits_80_columns_and_says_what_it_measured():
+    from nvtxsim.reporting.pipeline import render
+
+    text = render(nvtxsim.report(IL3), "table", width=80)
+    lines = text.splitlines()
+    assert all(len(ln) <= 80 for ln in lines)
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("240 iterations (step)"))
+    assert i < 5 and lines[i] == "240 iterations (step) · median 8.77 ms · 37.6 it/s (153,869 env-steps/s)"
+    assert lines[i + 1] == "most self time: policy_update (43 %)"
+
+
+def test_headline_of_a_cpu_loop():
+    h = nvtxsim.report(CPU).headline
+    assert (h.key, h.iterations, h.env_steps_per_s) == ("nvtxsim:iteration", 10, None)
+    starts = _starts(CPU, "iteration")
+    assert abs(h.per_s - 9 * 1e9 / (starts[-1] - starts[0])) < 1e-6
+    assert h.biggest == "nvtxsim:reset"  # 300 ms asleep at the end of the program, nothing nested
+
+
+def _at80(**options) -> list[str]:
+    from nvtxsim.reporting.pipeline import render
+
+    lines = render(nvtxsim.report(IL3, **options), "table", width=80).splitlines()
+    assert all(len(ln) <= 80 for ln in lines)
+    return lines
+
+
+def test_tree_at_80_says_the_thread_once_and_keeps_self_share():
+    lines = _at80(views="tree", findings=False)
+    k = lines.index("Thread: python3 (740) / main (740)")
+    assert lines[k + 1].split() == ["Phase", "(nvtxsim)", "N", "CPU", "incl", "CPU", "self", "self", "%"]
+    row = next(ln for ln in lines if ln.strip().startswith("policy_update"))
+    assert row.split() == ["policy_update", "15", "2.888", "s", "2.888", "s", "100.0", "%"]  # no child range
+    assert not any("python3 (74" in ln for ln in lines[k + 1 :])
+
+
+def test_iterations_at_80_keep_the_share_of_the_iteration():
+    lines = _at80(views="iterations", findings=False)
+    head = next(ln for ln in lines if ln.startswith("Phase"))
+    assert head.split()[-2:] == ["of", "iter"]
+    assert next(ln for ln in lines if ln.startswith("step ")).endswith("100.0 %")
+    assert next(ln for ln in lines if ln.startswith("sim_step ")).endswith("34.3 %")
+
+
+def test_findings_block_at_80_keeps_the_evidence():
+    lines = _at80()
+    k = lines.index("high   outlier_iterations in nvtxsim:iteration: 5.25 ms/it (19 %)")
+    assert lines[k + 1] == "       iterations 0: up to 1.269 s, median 8.77 ms"
+    assert lines[k + 2].startswith("       → look for compilation")
+
+
+def test_findings_view_at_80_keeps_evidence_and_advice_and_shows_the_findings_once():
+    lines = _at80(views="findings")
+    assert not any(ln.startswith("Findings (most costly first") for ln in lines)  # the short block: not again
+    rows = [ln for ln in lines if ln.startswith(("high ", "medium ", "low "))]
+    assert len(rows) == 10
+    k = lines.index(rows[1])
+    assert rows[1].split()[:3] == ["high", "outlier_iterations", "iteration"]
+    assert lines[k + 1] == "  Evidence: iterations 0: up to 1.269 s, median 8.77 ms"
+    assert lines[k + 2].startswith("  Advice: look for compilation, GC or I/O there")
+    assert not any(ln.startswith("left out:") for ln in lines)

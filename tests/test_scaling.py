@@ -445,3 +445,115 @@ def test_default_key_is_the_reports_step_where_steps_were_recorded(tmp_path, cap
     assert {p["phase"] for p in doc["phases"]} == {"nvtxsim:step", "nvtxsim:policy", "nvtxsim:iteration"}
     rc, doc = run_json([*runs, "--param", "n", "--by", "iteration"], capsys)
     assert rc == 0 and doc["key"] == "nvtxsim:iteration"
+
+
+# --------------------------------------------------------------------------- fits that admit doubt (issue 22)
+
+
+def _samples(values, rng, spread=0.02, n=30):
+    return [v * np.exp(rng.normal(0, spread, n)) for v in values]
+
+
+def test_an_exponent_at_the_grids_bound_is_uncertain_and_shown_with_its_slope():
+    """All the growth in the last run: the fit asks for k > 3 and gets the grid's end. That is a
+    bound, not an estimate: marked, with the log-log slope beside it (as numpy.polyfit gives it)."""
+    from nvtxsim.analysis.fits import fit_metric
+    from nvtxsim.reporting.scaling import _exp
+
+    x = np.array([1024.0, 4096.0, 16384.0, 49152.0])
+    rng = np.random.default_rng(1)
+    f = fit_metric("cpu", x, _samples([100.0, 100.0, 101.0, 200.0], rng), np.random.default_rng(0))
+    assert f.cls == "superlinear" and f.exponent == 3.0
+    assert f.uncertain and "upper bound" in f.doubt and f.as_dict()["exponent_at_bound"] == "upper"
+    assert _exp(f) == f"≥3.00 (slope {f.slope:.2f})"
+    assert f.slope == pytest.approx(np.polyfit(np.log(x), np.log(f.centres), 1, w=1 / np.array(f.rel))[0])
+
+
+def test_a_zero_width_bootstrap_interval_is_uncertain_but_agreeing_runs_are_not():
+    """One sample per run: every resample is the same, the bootstrap interval has no width and says
+    nothing. The same values as exact per-run numbers (memory), left out one run at a time, agree."""
+    from nvtxsim.analysis.fits import fit_exact, fit_metric
+
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    y = 10.0 * x
+    f = fit_metric("gpu", x, [np.array([v]) for v in y], np.random.default_rng(0))
+    assert f.cls == "linear" and f.exponent_low == f.exponent_high and "zero width" in f.doubt
+    m = fit_exact("memory", x, y)
+    assert m.cls == "linear" and abs(m.exponent - 1) < 1e-3 and m.interval_from == "runs" and not m.uncertain
+
+
+def test_a_well_measured_exponent_is_certain_and_not_rounded_to_the_grid():
+    from nvtxsim.analysis.fits import fit_metric
+
+    x = np.array([1024.0, 2048.0, 4096.0, 8192.0])
+    rng = np.random.default_rng(2)
+    f = fit_metric("gpu", x, _samples(3e-3 * x**1.5, rng, spread=0.01), np.random.default_rng(0))
+    assert f.cls == "superlinear" and not f.uncertain and f.doubt == ""
+    assert f.exponent_low < f.exponent < f.exponent_high and abs(f.exponent - 1.5) < 0.02
+    assert f.exponent_high - f.exponent_low < 0.05
+
+
+def test_a_single_run_is_one_line_exit_2(sweep, capsys):
+    assert main(["scaling", sweep[0], "--param", "n"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.count("\n") == 1 and "two values or more" in cap.err
+    assert main(["profile", "--sweep", "n=5", "-o", "s", "--", "python3", "x.py", "{n}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "two or more" in err
+
+
+def test_runs_missing_memory_events_are_one_line_exit_2(sweep, tmp_path, capsys):
+    bare = tmp_path / "bare.sqlite"
+    make_loop_export(bare, phases(512, hostile=True), iterations=10, seed=1, memory=False)
+    assert main(["scaling", *sweep[:2], f"{bare}=512", "--param", "n"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GPU memory events missing in bare.sqlite (n=512)" in err
+
+
+def test_a_phase_that_runs_in_some_iterations_is_scaled_by_what_it_costs_when_it_runs(tmp_path, capsys):
+    """A reset every third step: the median over all iterations is 0 (it used to read as no work);
+    the samples are the iterations in which it ran, and how often that is goes beside them."""
+    import sqlite3
+
+    runs = []
+    for n in (1024, 2048, 4096, 8192):
+        p = tmp_path / f"rare{n}.sqlite"
+        make_loop_export(
+            p, [LoopPhase("rare", 10 * n, 4 * n), LoopPhase("every", 20_000, 5_000)], iterations=12, seed=n
+        )
+        with sqlite3.connect(p) as con:
+            rare = con.execute("SELECT id FROM StringIds WHERE value = 'rare'").fetchone()[0]
+            ids = [r[0] for r in con.execute("SELECT rowid FROM NVTX_EVENTS WHERE textId = ? ORDER BY start", (rare,))]
+            con.executemany("DELETE FROM NVTX_EVENTS WHERE rowid = ?", [(i,) for k, i in enumerate(ids) if k % 3])
+        runs.append(f"{p}={n}")
+    rc, doc = run_json([*runs, "--param", "n"], capsys)
+    assert rc == 0
+    rare = next(p for p in doc["phases"] if p["phase"] == "nvtxsim:rare")
+    assert rare["cpu_class"] == "linear" and abs(rare["cpu_exponent"] - 1) < 0.1
+    for r, n in zip(rare["per_run"], (1024, 2048, 4096, 8192)):
+        assert r["ran_in_iterations"] == pytest.approx(4 / 12) and r["cpu_ns"] == pytest.approx(10 * n, rel=0.1)
+
+
+def test_a_phase_inside_the_iterations_in_some_runs_only_is_scaled_per_call(tmp_path, capsys):
+    """At the smallest N the phase ran only after the loop (moved there): its iterations do not
+    compare across the runs, its calls do; every run is then sampled per call, with a note."""
+    import sqlite3
+
+    runs = []
+    for n in (1024, 2048, 4096):
+        p = tmp_path / f"mixed{n}.sqlite"
+        make_loop_export(p, [LoopPhase("late", 10 * n), LoopPhase("every", 20_000)], iterations=6, seed=n)
+        if n == 1024:
+            with sqlite3.connect(p) as con:
+                late = con.execute("SELECT id FROM StringIds WHERE value = 'late'").fetchone()[0]
+                end = con.execute("SELECT MAX(end) FROM NVTX_EVENTS").fetchone()[0]
+                con.execute(
+                    "UPDATE NVTX_EVENTS SET start = start + ?, end = end + ? WHERE textId = ?", (end, end, late)
+                )
+        runs.append(f"{p}={n}")
+    rc, doc = run_json([*runs, "--param", "n"], capsys)
+    assert rc == 0 and any("scaled per call: nvtxsim:late" in n for n in doc["notes"])
+    late = next(p for p in doc["phases"] if p["phase"] == "nvtxsim:late")
+    assert late["per"] == "call" and late["cpu_class"] == "linear"
+    assert [r["calls"] for r in late["per_run"]] == [6, 6, 6]
+    assert [r["cpu_ns"] for r in late["per_run"]] == pytest.approx([10240, 20480, 40960], rel=0.1)

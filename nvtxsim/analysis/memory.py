@@ -117,16 +117,19 @@ class PhaseMemory:
 
     phase: str
     instances: int
+    rise_max_bytes: int  # what the phase needs: the most it added to the level it opened at, over its calls
+    net_total_bytes: int
+    grow_max_bytes: int  # the most one call raised the process's high-water mark
     peak_bytes: int  # largest level while any instance was open
     peak_median_bytes: int
     rise_median_bytes: int
-    rise_max_bytes: int
     net_mean_bytes: int  # allocations minus frees per instance, on average
-    net_total_bytes: int
 
 
 def phase_memory(detail) -> list[PhaseMemory]:  # detail: a Selection (selection imports this module's importers)
-    """Per selected phase, the peak/rise/net GPU memory of its ranges (empty without memory events)."""
+    """Per selected phase, the rise/net/peak GPU memory of its ranges (empty without memory events),
+    the phase that needs the most first: its largest rise over its calls (with a caching allocator,
+    the first call that made the cache grow; a median over calls is 0 there)."""
     idx = detail.selected
     m = range_memory(detail.export, idx)
     if m is None or len(idx) == 0:
@@ -139,15 +142,16 @@ def phase_memory(detail) -> list[PhaseMemory]:  # detail: a Selection (selection
             PhaseMemory(
                 phase=str(detail.label_names[lab]),
                 instances=int(k.sum()),
+                rise_max_bytes=int(m.rise[k].max()),
+                net_total_bytes=int(m.net[k].sum()),
+                grow_max_bytes=int(m.grow[k].max()),
                 peak_bytes=int(m.peak[k].max()),
                 peak_median_bytes=int(np.median(m.peak[k])),
                 rise_median_bytes=int(np.median(m.rise[k])),
-                rise_max_bytes=int(m.rise[k].max()),
                 net_mean_bytes=int(round(float(m.net[k].mean()))),
-                net_total_bytes=int(m.net[k].sum()),
             )
         )
-    out.sort(key=lambda p: (-p.peak_bytes, p.phase))
+    out.sort(key=lambda p: (-p.rise_max_bytes, -p.peak_bytes, p.phase))
     return out
 
 

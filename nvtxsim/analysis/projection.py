@@ -313,6 +313,7 @@ class PhaseSummary:
     phases: list[PhaseStats]
     warnings: list[str] = field(default_factory=list)
     findings: Any | None = None  # nvtxsim.analysis.findings.Findings, when asked for (JSON: top-level "findings")
+    headline: Any | None = None  # nvtxsim.analysis.headline.Headline: the line above the table (text formats)
 
     def as_dict(self) -> dict:
         doc = {"source": self.source, "phases": [p.as_dict() for p in self.phases], "warnings": list(self.warnings)}
@@ -513,6 +514,7 @@ def _add_memory(export: Export, idx: np.ndarray, group: np.ndarray, phases: list
 def source_info(export: Export) -> dict:
     """What a report was made from, for the JSON ``source`` object."""
     gpu = export.gpu
+    trigger = {"trigger": export.trigger} if export.trigger else {}  # only in a triggered capture
     return {
         "path": str(export.path),
         "nsys_version": export.nsys_version,
@@ -524,4 +526,5 @@ def source_info(export: Export) -> dict:
         "kernels": int((gpu.kind == KERNEL).sum()) if gpu is not None else 0,
         "memcpys": int((gpu.kind == MEMCPY).sum()) if gpu is not None else 0,
         "memsets": int((gpu.kind == MEMSET).sum()) if gpu is not None else 0,
+        **trigger,
     }

@@ -7,6 +7,7 @@ import argparse
 from nvtxsim.analysis.findings.gate import FailRule
 from nvtxsim.analysis.projection import DEFAULT_DOMAIN
 from nvtxsim.analysis.selection import compile_match
+from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting import options
 from nvtxsim.reporting.model import ReportRequest
 from nvtxsim.reporting.renderers import renderer
@@ -41,9 +42,15 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--skip-first",
         type=lambda t: options.count(t, "--skip-first"),
-        default=0,
+        default=None,
         metavar="N",
-        help="leave out the first N iterations (warm-up)",
+        help="leave out the first N iterations (default: the findings leave out the warm-up they find, "
+        "the per-iteration views nothing)",
+    )
+    g.add_argument(
+        "--keep-warm-up",
+        action="store_true",
+        help="keep the warm-up in the findings (--skip-first 0): by default they are computed on the steady state",
     )
     g.add_argument(
         "--match", metavar="REGEX", help="only phases whose name (domain:name) matches REGEX (Python re.search)"
@@ -78,6 +85,16 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _skip_first(args: argparse.Namespace) -> int | None:
+    """--skip-first N, 0 for --keep-warm-up, None (the steady state) for neither; both is refused."""
+    given = getattr(args, "skip_first", None)
+    if getattr(args, "keep_warm_up", False):
+        if given is not None:
+            raise NvtxsimError("--keep-warm-up and --skip-first: choose one (--skip-first 0 keeps everything)")
+        return 0
+    return None if given is None else options.count(given, "--skip-first")
+
+
 def request_from_args(args: argparse.Namespace) -> ReportRequest:
     """The :class:`ReportRequest` the arguments ask for (--by/--envs alone add the iterations view).
 
@@ -88,7 +105,7 @@ def request_from_args(args: argparse.Namespace) -> ReportRequest:
     opts = ViewOptions(
         by=by,
         by_given=by is not None,
-        skip_first=options.count(getattr(args, "skip_first", 0), "--skip-first"),
+        skip_first=_skip_first(args),
         top=options.count(getattr(args, "top", 10), "--top", low=1),
         envs=envs,
     )

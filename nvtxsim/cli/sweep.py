@@ -31,6 +31,10 @@ def parse_sweep(text: str) -> tuple[str, list[str]]:
     if not values.strip():
         raise NvtxsimError(f"--sweep {text!r}: no values after '='")
     items = comma_list(values, f"--sweep {name}")
+    if len(items) < 2:
+        raise NvtxsimError(
+            f"--sweep {name}: one value ({values.strip()}): a sweep needs two or more (classes need three)"
+        )
     seen: set[float] = set()
     for v in items:
         x = parse_value(v, f"--sweep {name}:")

@@ -52,7 +52,7 @@ def line_text(line: Line, escape: Callable[[str], str] = str) -> str:
 #: source: what the output is about (export, nsys version, counts), one line made of ``lines`` as parts;
 #: heading: a heading per line; warning, note: under what they qualify; remark: a plain line under a table;
 #: items: a list, one item per line.
-ProseKind = Literal["source", "heading", "warning", "note", "remark", "items"]
+ProseKind = Literal["source", "headline", "heading", "warning", "note", "remark", "items"]
 
 
 @dataclass
@@ -70,6 +70,9 @@ class FindingsBlock:
 
     findings: Findings
     phases: list[str] = field(default_factory=list)
+    #: The same document holds the findings view (every finding, with its evidence and advice): text formats
+    #: leave this short block out rather than print the findings twice; a page keeps it (its links).
+    in_view: bool = False
 
 
 @dataclass

@@ -16,7 +16,7 @@ from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.reporting.document import Document, FindingsBlock, PageHead, Prose, Section, SourcePart
 from nvtxsim.reporting.escaping import json_text
-from nvtxsim.reporting.summary import heading_parts, json_document, summary_sections
+from nvtxsim.reporting.summary import heading_parts, headline_parts, json_document, summary_sections
 from nvtxsim.reporting.views import ViewOptions
 from nvtxsim.reporting.viewtable import ViewTable, fmt_ns
 
@@ -65,6 +65,11 @@ class ReportModel:
         return self.summary.warnings
 
     @property
+    def headline(self) -> Any:
+        """The :class:`~nvtxsim.analysis.headline.Headline` above the summary (None without the summary view)."""
+        return self.summary.headline
+
+    @property
     def findings(self) -> Any:
         return self.summary.findings
 
@@ -109,6 +114,8 @@ class ReportModel:
         names = [t.name for t in self.views]
         fs = self.summary.findings
         block = FindingsBlock(fs, [p.label for p in self.phases]) if fs is not None else None
+        if block is not None and "findings" in names:  # the view lists every finding: text leaves the block out
+            block.in_view = True
         sections: list[Section] = [[block]] if block is not None and "summary" not in names else []
         for t in self.views:
             sections += summary_sections(self.summary, t, block) if t.name == "summary" else [[t]]
@@ -126,6 +133,8 @@ class ReportModel:
 
     def _page_head(self) -> PageHead:
         warnings = [Prose("warning", list(self.warnings))] if self.warnings else []
+        if self.summary.headline is not None:
+            warnings.insert(0, Prose("remark", [" · ".join(headline_parts(self.summary.headline))]))
         parts = [SourcePart(p) for p in heading_parts(self.source, counts_sep=" · ")]
         return PageHead(f"nvtxsim report · {self.source.get('path', '')}", "nvtxsim report", parts, warnings)
 

@@ -47,7 +47,7 @@ def request(
     domain: str | None = DEFAULT_DOMAIN,
     match: str | None = None,
     by: str | None = None,
-    skip_first: int = 0,
+    skip_first: int | None = None,
     top: int = 10,
     envs: float | None = None,
     findings: bool = True,
@@ -67,7 +67,7 @@ def request(
     options_ = ViewOptions(
         by=by,
         by_given=by is not None,
-        skip_first=options.count(skip_first, "skip_first="),
+        skip_first=None if skip_first is None else options.count(skip_first, "skip_first="),
         top=options.count(top, "top=", low=1),
         envs=options.envs(envs, "envs="),
     )
@@ -124,6 +124,11 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     model = ReportModel(
         summary=summary, request=req, views=build(detail, req.views, req.options), detail=detail, found=found
     )
+    if "summary" in req.views:
+        from nvtxsim.analysis.headline import headline
+
+        o = req.options
+        summary.headline = headline(detail, o.by, skip_first=o.skip_first or 0, envs=o.envs)
     if r is not None and r.needs_plots:
         from nvtxsim.reporting.page import page_data
 

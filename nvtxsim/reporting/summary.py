@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
+from nvtxsim.analysis.headline import Headline
 from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, PhaseSummary
+from nvtxsim.phases import DOMAIN, ITERATION
 from nvtxsim.reporting.document import FindingsBlock, Prose, Section
 from nvtxsim.reporting.viewtable import Column, ViewTable, fmt_ns
 
@@ -89,12 +91,41 @@ def summary_table(report: PhaseSummary) -> ViewTable:
 
 
 def summary_sections(report: PhaseSummary, table: ViewTable, findings: FindingsBlock | None = None) -> list[Section]:
-    """The summary in a document: the source line, the Findings block (set apart), the table and the warnings."""
-    source = Prose("source", list(heading_parts(report.source)))
+    """The summary in a document: the source line and the headline, the Findings block (set apart), the table
+    and the warnings."""
+    top: list = [Prose("source", list(heading_parts(report.source)))]
+    top += [Prose("headline", headline_parts(report.headline))] if report.headline is not None else []
     warnings = [Prose("warning", list(report.warnings))] if report.warnings else []
     if findings is None:
-        return [[source, table, *warnings]]
-    return [[source], [findings], [table, *warnings]]
+        return [[*top, table, *warnings]]
+    return [top, [findings], [table, *warnings]]
+
+
+def _short(label: str) -> str:
+    """A phase label without nvtxsim's own domain (the summary's shared prefix)."""
+    return label.removeprefix(f"{DOMAIN}:")
+
+
+def _per_s(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def headline_parts(h: Headline) -> list[str]:
+    """The headline as parts of one line (each kept whole when a terminal wraps it): the iterations, the
+    median iteration, iterations/s (and env-steps/s), the phase with the most CPU self time."""
+    parts = []
+    if h.key is not None:
+        key = _short(h.key)
+        parts.append(f"{h.iterations:,} iterations" + (f" ({key})" if key != ITERATION else ""))
+        parts.append(f"median {fmt_ns(h.median_ns)}")
+        if h.per_s is not None:
+            steps = f" ({_per_s(h.env_steps_per_s)} env-steps/s)" if h.env_steps_per_s is not None else ""
+            parts.append(f"{_per_s(h.per_s)} it/s{steps}")
+    else:
+        parts.append("no iterations (mark them: nvtxsim.step() or an 'iteration' phase)")
+    if h.biggest is not None:
+        parts.append(f"most self time: {_short(h.biggest)} ({100 * h.biggest_share:.0f} %)")
+    return parts
 
 
 def heading_parts(source: dict, *, counts_sep: str = ", ") -> list[str]:
@@ -108,6 +139,8 @@ def heading_parts(source: dict, *, counts_sep: str = ", ") -> list[str]:
     if source.get("gpu_ops"):
         counts = (f"{source.get(k, 0):,} {k}" for k in ("kernels", "memcpys", "memsets"))
         parts.append(counts_sep.join(counts))
+    if source.get("trigger"):
+        parts.append(f"captured by the live trigger {source['trigger']}")
     return parts
 
 

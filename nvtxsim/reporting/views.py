@@ -3,7 +3,7 @@
 ``summary`` is the classic per-phase table; the others answer "why": ``tree``
 (nesting, self time), ``iterations`` and ``slowest`` (per-iteration statistics),
 ``kernels``, ``copies``, ``syncs``, ``gpu`` (idle, queue delay, graphs), ``gpus``
-(per device), ``threads``, ``processes``, ``memory`` (GPU memory per phase), ``osrt`` (OS waits per phase), ``findings``
+(per device), ``threads``, ``processes``, ``memory`` (GPU memory per phase), ``osrt`` (OS waits per phase), ``stacks`` (hot Python functions per phase, from the sidecar of ``--stacks``), ``findings``
 (diagnoses with advice) and ``overlap`` (other threads' GPU work by time overlap).
 """
 
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 class ViewOptions:
     by: str | None = None  # key range of the per-iteration views (None: step if recorded, else iteration)
     by_given: bool = False  # --by was given explicitly (a missing key is then an error)
-    skip_first: int = 0
+    # None: the steady state (the warm-up the findings find left out, here and in the per-iteration views).
+    skip_first: int | None = None
     top: int = 10  # kernels per phase, slowest iterations
     envs: float | None = None  # environments stepped per iteration (--envs): env-steps/s in the iterations view
 
@@ -44,12 +45,13 @@ def memory(d: Selection, o: ViewOptions) -> ViewTable:
     cols = [
         Column("phase", "Phase"),
         Column("instances", "N", "int"),
+        Column("rise_max_bytes", "rise max", "bytes"),
+        Column("net_total_bytes", "net total", "bytes"),
+        Column("grow_max_bytes", "high-water +", "bytes"),
         Column("peak_bytes", "peak", "bytes"),
         Column("peak_median_bytes", "peak p50", "bytes"),
         Column("rise_median_bytes", "rise p50", "bytes"),
-        Column("rise_max_bytes", "rise max", "bytes"),
         Column("net_mean_bytes", "net/inst", "bytes"),
-        Column("net_total_bytes", "net total", "bytes"),
     ]
     if not has_memory(d.export):
         return ViewTable(
@@ -60,8 +62,9 @@ def memory(d: Selection, o: ViewOptions) -> ViewTable:
             ["export has no GPU memory events: profile with nvtxsim profile --memory (nsys --cuda-memory-usage=true)"],
         )
     notes = [
-        "peak: most GPU memory the process held while the phase was open; rise: peak minus the level at its start; "
-        "net: allocations minus frees inside the phase",
+        "rise max: what the phase needs, the most it added to what the process held when it opened, over its calls "
+        "(under PyTorch's caching allocator: its first calls' cache growth); net: allocations minus frees inside it; "
+        "high-water +: the most one call raised the process's high-water mark; peak: most the process held while it was open",
         f"process peak during the capture: {fmt_bytes(process_peak(d.export))}",
         "only driver allocations are seen: PyTorch's caching allocator hides tensor frees (PYTORCH_NO_CUDA_MEMORY_CACHING=1 shows them)",
     ]
@@ -94,6 +97,33 @@ def osrt(d: Selection, o: ViewOptions) -> ViewTable:
     return ViewTable("osrt", title, cols, [row_dict(r) for r in rows], notes)
 
 
+def stacks(d: Selection, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.stacks import hot_functions, read_stacks, sidecar_for
+
+    cols = [
+        Column("phase", "Phase"),
+        Column("function", "function"),
+        Column("self_share", "self", "pct"),
+        Column("total_share", "total", "pct"),
+        Column("self_samples", "self n", "int"),
+        Column("location", "file:line", prose=True),
+    ]
+    title = "Hot Python functions per phase"
+    path = sidecar_for(d.export.path)
+    st = read_stacks(path)
+    if st is None:
+        note = f"no stack samples beside the export ({path.name}): profile with nvtxsim profile --stacks (NVTXSIM_STACKS=1)"
+        return ViewTable("stacks", title, cols, [], [note])
+    rows = hot_functions(st, o.top)
+    notes = [
+        f"{sum(st.samples.values())} samples at {st.hz} Hz ({st.mechanism or '?'}) from {st.processes} process(es), "
+        "each counted for the innermost phase open on the sampled thread; self: share of the phase's samples in "
+        "the function itself, total: in it or what it called",
+        *st.problems,
+    ]
+    return ViewTable("stacks", title, cols, [row_dict(r) for r in rows], notes)
+
+
 def tree(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.tree import aggregate
 
@@ -117,16 +147,16 @@ def tree(d: Selection, o: ViewOptions) -> ViewTable:
                 "cross_thread": nd.cross_thread,
             }
         )
-    cols = [
-        Column("thread", "Thread"),
-        Column("phase", "Phase", "tree"),
-        Column("count", "N", "int"),
-        Column("cpu_incl_ns", "CPU incl", "ns"),
-        Column("cpu_self_ns", "CPU self", "ns"),
-        Column("self_share", "self %", "pct"),
-        Column("gpu_incl_ns", "GPU incl", "ns"),
-        Column("gpu_self_ns", "GPU self", "ns"),
-        Column("cross_thread", "cross-thread", "int"),
+    cols = [  # a narrow terminal keeps the self time and its share first: what the tree is read for
+        Column("thread", "Thread", shared_prefix=" / ", once=True),
+        Column("phase", "Phase", "tree", shared_prefix=":"),
+        Column("count", "N", "int", priority=3),
+        Column("cpu_incl_ns", "CPU incl", "ns", priority=1),
+        Column("cpu_self_ns", "CPU self", "ns", priority=0),
+        Column("self_share", "self %", "pct", priority=2),
+        Column("gpu_incl_ns", "GPU incl", "ns", priority=4, drop_if_empty=True),
+        Column("gpu_self_ns", "GPU self", "ns", priority=5, drop_if_empty=True),
+        Column("cross_thread", "cross-thread", "int", priority=6, drop_if_empty=True),
     ]
     notes = [
         "CPU self = range time minus its child ranges; GPU = busy time of the work launched inside (self: not inside a child)"
@@ -144,11 +174,26 @@ def tree(d: Selection, o: ViewOptions) -> ViewTable:
     )
 
 
+def skip_of(d: Selection, o: ViewOptions) -> int:
+    """The iterations the per-iteration views leave out: --skip-first N, else the warm-up the findings find."""
+    from nvtxsim.analysis.findings import steady_skip
+
+    return o.skip_first if o.skip_first is not None else steady_skip(d, o.by)
+
+
+def skipped_text(it: Iterations, o: ViewOptions) -> str:
+    """``, first N skipped`` (said why when it is the warm-up found), or nothing."""
+    if not it.skipped:
+        return ""
+    why = " as warm-up (--keep-warm-up keeps them)" if o.skip_first is None else ""
+    return f", first {it.skipped} set aside{why}" if why else f", first {it.skipped} skipped"
+
+
 def _iterations(d: Selection, o: ViewOptions):
     from nvtxsim.analysis.iterations import per_iteration
 
     try:
-        return per_iteration(d, o.by, skip_first=o.skip_first), None
+        return per_iteration(d, o.by, skip_first=skip_of(d, o)), None
     except NvtxsimError as exc:
         if o.by_given:
             raise
@@ -159,26 +204,26 @@ def iterations(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.iterations import loop_rates, phase_stats
 
     it, err = _iterations(d, o)
-    cols = [
-        Column("phase", "Phase"),
-        Column("iterations", "iters", "int"),
-        Column("per_iteration_count", "per iter", "float"),
-        Column("mean_ns", "mean", "ns"),
-        Column("p50_ns", "p50", "ns"),
-        Column("p90_ns", "p90", "ns"),
-        Column("p99_ns", "p99", "ns"),
-        Column("max_ns", "max", "ns"),
-        Column("share", "of iter", "pct"),
-        Column("gpu_p50_ns", "GPU p50", "ns"),
-        Column("gpu_p99_ns", "GPU p99", "ns"),
-        Column("gpu_max_ns", "GPU max", "ns"),
+    cols = [  # a narrow terminal keeps the typical time and its share of the iteration first
+        Column("phase", "Phase", shared_prefix=":"),
+        Column("iterations", "iters", "int", priority=4),
+        Column("per_iteration_count", "per iter", "float", priority=5),
+        Column("mean_ns", "mean", "ns", priority=2),
+        Column("p50_ns", "p50", "ns", priority=0),
+        Column("p90_ns", "p90", "ns", priority=8),
+        Column("p99_ns", "p99", "ns", priority=3),
+        Column("max_ns", "max", "ns", priority=9),
+        Column("share", "of iter", "pct", priority=1),
+        Column("gpu_p50_ns", "GPU p50", "ns", priority=7, drop_if_empty=True),
+        Column("gpu_p99_ns", "GPU p99", "ns", priority=10, drop_if_empty=True),
+        Column("gpu_max_ns", "GPU max", "ns", priority=11, drop_if_empty=True),
     ]
     if it is None:
         return ViewTable("iterations", "Per iteration", cols, [], [err or ""])
     rows = [row_dict(s) for k, s in enumerate(phase_stats(it)) if k == 0 or s.iterations > 0]
     notes = [
         f"{len(it)} iterations keyed on '{it.key}'"
-        + (f", first {it.skipped} skipped" if it.skipped else "")
+        + skipped_text(it, o)
         + "; a phase's time per iteration is the sum of its ranges in that iteration (0 when absent)"
     ]
     rates = loop_rates(d, it, o.envs)
@@ -212,7 +257,7 @@ def _throughput(rows: list[dict], cols: list[Column], rates: LoopRates) -> tuple
         f"{per} per iteration{recorded}: {rate or 0:,.0f} env-steps/s (mean iteration); "
         "a phase's cost: how much higher that would be if the phase took no time"
     )
-    return cols + [Column("env_steps_per_s_cost", "env-steps/s cost", "int")], note
+    return cols + [Column("env_steps_per_s_cost", "env-steps/s cost", "int", priority=6)], note
 
 
 def slowest(d: Selection, o: ViewOptions) -> ViewTable:
@@ -248,7 +293,8 @@ def slowest(d: Selection, o: ViewOptions) -> ViewTable:
         f"Slowest iterations ({it.key})",
         cols,
         rows,
-        ["excess: the phase's time in that iteration minus its median over all iterations"],
+        ["excess: the phase's time in that iteration minus its median over all iterations"]
+        + ([f"{len(it)} iterations{skipped_text(it, o)}"] if it.skipped else []),
     )
 
 
@@ -445,6 +491,7 @@ VIEWS: dict[str, View] = {
         View("processes", "Per process", processes),
         View("memory", "GPU memory", memory),
         View("osrt", "OS waits", osrt),
+        View("stacks", "Hot Python functions", stacks),
         View("findings", "Findings (all)", findings),
         View("overlap", "Other threads' GPU work (time overlap)", overlap),
     )

@@ -7,7 +7,8 @@ time), a GPU-heavy one (sim_step: large matmuls), the policy, and learn (forward
 device thread launches the backward kernels, other-thread work) with copies (H2D, D2D).
 
     cost     one process, modes interleaved block by block: plain (live timing off), events (NVTXSIM_LIVE,
-             CUDA events), cupti (NVTXSIM_LIVE_GPU=cupti), cupti-s10 (the same, 1 iteration in 10): ms per
+             CUDA events), cupti (NVTXSIM_LIVE_GPU=cupti), cupti-s10 (the same, 1 iteration in 10),
+             cupti+runtime (runtime API records too, NVTXSIM_LIVE_CUPTI_RUNTIME=1): ms per
              iteration, the median per mode and its overhead against plain (the goal: at most 2 %)
     run      the loop alone (``--live MODE FILE`` with live timing; under nsys without it) for the accuracy runs
     compare  live busy time per range (the live file) against ``nvtxsim report --view overlap --format json`` of the
@@ -15,7 +16,7 @@ device thread launches the backward kernels, other-thread work) with copies (H2D
              attribution live timing makes; the ratio (goal: 0.9..1.1 for every phase), the ratio to the nsys-exact
              busy alone, and an events-mode live file's ratio for contrast
 
-    probe    whether CUPTI returns the markers (a driver record and an external-id record per marker call)
+(the pieces the CUPTI mode relies on are checked one by one by scripts/gpu/live_cupti_probe.py)
 
 ``--dry-run`` runs on the CPU (torch CPU tensors, fewer launches): the script's plumbing only, no GPU numbers.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import nvtxsim  # noqa: E402
 from nvtxsim.emit import live  # noqa: E402
+from nvtxsim.emit.live.cupti import RUNTIME_ENV  # noqa: E402
 
 PHASES = ("observation", "policy", "action", "sim_step", "reward", "learn", "reset")
 
@@ -113,7 +116,14 @@ class Loop:
             self.torch.cuda.synchronize()
 
 
-MODES = {"plain": None, "events": (True, 1), "cupti": ("cupti", 1), "cupti-s10": ("cupti", 10)}
+#: mode -> (gpu=, sample=, CUDA runtime API records too) of live.start; None: live timing off
+MODES = {
+    "plain": None,
+    "events": (True, 1, False),
+    "cupti": ("cupti", 1, False),
+    "cupti-s10": ("cupti", 10, False),
+    "cupti+runtime": ("cupti", 1, True),
+}
 
 
 def cost(args: argparse.Namespace, loop: Loop) -> int:
@@ -128,6 +138,9 @@ def cost(args: argparse.Namespace, loop: Loop) -> int:
         for mode in order:
             spec = MODES[mode]
             if spec is not None:
+                os.environ.pop(RUNTIME_ENV, None)
+                if spec[2]:
+                    os.environ[RUNTIME_ENV] = "1"
                 live.start(out, every=args.block, sample=spec[1], gpu=spec[0], append=True)
             loop.sync()
             t0 = time.perf_counter()
@@ -179,7 +192,32 @@ def run(args: argparse.Namespace, loop: Loop) -> int:
     )
     if args.live:
         live.stop(timeout=60)
+        if args.live[0] == "cupti":
+            _attribution(args.live[1])
     return 0
+
+
+def _attribution(path: str) -> None:
+    """Ops (kernels + copies) the collector received vs those attributed to a phase in the live file (all the
+    loop's phases are top-level: no op counts twice); the collector's counters; why CUPTI was refused, if so."""
+    from nvtxsim.emit.live import cupti as cm
+
+    col = cm._collector
+    lv, modes = _live_phases(path)
+    attributed = sum(t.get("launches") or 0 for t in lv.values())
+    received = col.received if col is not None else 0
+    say(
+        step="attribution",
+        gpu_modes=modes,
+        ops_received=received,
+        ops_in_a_phase=attributed,
+        fraction=round(attributed / received, 4) if received else None,
+        buffers_walked_slowly=col.unreadable if col else None,
+        dropped=col.dropped if col else None,
+        markers_paired_by=col.pairing if col else None,
+        runtime_records=col.runtime if col else None,
+        refused=cm._refused,
+    )
 
 
 def _live_phases(path: str) -> tuple[dict[str, dict], list[str]]:
@@ -236,56 +274,6 @@ def compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def probe(args: argparse.Namespace) -> int:
-    """Does CUPTI give the markers live timing relies on? A driver record per marker call (activity_enable_driver_api
-    for that cbid alone) and an EXTERNAL_CORRELATION record carrying our id, for each candidate marker."""
-    import ctypes
-
-    import torch
-    from cupti import cupti
-
-    torch.zeros(1, device="cuda")
-    got: list = []
-    cupti.activity_register_callbacks(
-        lambda: (8 << 20, 0),
-        lambda acts: got.extend(
-            (a.kind, getattr(a, "cbid", None), getattr(a, "external_id", None), a.correlation_id) for a in acts
-        ),
-    )
-    lib = ctypes.CDLL("libcuda.so.1")
-    cupti.activity_enable(cupti.ActivityKind.EXTERNAL_CORRELATION)
-    cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
-    x = torch.zeros(8, device="cuda")
-    for name in ("cuDriverGetVersion", "cuDeviceGetCount"):
-        got.clear()
-        cbid = int(getattr(cupti.driver_api_trace_cbid, name))
-        cupti.activity_enable_driver_api(cbid, 1)
-        fn, arg = getattr(lib, name), ctypes.c_int()
-        t0 = time.perf_counter()
-        for i in range(1000):
-            cupti.activity_push_external_correlation_id(cupti.ExternalCorrelationKind.CUSTOM1, 10_000 + i)
-            fn(ctypes.byref(arg))
-            cupti.activity_pop_external_correlation_id(cupti.ExternalCorrelationKind.CUSTOM1)
-            x.add_(1.0)
-        us = (time.perf_counter() - t0) / 1000 * 1e6
-        torch.cuda.synchronize()
-        cupti.activity_flush_all(1)
-        cupti.activity_enable_driver_api(cbid, 0)
-        kinds: dict[int, int] = {}
-        for k, *_ in got:
-            kinds[int(k)] = kinds.get(int(k), 0) + 1
-        ours = sum(1 for k, _c, e, _r in got if int(k) == 39 and e is not None and 10_000 <= e < 11_000)
-        say(
-            step="probe",
-            marker=name,
-            us_per_marked_launch=round(us, 2),
-            records_by_kind=kinds,
-            our_external_ids=ours,
-            wanted=1000,
-        )
-    return 0
-
-
 def _us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e3:,.1f} µs"
 
@@ -308,7 +296,6 @@ def main() -> int:
     c["run"].add_argument("--iterations", type=int, default=60)
     c["run"].add_argument("--every", type=int, default=20)
     c["run"].add_argument("--live", nargs=2, metavar=("MODE", "FILE"), help="events|cupti and the JSONL file")
-    sub.add_parser("probe", help="do the markers come back (real CUPTI, GPU only)")
     cmp = sub.add_parser("compare")
     cmp.add_argument("live_file")
     cmp.add_argument("report", help="nvtxsim report --view overlap --format json of the nsys run")
@@ -316,8 +303,6 @@ def main() -> int:
     args = p.parse_args()
     if args.cmd == "compare":
         return compare(args)
-    if args.cmd == "probe":
-        return probe(args)
     device = "cpu" if args.dry_run else "cuda"
     launches = args.launches // 20 if args.dry_run else args.launches
     loop = Loop(launches, device)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from nvtxsim.analysis import warmup
 from nvtxsim.analysis.findings.calls import copy_calls, notable_calls
 from nvtxsim.analysis.findings.model import MIN_SHARE, Finding, severity
 from nvtxsim.analysis.iterations import Iterations, per_iteration
@@ -23,6 +24,7 @@ from nvtxsim.analysis.launches import innermost
 from nvtxsim.analysis.projection import _union_length
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.analysis.tree import RangeTree, build
+from nvtxsim.analysis.warmup import WarmUp, inside
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import ApiCalls, Export
 from nvtxsim.schema import PID_MASK
@@ -59,6 +61,11 @@ def _has_iterations(detail: Selection, by: str | None) -> bool:
         return False
 
 
+def steady_skip(detail: Selection, by: str | None) -> int:
+    """The leading iterations the steady state leaves out as warm-up (the findings' default), once per selection."""
+    return detail.memo.get(("steady_skip", by), lambda: Context(detail, by, None).skip_first)
+
+
 def user_ranges(export: Export, ranges: np.ndarray) -> np.ndarray:
     """``ranges`` without those of library domains (LIBRARY_DOMAINS)."""
     dom = export.ranges.domain
@@ -77,26 +84,52 @@ class Context:
     run; None = yes (either backend), False = no."""
 
     def __init__(
-        self, detail: Selection, by: str | None = None, skip_first: int = 0, threads: bool | None = None
+        self, detail: Selection, by: str | None = None, skip_first: int | None = 0, threads: bool | None = None
     ) -> None:
         self.d = detail
         self.ex = detail.export
         self.r = detail.export.ranges
         self.threads = threads
         self._shared: dict[str, Any] = {}
+        sel = self.phases = user_ranges(detail.export, detail.selected)
+        self.by = by
+        #: ``skip_first`` None: the steady state (the warm-up found left out); an int: that many iterations.
+        self.auto = skip_first is None
+        self.outside_warm_up = self.warm_up.outside if self.auto else np.zeros(0, dtype=np.int64)
+        skip = self.warm_up.skip_iterations if skip_first is None else skip_first
+        self.skip_first = skip
         try:
-            self.it: Iterations | None = (
-                per_iteration(detail, by, skip_first=skip_first) if len(detail.selected) else None
-            )
+            self.it: Iterations | None = per_iteration(detail, by, skip_first=skip) if len(detail.selected) else None
         except NvtxsimError:
             self.it = None
         if self.it is not None and len(self.it) == 0:
             self.it = None
         #: ``skip_first`` left no iteration of the loop: the findings are empty, never the warm-up put back.
-        self.skipped_everything = skip_first > 0 and self.it is None and _has_iterations(detail, by)
-        sel = self.phases = user_ranges(detail.export, detail.selected)
-        # Ranges of skipped (warm-up) iterations are left out; ranges between iterations stay.
-        self.ranges = sel if self.it is None or not self.it.skipped else sel[~self._in_skipped(sel)]
+        self.skipped_everything = skip > 0 and self.it is None and _has_iterations(detail, by)
+        # Ranges of skipped (warm-up) iterations are left out, and warm-up calls between iterations; other
+        # ranges between iterations stay.
+        drop = self._in_skipped(sel) if self.it is not None and self.it.skipped else np.zeros(len(sel), dtype=bool)
+        if len(self.outside_warm_up):
+            drop |= inside(self.ex, sel, self.outside_warm_up)
+        self.ranges = sel[~drop]
+
+    @cached_property
+    def all_iterations(self) -> Iterations | None:
+        """The iterations of the whole capture (none skipped), None when the loop has none."""
+        try:
+            it = per_iteration(self.d, self.by) if len(self.d.selected) else None
+        except NvtxsimError:
+            return None
+        return it if it is not None and len(it) else None
+
+    @cached_property
+    def warm_up(self) -> WarmUp:
+        """The capture's warm-up (over every call, whatever is skipped); computed once per selection and ``by``."""
+
+        def compute() -> WarmUp:
+            return warmup.detect(self.ex, self.tree, self.phases, self.d.label_names, self.all_iterations)
+
+        return self.d.memo.get(("warm_up", self.by), compute)
 
     def _in_skipped(self, idx: np.ndarray) -> np.ndarray:
         """Per range: it starts inside a skipped instance of the key range of its process."""
@@ -175,6 +208,21 @@ class Context:
         ok = pos >= 0
         ok[ok] = self.kept[pos[ok]]
         return np.where(ok, self.tree.nesting.ranges[np.maximum(pos, 0)], -1)
+
+    def innermost_range(self, start: np.ndarray, end: np.ndarray, tid: np.ndarray) -> np.ndarray:
+        """Per call: the innermost phase (index into Export.ranges) around it on its thread, kept or not, -1 if none."""
+        pos = innermost(self.ex, self.tree.nesting, start, end, tid)
+        return np.where(pos >= 0, self.tree.nesting.ranges[np.maximum(pos, 0)], -1)
+
+    @cached_property
+    def whole_reference_ns(self) -> int:
+        """Wall time inside every phase of the capture, warm-up and skipped iterations included."""
+        r = self.r
+        if not len(self.phases):
+            return 0
+        return int(
+            _union_length(np.zeros(len(self.phases), dtype=np.int64), r.start[self.phases], r.end[self.phases], 1)[0]
+        )
 
     @cached_property
     def off_loop(self) -> set[str]:

@@ -7,12 +7,16 @@ busy 80 % of the iteration anyway, that CPU time is hidden behind GPU work and n
 Cost: the phase's CPU work minus its GPU busy time, at most the time the GPU sat idle during the
 phase. For an export held in memory the evidence adds the time in CUDA calls inside the phase
 and the top ones; when that is at least half its CPU time the phase is not Python-bound and the
-advice names the cause (``evidence.cause``: ``alloc``, ``module_load``).
+advice names the cause (``evidence.cause``: ``alloc``, ``module_load``). Time in graph capture, module
+loading or compilation is never called Python-bound: when the phase's warm-up calls are kept
+(``--keep-warm-up``) and hold half its cost, or such calls take a tenth of its CPU work, the cause is
+theirs (``graph_capture``, ``module_load``, ``compile``, or ``warm_up`` for first-call CPU work). Without a CUDA trace
+the test is the phase's own CPU work (:mod:`.cpu_work`).
 """
 
 from __future__ import annotations
 
-from nvtxsim.analysis.findings import launch_bound
+from nvtxsim.analysis.findings import cpu_work, launch_bound, warm_up
 from nvtxsim.analysis.findings.bound import LOAD_NEEDS, Load, loads
 from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES, cause, own_cuda_calls
@@ -26,6 +30,11 @@ CPU_BOUND_GPU_SATURATED = 0.80  # ... unless the GPU is busy 80 % of the iterati
 CUDA_CALLS_SHARE = 0.5  # a CPU-bound phase spending half its CPU time in CUDA calls is not Python-bound
 ADVICE = "CPU-limited: vectorise Python loops into tensor ops, or torch.compile"
 CUDA_CALL_ADVICE = "the time is in CUDA calls (see evidence): make fewer of them"
+WARM_UP_SHARE = 0.5  # kept warm-up calls half the cost: the phase's first calls, not its Python
+LOADING_SHARE = (
+    0.10  # graph capture, module loading, compilation calls a tenth of its CPU work (their first use costs more)
+)
+LOADING = ("graph_capture", "module_load", "compile")
 
 
 def applies(load: Load) -> bool:
@@ -60,9 +69,30 @@ def _cuda_call_time(ctx: Context, f: Finding) -> None:
         f.advice = CUDA_CAUSES[found][1] if found else CUDA_CALL_ADVICE
         if found:
             f.evidence["cause"] = found
+    _first_calls(ctx, f, per)
+
+
+def _first_calls(ctx: Context, f: Finding, per: dict[str, int]) -> None:
+    """Time in graph capture, module loading or compilation is never called Python-bound: when the phase's
+    kept warm-up calls (``--keep-warm-up``) are half its cost, or such calls a tenth of its CPU work,
+    the cause and the advice are theirs."""
+    mine = [p for p in ctx.warm_up.phases if p.phase == f.phase]
+    kept = mine[0].kept_excess(ctx.ranges) if mine else 0
+    if kept >= WARM_UP_SHARE * f.cost_ns:
+        found = next(iter(warm_up.causes(ctx, mine[0])), None)
+        f.evidence.update({"warm_up_ns": kept, "cause": found or "warm_up"})
+        f.advice = CUDA_CAUSES[found][1] if found else warm_up.ADVICE
+        return
+    loading = {c: sum(v for n, v in per.items() if n.startswith(CUDA_CAUSES[c][0])) for c in LOADING}
+    c, t = max(loading.items(), key=lambda kv: kv[1])
+    if t >= LOADING_SHARE * max(f.evidence["cpu_work_ns"], 1):
+        f.evidence["cause"] = c
+        f.advice = CUDA_CAUSES[c][1]
 
 
 def detect(ctx: Context, facts: Facts) -> list[Finding]:
+    if not ctx.d.has_cuda:
+        return cpu_work.detect(ctx, facts, NAME)
     out = []
     saturation = _gpu_saturation(ctx)
     for load in loads(ctx, facts):
@@ -81,6 +111,8 @@ def detect(ctx: Context, facts: Facts) -> list[Finding]:
 
 
 def evidence_text(e: dict, u: Units) -> str:
+    if e.get("no_cuda"):
+        return cpu_work.evidence_text(e, u)
     calls = (
         f", CUDA calls {u.pct(e['cuda_calls_share'])} ({next(iter(e['cuda_calls_top']), '')})"
         if e.get("cuda_calls_top")
@@ -89,4 +121,4 @@ def evidence_text(e: dict, u: Units) -> str:
     return f"GPU busy {u.pct(e['gpu_busy_share'])} of its CPU time{calls}"
 
 
-KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=LOAD_NEEDS, needs_cuda=True)
+KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=LOAD_NEEDS, needs_cuda=False)

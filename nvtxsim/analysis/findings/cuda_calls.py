@@ -21,6 +21,19 @@ ALLOC_APIS = (
     "cuMemHostAlloc",
     "cuMemFreeHost",
 )
+#: Calls that capture or instantiate a CUDA graph (a query such as cudaStreamIsCapturing is none of them).
+GRAPH_CAPTURE_APIS = (
+    "cudaStreamBeginCapture",
+    "cuStreamBeginCapture",
+    "cudaStreamEndCapture",
+    "cuStreamEndCapture",
+    "cudaGraphInstantiate",
+    "cuGraphInstantiate",
+    "cudaGraphUpload",
+    "cuGraphUpload",
+    "cudaGraphAdd",
+    "cuGraphAdd",
+)
 CUDA_CAUSES = {  # CUDA calls that explain CPU time, by what their names start with → advice
     "launch_queue": (
         ("cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"),
@@ -29,6 +42,14 @@ CUDA_CAUSES = {  # CUDA calls that explain CPU time, by what their names start w
     "module_load": (
         ("cuLibraryLoad", "cuModuleLoad", "cuLibraryGet", "cuModuleGet"),
         "CUDA modules load lazily on first use: warm up, then --skip-first",
+    ),
+    "graph_capture": (
+        GRAPH_CAPTURE_APIS,
+        "CUDA graphs are captured in the first call: warm up, then --skip-first",
+    ),
+    "compile": (
+        ("nvrtc", "cuLink", "nvJitLink"),
+        "code is compiled in the first call: warm up (or cache it), then --skip-first",
     ),
     "alloc": (ALLOC_APIS, "allocate once, outside the step; keep PyTorch's caching allocator on"),
     "gpu_wait": (
@@ -56,15 +77,17 @@ def cause(per: dict[str, int], of: float, causes: tuple[str, ...]) -> str | None
     return None
 
 
-def own_cuda_calls(ctx: Context, mine: np.ndarray) -> tuple[int, dict[str, int]] | None:
+def own_cuda_calls(ctx: Context, mine: np.ndarray, *, kept: bool = True) -> tuple[int, dict[str, int]] | None:
     """Time in CUDA calls made by the ranges ``mine`` themselves (not in a child phase; union per range)
-    and per API name (both backends: a streamed export reads the call columns this needs)."""
+    and per API name (both backends: a streamed export reads the call columns this needs). ``kept``
+    False: ``mine`` may be ranges the report leaves out (the warm-up's)."""
     api = ctx.ex.api
     if api is None or len(api) == 0:
         return None
     r = ctx.r
     ri, ci = contained(r.start[mine], r.end[mine], r.global_tid[mine], api.start, api.end, api.global_tid)
-    own = ctx.owner(api.start[ci], api.end[ci], api.global_tid[ci]) == mine[ri]  # not in a child phase: self time
+    owner = ctx.owner if kept else ctx.innermost_range
+    own = owner(api.start[ci], api.end[ci], api.global_tid[ci]) == mine[ri]  # not in a child phase: self time
     ri, ci = ri[own], ci[own]
     if len(ci) == 0:
         return 0, {}

@@ -4,8 +4,9 @@ GPU work launched from a thread outside any range of that thread (autograd's bac
 Python worker) is nsys-unattributed: nsys's projection counts none of it, so the phase's GPU
 columns look too small. By time overlap only, it belongs to the innermost phase open on another
 thread of the process when it was launched (this kind), or to nothing (``unattributed_gpu``).
-Reported from 0.1 % of the reference time: the point is that the numbers are missing, not that
-they are large. Cost: the GPU busy time of that work.
+Reported from 0.1 % of the reference time, or at any size when it is at least a quarter of the
+phase's GPU work (its nsys busy time plus this; ``evidence.phase_gpu_share``): the point is that the
+numbers are missing, not that they are large. Cost: the GPU busy time of that work.
 
 Both backends look for it: a streamed export reads the CUDA columns this needs (as ``--view overlap``
 does), so an export's findings never depend on its size. ``threads=False`` (``analyse``) skips it,
@@ -28,6 +29,7 @@ from nvtxsim.schema import PID_MASK
 
 NAME = "other_thread_gpu"
 MIN_SHARE = 0.001
+PHASE_SHARE = 0.25  # ... or whatever its size, when it is a quarter of the phase's own GPU work
 ADVICE = "not in this phase's nsys GPU columns: see --view overlap"
 NOT_LOOKED_FOR = (
     "other_thread_gpu and unattributed_gpu were not looked for (asked not to): --view overlap computes them"
@@ -124,10 +126,22 @@ def detect(ctx: Context, facts: Facts) -> list[Finding]:
     for row in rows:
         if row.phase in (OUTSIDE, OUTSIDE_LOOP):
             continue  # unattributed_gpu's; before or after the loop: no cost to the iterations (--view overlap lists it)
-        f = ctx.finding(row.phase, NAME, row.gpu_busy_ns, thread_evidence(row), ADVICE, min_share=MIN_SHARE)
+        ev = thread_evidence(row)
+        own = _own_gpu_busy(ctx, row.phase)
+        share = row.gpu_busy_ns / (own + row.gpu_busy_ns) if row.gpu_busy_ns else 0.0
+        ev["phase_gpu_share"] = round(share, 3)  # of the phase's GPU work, its own (nsys) and this together
+        floor = 0.0 if share >= PHASE_SHARE else MIN_SHARE
+        f = ctx.finding(row.phase, NAME, row.gpu_busy_ns, ev, ADVICE, min_share=floor)
         if f is not None:
             out.append(f)
     return out
+
+
+def _own_gpu_busy(ctx: Context, phase: str) -> int:
+    """GPU busy time nsys attributes to the phase's kept ranges (its own column in the summary)."""
+    r = ctx.r
+    mine = ctx.ranges[r.label[ctx.ranges] == ctx.label_of(phase)]
+    return int(ctx.d.gpu.busy[mine].sum())
 
 
 def threads_text(threads: dict) -> str:

@@ -12,24 +12,30 @@ from nvtxsim.analysis.findings import (
     cpu_bound,
     gpu_bound,
     launch_bound,
+    os_wait,
     other_thread_gpu,
     outlier_iterations,
     pageable_copy,
+    phase_stalls,
     sync,
     unattributed_gpu,
+    warm_up,
 )
 from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.kind import FACTS, Facts, Kind
-from nvtxsim.analysis.findings.model import Findings
+from nvtxsim.analysis.findings.model import Finding, Findings
 from nvtxsim.analysis.selection import Selection
 
 REGISTRY: tuple[Kind, ...] = (
+    warm_up.KIND,
     sync.KIND,
     pageable_copy.KIND,
     launch_bound.KIND,
     cpu_bound.KIND,
     other_thread_gpu.KIND,
     gpu_bound.KIND,
+    os_wait.KIND,
+    phase_stalls.KIND,
     outlier_iterations.KIND,
     unattributed_gpu.KIND,
 )
@@ -66,9 +72,22 @@ def run_order(kinds: tuple[Kind, ...]) -> tuple[Kind, ...]:
 RUN_ORDER = run_order(REGISTRY)
 
 
-def analyse(detail: Selection, *, by: str | None = None, skip_first: int = 0, threads: bool | None = None) -> Findings:
+def _rank(f: Finding) -> int:
+    """Where a finding's kind lists: a large warm-up first (it explains the capture's totals), then the
+    actionable kinds, then the informational ones."""
+    if f.kind == warm_up.NAME and f.severity == "high":
+        return 0
+    return 2 if f.kind in INFORMATIONAL else 1
+
+
+def analyse(
+    detail: Selection, *, by: str | None = None, skip_first: int | None = None, threads: bool | None = None
+) -> Findings:
     """All findings of the report's selection, most costly first; computed once per (detail, by, skip_first,
     threads), in the detail's memo: the block, the views and the page share it.
+
+    ``skip_first``: None (the default) = the steady state: the warm-up found (``warm_up``) is left out of
+    every other finding, with a note saying what; an int = leave out that many iterations (0: nothing).
 
     ``threads``: look for other_thread_gpu and unattributed_gpu, which join every CUDA call to its
     GPU work; None (the default) = yes, on either backend (an export's findings never depend on the
@@ -76,7 +95,7 @@ def analyse(detail: Selection, *, by: str | None = None, skip_first: int = 0, th
     return detail.memo.get(("findings", by, skip_first, threads), _analyse, detail, by, skip_first, threads)
 
 
-def _analyse(detail: Selection, by: str | None, skip_first: int, threads: bool | None) -> Findings:
+def _analyse(detail: Selection, by: str | None, skip_first: int | None, threads: bool | None) -> Findings:
     if not len(detail.selected):
         return Findings([], None, 0)
     ctx = Context(detail, by, skip_first, threads)
@@ -92,5 +111,8 @@ def _analyse(detail: Selection, by: str | None, skip_first: int, threads: bool |
     if not cuda:
         looked = " and ".join(k.name.replace("_", " ") for k in REGISTRY if not k.needs_cuda)
         facts.note(f"{detail.export.no_cuda_reason}: only {looked} were looked for")
-    found.sort(key=lambda f: (f.kind in INFORMATIONAL, -f.cost_ns, f.phase, f.kind))  # actionable ones first
+    left = warm_up.left_out_note(ctx)
+    if left:
+        facts.note(left)
+    found.sort(key=lambda f: (_rank(f), -f.cost_ns, f.phase, f.kind))  # actionable ones first
     return Findings(found, ctx.iterations, ctx.reference_ns, facts.notes)

@@ -1,6 +1,6 @@
 """``nvtxsim scaling RUN=VALUE ... --param NAME``: how each phase grows with a parameter, from a sweep of runs.
 
-Exit codes: 0 done, 2 bad input (also when fewer than three runs: the table is still printed, the
+Exit codes: 0 done, 2 bad input (one run; also when two runs: the table is still printed, the
 classes are refused with one line on stderr).
 """
 
@@ -10,7 +10,7 @@ import argparse
 import re
 import sys
 
-from nvtxsim.analysis.scaling import parse_runs, parse_size, parse_value
+from nvtxsim.analysis.scaling import parse_runs, parse_size, parse_value, require_sweep
 from nvtxsim.cli.arguments import domain_from_args
 from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
 from nvtxsim.cli.progress import load_with_progress
@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from nvtxsim.reporting.scaling import forecast, scaling_document, sweep
 
     specs = parse_runs(args.runs)  # bad RUN=VALUE arguments fail before anything is loaded
+    require_sweep(specs)
     if not args.param.strip():
         raise NvtxsimError("--param: give the name of the parameter that differs between the runs (e.g. num_envs)")
     value = parse_value(args.predict, "--predict") if args.predict is not None else None

@@ -74,21 +74,50 @@ def _loaded(stem: str) -> str | None:
     return None
 
 
-class CuptiLib:
-    """The Activity API calls live timing makes; buffers of ``BUFFER_BYTES`` kept in a pool."""
+class BufferPool:
+    """CUPTI's two buffer callbacks, as C function pointers: buffers of ``size`` bytes handed out and taken back
+    (kept for reuse), each completed one's valid bytes copied once and passed to ``handler`` (CUPTI's thread)."""
 
-    BUFFER_BYTES = 8 << 20
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.lib = ctypes.CDLL(path)
+    def __init__(self, size: int = 8 << 20) -> None:
+        self.size = size
         self.lock = threading.Lock()
         self.free: list[Any] = []
         self.held: dict[int, Any] = {}  # address -> the ctypes buffer CUPTI holds now
         self.handler: Callable[[bytes], None] | None = None
-        self.unreadable = 0  # buffers parse_buffer could not cut (walked record by record instead)
-        self._request = _REQUEST(self._requested)  # kept: CUPTI holds these pointers
-        self._complete = _COMPLETE(self._completed)
+        self.request = _REQUEST(self._requested)  # kept alive: CUPTI holds these pointers
+        self.complete = _COMPLETE(self._completed)
+
+    # never raise: an exception here would be printed by ctypes, and the buffer lost
+    def _requested(self, buf: Any, size: Any, max_records: Any) -> None:
+        try:
+            with self.lock:
+                mem = self.free.pop() if self.free else ctypes.create_string_buffer(self.size)
+                addr = ctypes.addressof(mem)
+                self.held[addr] = mem
+            buf[0], size[0], max_records[0] = addr, self.size, 0
+        except BaseException:
+            size[0] = 0
+
+    def _completed(self, _ctx: Any, _stream: int, buf: int, _size: int, valid: int) -> None:
+        try:
+            raw = ctypes.string_at(buf, valid) if buf and valid else b""
+            with self.lock:
+                mem = self.held.pop(buf, None)
+                if mem is not None:
+                    self.free.append(mem)
+            if raw and self.handler is not None:
+                self.handler(raw)
+        except BaseException:
+            pass
+
+
+class CuptiLib:
+    """The Activity API calls live timing makes (the buffers: a :class:`BufferPool`)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lib = ctypes.CDLL(path)
+        self.pool = BufferPool()
         for name, args in (
             ("cuptiActivityEnable", [ctypes.c_int]),
             ("cuptiActivityDisable", [ctypes.c_int]),
@@ -125,9 +154,10 @@ class CuptiLib:
 
     def register(self, handler: Callable[[bytes], None]) -> None:
         """Buffers to CUPTI; each completed one's valid bytes to ``handler`` (CUPTI's thread)."""
-        self.handler = handler
+        self.pool.handler = handler
         self.check(
-            "cuptiActivityRegisterCallbacks", self.lib.cuptiActivityRegisterCallbacks(self._request, self._complete)
+            "cuptiActivityRegisterCallbacks",
+            self.lib.cuptiActivityRegisterCallbacks(self.pool.request, self.pool.complete),
         )
 
     def enable(self, kind: int) -> None:
@@ -155,30 +185,6 @@ class CuptiLib:
 
     def finalize(self) -> None:
         self.check("cuptiFinalize", self.lib.cuptiFinalize())
-
-    # ---- CUPTI's thread (never raises: an exception here would be printed by ctypes, and the buffer lost)
-
-    def _requested(self, buf: Any, size: Any, max_records: Any) -> None:
-        try:
-            with self.lock:
-                mem = self.free.pop() if self.free else ctypes.create_string_buffer(self.BUFFER_BYTES)
-                addr = ctypes.addressof(mem)
-                self.held[addr] = mem
-            buf[0], size[0], max_records[0] = addr, self.BUFFER_BYTES, 0
-        except BaseException:
-            size[0] = 0
-
-    def _completed(self, _ctx: Any, _stream: int, buf: int, _size: int, valid: int) -> None:
-        try:
-            raw = ctypes.string_at(buf, valid) if buf and valid else b""
-            with self.lock:
-                mem = self.held.pop(buf, None)
-                if mem is not None:
-                    self.free.append(mem)
-            if raw and self.handler is not None:
-                self.handler(raw)
-        except BaseException:
-            pass
 
     def records(self, buf: int, valid: int) -> Iterator[tuple[int, int]]:
         """(kind, address) of each record in a buffer, the slow way (cuptiActivityGetNextRecord)."""

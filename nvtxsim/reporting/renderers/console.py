@@ -27,6 +27,8 @@ def block_lines(block: object, width: int | None, color: bool = False) -> list[s
     if isinstance(block, Prose):
         return prose_lines(block, width)
     if isinstance(block, FindingsBlock):
+        if block.in_view:
+            return []
         from nvtxsim.reporting.findings import block_lines as findings_lines
 
         return findings_lines(block.findings, width)
@@ -50,7 +52,7 @@ def table_lines(t: ViewTable, width: int | None, color: bool = False) -> list[st
 
 def prose_lines(p: Prose, width: int | None) -> list[str]:
     texts = [line_text(line) for line in p.lines]
-    if p.kind == "source":
+    if p.kind in ("source", "headline"):
         return terminal.fit_parts(texts, width)
     if p.kind in ("warning", "note"):
         return terminal.notes_lines(texts, width, prefix=f"{p.kind}: ")

@@ -24,6 +24,8 @@ def block_markdown(block: object) -> str | None:
     if isinstance(block, Prose):
         return prose_markdown(block)
     if isinstance(block, FindingsBlock):
+        if block.in_view:
+            return None
         from nvtxsim.reporting.findings import block_markdown as findings_markdown
 
         return findings_markdown(block.findings)
@@ -63,6 +65,8 @@ _LEADS = {"heading": "## ", "warning": "> warning: ", "note": "> ", "remark": ">
 def prose_markdown(p: Prose) -> str:
     if p.kind == "source":
         return f"**{markdown_cell(' · '.join(line_text(line) for line in p.lines))}**\n"
+    if p.kind == "headline":
+        return f"{markdown_cell(' · '.join(line_text(line) for line in p.lines))}\n"
     lines = [f"{_LEADS[p.kind]}{text}" for line in p.lines if (text := line_text(line, markdown_cell))]
     if p.kind in ("heading", "items"):
         return "".join(f"{ln}\n" for ln in lines)
