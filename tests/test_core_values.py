@@ -50,6 +50,13 @@ def test_contained_and_call_windows_on_empty_inputs():
     assert lo.tolist() == [0] and hi.tolist() == [0]
     lo, hi = call_windows(EMPTY, EMPTY, EMPTY, one, one)
     assert len(lo) == 0 and len(hi) == 0
+    # ranges on threads with no call, above and below every calling thread: empty windows, no pair
+    lo, hi = call_windows(np.array([0, 0]), np.array([99, 99]), np.array([9, 0]), np.array([1, 2]), np.array([10, 10]))
+    assert lo.tolist() == hi.tolist()
+    ri, ci = contained(
+        np.array([0, 0]), np.array([99, 99]), np.array([9, 1]), np.array([10]), np.array([20]), one * 0 + 1
+    )
+    assert ri.tolist() == [1] and ci.tolist() == [0]
 
 
 def test_group_quantiles_match_numpy_and_an_empty_group_is_zero():
