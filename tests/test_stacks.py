@@ -75,6 +75,7 @@ def test_planted_hot_helper_is_named_by_its_function():
     assert top.function == truth["function"] and top.self_share >= 0.8 and top.location.endswith("cpu_workload.py:52")
     callers = {r.function: r for r in rows}
     assert all(callers[c].total_share >= 0.8 and callers[c].self_share == 0 for c in truth["callers"])
+    assert [r.function for r in rows[1:3]] == truth["callers"]  # its callers next, nearest first
     reward = [r for r in hot_functions(st, 10) if r.phase == "nvtxsim:reward"]
     assert reward[0].function == "_spin_python"
 
@@ -93,6 +94,24 @@ def test_stacks_view_in_the_report(tmp_path):
     for r in view["rows"]:
         first.setdefault(r["phase"], r["function"])
     assert first["nvtxsim:observation"] == "_hot_norm" and first["nvtxsim:reward"] == "_spin_python"
+
+
+def test_stacks_command_reads_a_sidecar_without_an_export(tmp_path):
+    """``nvtxsim stacks FILE``: the same table from the sidecar alone (a run without nsys); bad files exit 2, one line."""
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "nvtxsim", "stacks", *args], capture_output=True, text=True, cwd=REPO
+        )
+
+    out = cli(str(sidecar_for(PLANTED)), "-f", "json", "--top", "3")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    obs = [r["function"] for r in doc["rows"] if r["phase"] == "nvtxsim:observation"]
+    assert obs == ["_hot_norm", "_features", "observe"] and doc["processes"] == 1
+    for bad in (tmp_path / "absent.stacks.jsonl", DATA / "README.md"):
+        got = cli(str(bad))
+        assert got.returncode == 2 and got.stderr.count("\n") == 1 and "Traceback" not in got.stderr
 
 
 HOT = """

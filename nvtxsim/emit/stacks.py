@@ -58,6 +58,7 @@ class Sampler:
         self.samples: dict[str, int] = {}
         self.self_: dict[str, dict[int, int]] = {}
         self.total: dict[str, dict[int, int]] = {}
+        self.depth: dict[str, dict[int, int]] = {}  # per phase and function: the sum of its distances to the innermost
         self.functions: list[tuple[str, int, str]] = []
         self._index: dict[int, int] = {}  # id(code) → index; the codes are kept alive in _codes (ids stay unique)
         self._codes: list[CodeType] = []
@@ -154,9 +155,10 @@ class Sampler:
     def _count(self, phase: str, f: FrameType | None) -> None:
         seen: set[int] = set()
         first = True
-        depth = 0
+        depth = level = 0  # frames walked; the program's frames counted from the innermost
         self_ = self.self_.setdefault(phase, {})
         total = self.total.setdefault(phase, {})
+        below = self.depth.setdefault(phase, {})
         while f is not None and depth < MAX_DEPTH:
             code = f.f_code
             f = f.f_back
@@ -170,6 +172,8 @@ class Sampler:
             if i not in seen:
                 seen.add(i)
                 total[i] = total.get(i, 0) + 1
+                below[i] = below.get(i, 0) + level  # how far from the running function: callers list nearest first
+            level += 1
         if not first:
             self.samples[phase] = self.samples.get(phase, 0) + 1
 
@@ -190,7 +194,12 @@ class Sampler:
             "seconds": round(time.monotonic() - self.started, 3),
             "functions": fns,
             "phases": {
-                p: {"samples": n, "self": keyed(self.self_.get(p, {})), "total": keyed(self.total.get(p, {}))}
+                p: {
+                    "samples": n,
+                    "self": keyed(self.self_.get(p, {})),
+                    "total": keyed(self.total.get(p, {})),
+                    "depth": keyed(self.depth.get(p, {})),
+                }
                 for p, n in self.samples.items()
             },
         }
