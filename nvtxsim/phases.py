@@ -103,6 +103,9 @@ __all__ = [
 # mark (in the nvtxsim domain) for every range_pop() it refused, the report counts them.
 
 UNMATCHED_POP_MARK = "unmatched_range_pop"
+#: Start of the NVTX mark a live trigger places inside the capture window it opens ("nvtxsim trigger
+#: sim_step>3x fired at iteration 30: ..."): the report says the capture came from it.
+TRIGGER_MARK = "nvtxsim trigger "
 
 
 # --------------------------------------------------------------------------- capture window

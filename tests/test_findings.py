@@ -219,7 +219,7 @@ def test_cli_fail_on_json_html_and_compare(tmp_path):
     text = cli("report", planted, "--skip-first", "2").stdout.splitlines()
     start = next(i for i, line in enumerate(text) if line.startswith("Findings"))  # after the source and headline
     block = text[start : text.index("", start)]
-    assert block[0].startswith("Findings") and len(block) <= 11 and all(len(line) <= 80 for line in block)
+    assert block[0].startswith("Findings") and len(block) <= 16 and all(len(line) <= 80 for line in block)
     page = tmp_path / "r.html"
     assert cli("report", planted, "-f", "html", "-o", str(page)).returncode == 0
     html = page.read_text()
@@ -263,7 +263,7 @@ def test_block_fits_80_columns_whatever_the_names(planted):
     fs = Findings(items, 30, 1_000_000_000, ["a note " * 20])
     for width in (None, 80, 60):
         lines = block_lines(fs, width)
-        assert len(lines) <= 1 + 2 * 5 + 2 and all(cell_width(ln) <= min(width or 80, 80) for ln in lines)
+        assert len(lines) <= 1 + 3 * 5 + 2 and all(cell_width(ln) <= min(width or 80, 80) for ln in lines)
         assert not any("\x1b" in ln for ln in lines)
     md = block_markdown(fs)
     assert md.startswith("### Findings") and "\x1b" not in md and "|" not in md.replace("\\|", "")

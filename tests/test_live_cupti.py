@@ -124,9 +124,14 @@ UNKNOWN_KIND = 99  # a record kind the parser has no layout for (32 bytes): the 
 class FakeLib:
     """The CuptiLib methods live timing uses, with a fake driver behind (launch, marker)."""
 
-    def __init__(self, layout=REAL, batch=7, refuse=False, marker_records=True, unknown=False):
+    def __init__(
+        self, layout=REAL, batch=7, refuse=False, marker_records=True, unknown=False, values=True, corr_needs_api=False
+    ):
+        """values=False: memset records keep 0, not the value set; corr_needs_api: correlation ids are 0 unless
+        runtime API records are on."""
         self.layout, self.batch, self.refuse = layout, batch, refuse
         self.marker_records, self.unknown = marker_records, unknown
+        self.values, self.corr_needs_api = values, corr_needs_api
         for kind, attr in DTYPE_ATTRS.items():
             size, cols = layout[kind]
             names = list(cols)
@@ -194,21 +199,26 @@ class FakeLib:
     # ---- the fake driver
     def marker(self, value):
         """The marker memset: MARK_BYTES bytes set to ``value``; its record when memsets are recorded."""
-        corr = next(self.corr)
+        corr = self._corr()
         if cupti_records.MEMSET in self.enabled and self.marker_records:
-            fields = {"value": value, "bytes": cupti_records.MARK_BYTES, "start": 5, "end": 10**12}
+            kept = value if self.values else 0
+            fields = {"value": kept, "bytes": cupti_records.MARK_BYTES, "start": 5, "end": 10**12}
             self._add(2, {**fields, "stream_id": 99, "correlation_id": corr})
         return 0
 
     def launch(self, start, end, kind=10, nbytes=0, stream=7):
         """One kernel (kind 10) or copy (1, 2): its record when that kind is enabled; the correlation id it got."""
-        corr = next(self.corr)
+        corr = self._corr()
         if kind in self.enabled:
             fields = {"start": start, "end": end, "stream_id": stream, "correlation_id": corr}
             if kind != 10:
                 fields["bytes"] = nbytes
             self._add(kind, fields)
         return corr
+
+    def _corr(self):
+        corr = next(self.corr)
+        return 0 if self.corr_needs_api and cupti_records.RUNTIME not in self.enabled else corr
 
     def _add(self, kind, fields):
         with self.lock:
@@ -338,15 +348,17 @@ def _expected(ranges):
     }
 
 
-@pytest.mark.parametrize("shape", ["bytes", "newer-layout", "unknown-kind", "one-record-buffers"])
-def test_busy_time_counts_and_bytes_per_phase_match_an_independent_union(fake_cupti, shape):
+@pytest.mark.parametrize("shape", ["bytes", "newer-layout", "unknown-kind", "one-record-buffers", "no-values"])
+def test_busy_time_counts_and_bytes_per_phase_match_an_independent_union(fake_cupti, shape, capsys):
     """unknown-kind: every buffer holds records of a kind without a layout (walked record by record);
-    one-record-buffers: a buffer per record (markers and ops arrive in separate buffers)."""
+    one-record-buffers: a buffer per record (markers and ops arrive in separate buffers); no-values: the memset
+    records do not keep the marker's value (markers paired in call order, one line)."""
     fc = fake_cupti(
         layout=NEWER if shape == "newer-layout" else REAL,
         layout_from_dtypes=shape == "newer-layout",
         unknown=shape == "unknown-kind",
         batch=1 if shape == "one-record-buffers" else 7,
+        values=shape != "no-values",
     )
     records: list[dict] = []
     live.start(None, every=2, callback=records.append, gpu="cupti")
@@ -366,6 +378,30 @@ def test_busy_time_counts_and_bytes_per_phase_match_an_independent_union(fake_cu
     assert first["nvtxsim:policy"]["gpu_ns"] == 2 * 150 and first["nvtxsim:sim_step"]["gpu_ns"] == 4 * 460
     assert first["nvtxsim:sim_step"]["kernels"] == 8 and first["nvtxsim:iteration"]["copy_bytes"] == 2 * (4096 + 2 * 64)
     assert fc.delivered > 0 and (fc.rewalked > 0) == (shape == "unknown-kind")
+    col = cupti_mod._collector
+    assert col is not None and col.pairing == ("order" if shape == "no-values" else "value")
+    assert ("paired in call order" in capsys.readouterr().err) == (shape == "no-values")
+
+
+def test_correlation_ids_only_beside_api_records_turn_runtime_records_on(fake_cupti, capsys):
+    """A CUPTI that numbers calls only when API records are on: the first window is skipped with one line, the
+    runtime kind is switched on at once, and the next windows are exact."""
+    fc = fake_cupti(corr_needs_api=True)
+    records: list[dict] = []
+    live.start(None, every=1, callback=records.append, gpu="cupti")
+    for i in range(4):
+        nvtxsim.step()
+        if i == 1:  # the first window closed: the next ones are launched once it was resolved
+            deadline = time.monotonic() + 5
+            while not cupti_mod._collector.runtime and time.monotonic() < deadline:
+                time.sleep(0.01)
+        with nvtxsim.phase("sim_step"):
+            fc.launch(i * 1000, i * 1000 + 100 * (i + 1))
+    live.stop()
+    got = [r["phases"]["nvtxsim:sim_step"]["gpu_ns"] for r in records]
+    assert got[0] is None and got[1:] == [200, 300, 400]
+    assert (True, cupti_records.RUNTIME) in fc.enable_calls
+    assert sum("runtime API records on" in ln for ln in capsys.readouterr().err.splitlines()) == 1
 
 
 def test_sampling_switches_the_activity_kinds(fake_cupti):
@@ -647,3 +683,52 @@ def test_buffer_callbacks_through_their_c_pointers_hand_over_the_valid_bytes_and
     pool.complete(None, 0, again.value, 4096, 3)
     pool.complete(None, 0, 0, 0, 0)  # CUPTI's empty call
     assert len(pool.free) == 1 and not pool.held and got == [b"abcdef"]
+
+
+def test_libcupti_is_the_named_one_then_the_loaded_one_then_an_nvidia_wheels(monkeypatch, tmp_path):
+    libc = cupti_lib._loaded("libc.so")  # what this process has mapped (/proc/self/maps)
+    assert libc is not None and Path(libc).name.startswith("libc.so") and Path(libc).exists()
+    assert cupti_lib._loaded("libnothing-such.so") is None
+    wheel = tmp_path / "nvidia" / "cu13" / "lib"
+    wheel.mkdir(parents=True)
+    (wheel / "libcupti.so.13").write_bytes(b"")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "elsewhere"), str(tmp_path)])
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-toolkit"))
+    monkeypatch.setattr(cupti_lib, "_loaded", lambda stem: None)
+    monkeypatch.delenv(cupti_lib.LIB_ENV, raising=False)
+    assert cupti_lib.find_library() == str(wheel / "libcupti.so.13")
+    monkeypatch.setattr(cupti_lib, "_loaded", lambda stem: "/opt/torch/lib/libcupti.so.13")
+    assert cupti_lib.find_library() == "/opt/torch/lib/libcupti.so.13"  # the process's own copy, never a second
+    monkeypatch.setenv(cupti_lib.LIB_ENV, "/x/libcupti.so")
+    assert cupti_lib.find_library() == "/x/libcupti.so"
+
+
+def test_random_buffers_parse_to_the_records_written():
+    """Runs of every length (the run finder looks ahead from the last run's length): each op's correlation id,
+    times and bytes, and each marker, as written."""
+    rng = random.Random(2525)
+    mark = cupti_records.MARK_BYTES
+    for _ in range(60):
+        written, ops, tickets = [], [], {}
+        corr = 0
+        for _run in range(rng.randint(1, 12)):
+            kind = rng.choice([10, 10, 10, 1, 2, 39])
+            for _ in range(rng.choice([1, 2, 3, 15, 16, 17, 40, 100, 300])):
+                corr += 1
+                if kind == 39:
+                    written.append((39, {"external_kind": 3, "external_id": corr, "correlation_id": corr}))
+                    continue
+                fields = {"start": corr * 10, "end": corr * 10 + 5, "correlation_id": corr}
+                if kind == 2 and rng.random() < 0.3:
+                    tickets[corr + 7] = corr
+                    written.append((2, {**fields, "value": corr + 7, "bytes": mark}))
+                    continue
+                nbytes = rng.randint(1, 10**6) if kind != 10 else 0
+                if kind != 10:
+                    fields["bytes"] = nbytes
+                written.append((kind, fields))
+                ops.append((corr, corr * 10, corr * 10 + 5, nbytes, kind != 10))
+        got = cupti_records.parse_buffer(_pack(written))
+        assert got is not None and got.records == len(written) and got.tickets == tickets
+        cols = got.columns()
+        assert sorted(zip(*(c.tolist() for c in cols))) == sorted(ops)

@@ -96,3 +96,47 @@ def test_headline_of_a_cpu_loop():
     starts = _starts(CPU, "iteration")
     assert abs(h.per_s - 9 * 1e9 / (starts[-1] - starts[0])) < 1e-6
     assert h.biggest == "nvtxsim:reset"  # 300 ms asleep at the end of the program, nothing nested
+
+
+def _at80(**options) -> list[str]:
+    from nvtxsim.reporting.pipeline import render
+
+    lines = render(nvtxsim.report(IL3, **options), "table", width=80).splitlines()
+    assert all(len(ln) <= 80 for ln in lines)
+    return lines
+
+
+def test_tree_at_80_says_the_thread_once_and_keeps_self_share():
+    lines = _at80(views="tree", findings=False)
+    k = lines.index("Thread: python3 (740) / main (740)")
+    assert lines[k + 1].split() == ["Phase", "(nvtxsim)", "N", "CPU", "incl", "CPU", "self", "self", "%"]
+    row = next(ln for ln in lines if ln.strip().startswith("policy_update"))
+    assert row.split() == ["policy_update", "15", "2.888", "s", "2.888", "s", "100.0", "%"]  # no child range
+    assert not any("python3 (74" in ln for ln in lines[k + 1 :])
+
+
+def test_iterations_at_80_keep_the_share_of_the_iteration():
+    lines = _at80(views="iterations", findings=False)
+    head = next(ln for ln in lines if ln.startswith("Phase"))
+    assert head.split()[-2:] == ["of", "iter"]
+    assert next(ln for ln in lines if ln.startswith("step ")).endswith("100.0 %")
+    assert next(ln for ln in lines if ln.startswith("sim_step ")).endswith("34.3 %")
+
+
+def test_findings_block_at_80_keeps_the_evidence():
+    lines = _at80()
+    k = lines.index("high   outlier_iterations in nvtxsim:iteration: 5.25 ms/it (19 %)")
+    assert lines[k + 1] == "       iterations 0: up to 1.269 s, median 8.77 ms"
+    assert lines[k + 2].startswith("       → look for compilation")
+
+
+def test_findings_view_at_80_keeps_evidence_and_advice_and_shows_the_findings_once():
+    lines = _at80(views="findings")
+    assert not any(ln.startswith("Findings (most costly first") for ln in lines)  # the short block: not again
+    rows = [ln for ln in lines if ln.startswith(("high ", "medium ", "low "))]
+    assert len(rows) == 10
+    k = lines.index(rows[1])
+    assert rows[1].split()[:3] == ["high", "outlier_iterations", "iteration"]
+    assert lines[k + 1] == "  Evidence: iterations 0: up to 1.269 s, median 8.77 ms"
+    assert lines[k + 2].startswith("  Advice: look for compilation, GC or I/O there")
+    assert not any(ln.startswith("left out:") for ln in lines)

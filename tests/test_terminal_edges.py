@@ -187,8 +187,9 @@ def test_no_progress_display_on_a_dumb_terminal(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_sentences_yield_to_numbers() -> None:
-    """The findings view at 80 columns keeps the cost columns and leaves the evidence/advice sentences out
-    (they were shortened to 'GPU bu…dData)' while the cost was left out); a sentence is cut at its end."""
+    """The findings view at 80 columns keeps the cost columns and puts the evidence/advice sentences on lines
+    of their own under the row (they were shortened to 'GPU bu…dData)' while the cost was left out, then left
+    out); beside the numbers, a sentence is cut at its end."""
     from nvtxsim.reporting.viewtable import Column
 
     cols = [
@@ -208,7 +209,13 @@ def test_sentences_yield_to_numbers() -> None:
         "make fewer of them",
     ]
     narrow = terminal.table_lines(cols, [row], width=40)
-    assert "242.98 ms" in narrow[1] and "45.8 %" in narrow[1] and narrow[-1].startswith("left out: Evidence, Advice")
+    assert "242.98 ms" in narrow[1] and "45.8 %" in narrow[1] and not any("left out" in ln for ln in narrow)
+    assert narrow[2:] == [
+        "  Evidence: GPU busy 0.4 % of its CPU",
+        "    time, CUDA calls 51 %",
+        "    (cuLibraryLoadData)",
+        "  Advice: make fewer of them",
+    ], narrow
     wide = terminal.table_lines(cols, [row], width=80)
     assert (
         "242.98 ms" in wide[1] and "GPU busy 0.4 % of" in wide[1] and not re.search(r"\d" + terminal.ELLIPSIS, wide[1])
@@ -228,10 +235,11 @@ def test_tree_keeps_its_nesting_on_a_terminal(width: int) -> None:
     rows = [[cell(c, r) for c in t.columns] for r in t.rows]
     lines = terminal.table_lines(t.columns, rows, width=width)
     at = [c.unit for c in t.columns].index("tree")
-    start = lines[0].index(t.columns[at].header)
-    for line, row in zip(lines[1:], rows):
+    head = next(k for k, ln in enumerate(lines) if ln.lstrip().startswith(("Thread ", "Phase")))  # after "Thread: x"
+    start = lines[head].index(t.columns[at].header)
+    for line, row in zip(lines[head + 1 :], rows):
         indent = len(row[at]) - len(row[at].lstrip(" "))
-        assert line[start : start + indent + 1] == " " * indent + "n", (line, row[at])
+        assert line[start : start + indent] == " " * indent and line[start + indent] != " ", (line, row[at])
 
 
 def test_heading_parts_stay_whole() -> None:

@@ -67,6 +67,9 @@ def assert_table_whole(lines: list[str], start: int, t: ViewTable, rows: list[li
     """Find ``t``'s header at or after line ``start``; check its rows cell by cell; return the line after it."""
     heads = [c.header for c in t.columns]
     prefixed = {c.header: i for i, c in enumerate(t.columns) if c.shared_prefix}
+    # A column of one value in every row ("once") is said on a line above the table: "Thread: main (740)".
+    once = {i for i, c in enumerate(t.columns) if c.once and len(rows) > 1 and len({r[i] for r in rows}) == 1}
+    first = next(h for i, h in enumerate(heads) if i not in once)
 
     def plain(h: str) -> str:  # "Phase (nvtxsim)": a shared prefix written once in its header
         base = h.split(" (", 1)[0]
@@ -74,18 +77,23 @@ def assert_table_whole(lines: list[str], start: int, t: ViewTable, rows: list[li
 
     for k in range(start, len(lines)):
         shown = re.split(r"\s{2,}", lines[k].strip())
-        if len(shown) >= 2 and all(plain(h) in heads for h in shown) and plain(shown[0]) == heads[0]:
+        if len(shown) >= 2 and all(plain(h) in heads for h in shown) and plain(shown[0]) == first:
             break
     else:
         raise AssertionError(f"no header line of {t.name!r} after line {start}")
+    for i in once:
+        assert lines[k - 1] == f"{heads[i]}: {terminal.one_line(rows[0][i])}" or lines[k - 1].startswith("  "), lines[
+            k - 1
+        ]
     rows = [list(r) for r in rows]
     for h in shown:
         if plain(h) != h:
             i = prefixed[plain(h)]
             prefix = h[len(plain(h)) + 2 : -1] + (t.columns[i].shared_prefix or "")
-            assert all(r[i].startswith(prefix) for r in rows), (prefix, [r[i] for r in rows])
-            for r in rows:
-                r[i] = r[i][len(prefix) :]
+            assert all(r[i].lstrip(" ").startswith(prefix) for r in rows), (prefix, [r[i] for r in rows])
+            for r in rows:  # a tree cell: the prefix after its indentation
+                body = r[i].lstrip(" ")
+                r[i] = r[i][: len(r[i]) - len(body)] + body[len(prefix) :]
     shown = [plain(h) for h in shown]
     shown_idx, j = [], 0
     for h in shown:  # headers repeat (compare's two "CI"): match in order
@@ -93,13 +101,28 @@ def assert_table_whole(lines: list[str], start: int, t: ViewTable, rows: list[li
         shown_idx.append(j)
         j += 1
     empty = {i for i, c in enumerate(t.columns) if c.drop_if_empty and all(str(r[i]) in ("", "0") for r in rows)}
-    left_out = [heads[i] for i in range(len(heads)) if i not in shown_idx and i not in empty]
-    after = k + 1 + len(rows)
+    # Sentences with no room beside the numbers stand on their own lines under their row ("  Advice: ...").
+    stacked = [i for i, c in enumerate(t.columns) if c.prose and i not in shown_idx]
+    left_out = [heads[i] for i in range(len(heads)) if i not in set(shown_idx) | empty | once | set(stacked)]
+    row_lines, at = [], k + 1
+    for row in rows:
+        row_lines.append(lines[at])
+        at += 1
+        for i in stacked:
+            if row[i]:
+                said = lines[at]
+                assert said.startswith(f"  {heads[i]}: "), (said, heads[i])
+                at += 1
+                while at < len(lines) and lines[at].startswith("    "):
+                    said += " " + lines[at].strip()
+                    at += 1
+                assert terminal.one_line(row[i]).startswith(said[len(heads[i]) + 4 :].rstrip("…")[:20]), (said, row[i])
+    after = at
     if left_out:
         said = lines[after] + "".join(" " + ln.strip() for ln in lines[after + 1 : after + 3] if ln.startswith("  "))
         assert said.startswith("left out: ") and "--wide" in said, said
         assert said[len("left out: ") :].startswith(", ".join(left_out)), (said, left_out)
-    for line, row in zip(lines[k + 1 : after], rows):
+    for line, row in zip(row_lines, rows):
         pos = 0
         for i in shown_idx:
             col, want = t.columns[i], terminal.one_line(row[i])

@@ -514,6 +514,7 @@ def _add_memory(export: Export, idx: np.ndarray, group: np.ndarray, phases: list
 def source_info(export: Export) -> dict:
     """What a report was made from, for the JSON ``source`` object."""
     gpu = export.gpu
+    trigger = {"trigger": export.trigger} if export.trigger else {}  # only in a triggered capture
     return {
         "path": str(export.path),
         "nsys_version": export.nsys_version,
@@ -525,4 +526,5 @@ def source_info(export: Export) -> dict:
         "kernels": int((gpu.kind == KERNEL).sum()) if gpu is not None else 0,
         "memcpys": int((gpu.kind == MEMCPY).sum()) if gpu is not None else 0,
         "memsets": int((gpu.kind == MEMSET).sum()) if gpu is not None else 0,
+        **trigger,
     }

@@ -32,6 +32,7 @@ _count = -1  # index of the current iteration; -1 before the first step()
 _window: Window | None = None
 _api = "nvtx"
 _open: Callable[[], Any] | None = None  # closes the window when called
+_note: str | None = None  # marked inside the window once it opens: why it opened (a live trigger)
 _atexit_registered = False
 #: Called with the new iteration's index on every step() while live timing is on (emit.live).
 on_step: Callable[[int], Any] | None = None
@@ -48,17 +49,27 @@ def configure(iterations: str | Window | None, api: str = "nvtx") -> None:
     _count = -1
 
 
-def arm(start: int, stop: int | None) -> bool:
-    """Open a window at iteration ``start`` without restarting the count (live triggers).
+def arm(start: int, stop: int | None, note: str | None = None) -> bool:
+    """Open a window at iteration ``start`` without restarting the count (live triggers); ``note``: an
+    NVTX mark (``TRIGGER_MARK ...``) placed inside the window as it opens, which the report reads.
 
     Refused (False) while a window is set that has not ended yet: nsys records one per run.
     """
-    global _window
+    global _window, _note
     w = _window
     if w is not None and (w.stop is None or _count < w.stop):
         return False
     _close()
-    _window = Window(start, stop)
+    _window, _note = Window(start, stop), note
+    return True
+
+
+def open_now(stop: int, note: str | None = None) -> bool:
+    """Open a window now, inside the iteration running, until iteration ``stop`` (a live trigger's watch
+    thread, while the slow iteration is still running: the capture holds it). Refused as :func:`arm`."""
+    if not arm(max(_count, 0), stop, note):
+        return False
+    _open_window()
     return True
 
 
@@ -100,18 +111,29 @@ def step() -> int:
 
 def _edge(w: Window) -> None:
     """Open the window at iteration ``w.start``, close it at ``w.stop``."""
-    global _open, _atexit_registered
     if _count == w.start and _open is None:
-        try:
-            _open = _start_cuda() if _api == "cuda" else _start_nvtx()
-        except Exception as exc:
-            sys.stderr.write(f"nvtxsim: could not open the capture window ({type(exc).__name__}: {exc})\n")
-            _open = None
-        if _open is not None and not _atexit_registered:
-            atexit.register(_close)  # stop before interpreter teardown when B is never reached
-            _atexit_registered = True
+        _open_window()
     elif _count == w.stop:
         _close()
+
+
+def _open_window() -> None:
+    global _open, _atexit_registered, _note
+    if _open is not None:
+        return
+    try:
+        _open = _start_cuda() if _api == "cuda" else _start_nvtx()
+    except Exception as exc:
+        sys.stderr.write(f"nvtxsim: could not open the capture window ({type(exc).__name__}: {exc})\n")
+        _open = None
+    if _open is not None and not _atexit_registered:
+        atexit.register(_close)  # stop before interpreter teardown when B is never reached
+        _atexit_registered = True
+    note, _note = _note, None
+    if _open is not None and note:
+        from nvtxsim.emit import ranges as emit
+
+        emit.mark(note)
 
 
 def _close() -> None:

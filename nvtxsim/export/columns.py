@@ -84,6 +84,10 @@ class GpuOps:
         return True
 
 
+#: The key of :attr:`Export.meta` that holds a live trigger's mark (nvtxsim's own, beside nsys's metadata).
+TRIGGER_META = "NVTXSIM_TRIGGER"
+
+
 @dataclass
 class Export:
     """Everything the analyse stage needs from one export."""
@@ -105,6 +109,11 @@ class Export:
     @property
     def has_cuda(self) -> bool:
         return self.api is not None and self.gpu is not None
+
+    @property
+    def trigger(self) -> str | None:
+        """What opened the capture window when a live trigger did ("sim_step>3x fired at iteration 25 ...")."""
+        return self.meta.get(TRIGGER_META)
 
     @property
     def no_cuda_reason(self) -> str:

@@ -21,7 +21,13 @@ from typing import Literal
 from nvtxsim.errors import NvtxsimError, debug
 from nvtxsim.export import cache as _cache
 from nvtxsim.export import streamed
-from nvtxsim.export.columns import ApiCalls, Export, GpuOps, Ranges  # noqa: F401  (the loaded types, importable from here)
+from nvtxsim.export.columns import (  # noqa: F401  (the loaded types, importable from here)
+    TRIGGER_META,
+    ApiCalls,
+    Export,
+    GpuOps,
+    Ranges,
+)
 from nvtxsim.export.extras import read_extras
 from nvtxsim.export.private_copy import COMPRESSED, copy_with_wal, inflate, pending_wal, private_dir
 from nvtxsim.export.tables import (
@@ -37,6 +43,7 @@ from nvtxsim.export.tables import (
     read_ranges,
     strings_for,
     table_names,
+    trigger_note,
     unmatched_pop_warning,
     wild_bytes_warning,
 )
@@ -92,6 +99,9 @@ def _load(path: Path, *, cuda: bool, backend: Backend | None) -> Export:
 def _read(conn: sqlite3.Connection, path: Path, *, cuda: bool, backend: Backend | None) -> Export:
     tables = table_names(conn)
     meta = read_meta(conn, tables)
+    note = trigger_note(conn, tables)
+    if note:
+        meta[TRIGGER_META] = note
     ranges, labels, strings, warnings = read_ranges(conn, tables)
     api: ApiCalls | None = None
     gpu: GpuOps | None = None

@@ -22,7 +22,7 @@ import numpy as np
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import ApiCalls, GpuOps, Ranges, distinct
 from nvtxsim.export.pages import ROWID_NAMES, select_ints, table_info
-from nvtxsim.phases import UNMATCHED_POP_MARK
+from nvtxsim.phases import TRIGGER_MARK, UNMATCHED_POP_MARK
 from nvtxsim.schema import (
     ANALYSIS_TABLE,
     API_REQUIRED,
@@ -544,19 +544,36 @@ def flag_open_at_capture_end(ranges: Ranges, end: int | None) -> None:
         ranges.unclosed |= ranges.end >= end
 
 
-def unmatched_pop_warning(conn: sqlite3.Connection, tables: frozenset[str]) -> list[str]:
+def _mark_text(conn: sqlite3.Connection, tables: frozenset[str], op: str) -> tuple[str, str] | None:
+    """``(column text, where clause)`` over the marks whose text matches ``op ?`` (``= ?``, ``LIKE ?``), or None."""
     if NVTX_TABLE not in tables:
-        return []
+        return None
     cols = columns_of(conn, NVTX_TABLE)
-    where = []
-    if "text" in cols:
-        where.append("text = ?")
-    if "textId" in cols and STRINGS_TABLE in tables:
-        where.append(f"textId IN (SELECT id FROM {STRINGS_TABLE} WHERE value = ?)")
-    if not where:
+    strings = "textId" in cols and STRINGS_TABLE in tables
+    text = "text" if "text" in cols else ""
+    if strings:
+        by_id = f"(SELECT value FROM {STRINGS_TABLE} WHERE id = textId)"
+        text = f"COALESCE(text, {by_id})" if text else by_id
+    if not text:
+        return None
+    return text, f"eventType = {MARK} AND {text} {op} ?"
+
+
+def trigger_note(conn: sqlite3.Connection, tables: frozenset[str]) -> str | None:
+    """The mark a live trigger placed inside the capture window it opened (which rule, which iteration), or None."""
+    found = _mark_text(conn, tables, "LIKE")
+    if found is None:
+        return None
+    text, where = found
+    row = conn.execute(f"SELECT {text} FROM {NVTX_TABLE} WHERE {where} LIMIT 1", [TRIGGER_MARK + "%"]).fetchone()
+    return str(row[0])[len(TRIGGER_MARK) :] if row and row[0] else None
+
+
+def unmatched_pop_warning(conn: sqlite3.Connection, tables: frozenset[str]) -> list[str]:
+    found = _mark_text(conn, tables, "=")
+    if found is None:
         return []
-    sql = f"SELECT count(*) FROM {NVTX_TABLE} WHERE eventType = {MARK} AND ({' OR '.join(where)})"
-    n = conn.execute(sql, [UNMATCHED_POP_MARK] * len(where)).fetchone()[0] or 0
+    n = conn.execute(f"SELECT count(*) FROM {NVTX_TABLE} WHERE {found[1]}", [UNMATCHED_POP_MARK]).fetchone()[0] or 0
     if not n:
         return []
     return [

@@ -70,6 +70,9 @@ class FindingsBlock:
 
     findings: Findings
     phases: list[str] = field(default_factory=list)
+    #: The same document holds the findings view (every finding, with its evidence and advice): text formats
+    #: leave this short block out rather than print the findings twice; a page keeps it (its links).
+    in_view: bool = False
 
 
 @dataclass

@@ -49,16 +49,29 @@ def _fit(text: str, cells: int) -> str:
     return fit_width(text, cells, shorten_end)
 
 
-def _with_evidence(head: str, evidence: str, cells: int) -> str:
+def _with_evidence(head: str, evidence: str, cells: int, sep: str = "; ") -> str:
     """``head; evidence`` in ``cells``, keeping as many of the evidence's facts as fit whole: a cut
     inside a fact reads as another number (all of it: ``--view findings``). A list of numbers
     (``iterations 3, 5, 7``) is one fact."""
     facts = _FACTS.split(evidence)
     for n in range(len(facts), 0, -1):
-        line = f"{head}; {', '.join(facts[:n])}"
+        line = f"{head}{sep}{', '.join(facts[:n])}"
         if line_width(line) <= cells:
             return line
+    if not head.strip():  # the facts on a line of their own: the first one, cut at its end
+        return _fit(head + evidence, cells)
     return _fit(head, cells)
+
+
+def _finding_lines(head: str, evidence: str, cells: int) -> list[str]:
+    """The finding's facts: on its head line where all of them fit, else on a line of their own under it
+    (the evidence, such as the outlier iterations' numbers, is what makes a finding checkable)."""
+    if not evidence or line_width(f"{head}; {evidence}") <= cells:
+        return [_with_evidence(head, evidence, cells) if evidence else _fit(head, cells)]
+    return [_fit(head, cells), _with_evidence(_INDENT, evidence, cells, sep="")]
+
+
+_INDENT = " " * 7  # under the kind, past the severity
 
 
 _FACTS = re.compile(r", (?!\d+(?:[,:…]|$))")  # not inside a list of bare numbers
@@ -75,7 +88,8 @@ def fit_line(text: str, width: int | None) -> str:
 
 
 def block_lines(fs: Findings, width: int | None = None) -> list[str]:
-    """The terminal block: a title, then two lines per finding (facts, advice), never wider than 80 cells."""
+    """The terminal block: a title, then per finding its facts (one line, or two when the evidence does not fit
+    beside them) and its advice, never wider than 80 cells."""
     w = min(width or BLOCK_WIDTH, BLOCK_WIDTH)
     shown = fs.items[:BLOCK_FINDINGS]
     more = f"; all {len(fs.items)}: --view findings" if len(fs.items) > len(shown) else ""
@@ -92,8 +106,8 @@ def block_lines(fs: Findings, width: int | None = None) -> list[str]:
     for f in shown:
         phase = shorten_middle(one_line(f.phase), PHASE_CELLS)
         head = f"{f.severity:<6} {f.kind} in {phase}: {_cost(f)} ({_pct(f.evidence.get('share_of_time'))})"
-        lines.append(_with_evidence(head, printable(evidence_text(f)), w))
-        lines.append(_fit(f"       → {f.advice}", w))
+        lines += _finding_lines(head, printable(evidence_text(f)), w)
+        lines.append(_fit(f"{_INDENT}→ {f.advice}", w))
     return lines + notes
 
 
@@ -118,7 +132,7 @@ def block_markdown(fs: Findings) -> str:
 FINDING_COLUMNS = [
     Column("severity", "Severity"),
     Column("kind", "Kind"),
-    Column("phase", "Phase"),
+    Column("phase", "Phase", shared_prefix=":"),
     Column("cost_per_iteration_ns", "per iter", "ns"),
     Column("cost_ns", "cost", "ns"),
     Column("share", "of time", "pct"),

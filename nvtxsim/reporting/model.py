@@ -114,6 +114,8 @@ class ReportModel:
         names = [t.name for t in self.views]
         fs = self.summary.findings
         block = FindingsBlock(fs, [p.label for p in self.phases]) if fs is not None else None
+        if block is not None and "findings" in names:  # the view lists every finding: text leaves the block out
+            block.in_view = True
         sections: list[Section] = [[block]] if block is not None and "summary" not in names else []
         for t in self.views:
             sections += summary_sections(self.summary, t, block) if t.name == "summary" else [[t]]

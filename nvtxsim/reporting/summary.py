@@ -139,6 +139,8 @@ def heading_parts(source: dict, *, counts_sep: str = ", ") -> list[str]:
     if source.get("gpu_ops"):
         counts = (f"{source.get(k, 0):,} {k}" for k in ("kernels", "memcpys", "memsets"))
         parts.append(counts_sep.join(counts))
+    if source.get("trigger"):
+        parts.append(f"captured by the live trigger {source['trigger']}")
     return parts
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class ViewOptions:
     by: str | None = None  # key range of the per-iteration views (None: step if recorded, else iteration)
     by_given: bool = False  # --by was given explicitly (a missing key is then an error)
-    # None: the findings' steady state (the warm-up left out); the per-iteration views then keep every iteration.
+    # None: the steady state (the warm-up the findings find left out, here and in the per-iteration views).
     skip_first: int | None = None
     top: int = 10  # kernels per phase, slowest iterations
     envs: float | None = None  # environments stepped per iteration (--envs): env-steps/s in the iterations view
@@ -128,16 +128,16 @@ def tree(d: Selection, o: ViewOptions) -> ViewTable:
                 "cross_thread": nd.cross_thread,
             }
         )
-    cols = [
-        Column("thread", "Thread"),
-        Column("phase", "Phase", "tree"),
-        Column("count", "N", "int"),
-        Column("cpu_incl_ns", "CPU incl", "ns"),
-        Column("cpu_self_ns", "CPU self", "ns"),
-        Column("self_share", "self %", "pct"),
-        Column("gpu_incl_ns", "GPU incl", "ns"),
-        Column("gpu_self_ns", "GPU self", "ns"),
-        Column("cross_thread", "cross-thread", "int"),
+    cols = [  # a narrow terminal keeps the self time and its share first: what the tree is read for
+        Column("thread", "Thread", shared_prefix=" / ", once=True),
+        Column("phase", "Phase", "tree", shared_prefix=":"),
+        Column("count", "N", "int", priority=3),
+        Column("cpu_incl_ns", "CPU incl", "ns", priority=1),
+        Column("cpu_self_ns", "CPU self", "ns", priority=0),
+        Column("self_share", "self %", "pct", priority=2),
+        Column("gpu_incl_ns", "GPU incl", "ns", priority=4, drop_if_empty=True),
+        Column("gpu_self_ns", "GPU self", "ns", priority=5, drop_if_empty=True),
+        Column("cross_thread", "cross-thread", "int", priority=6, drop_if_empty=True),
     ]
     notes = [
         "CPU self = range time minus its child ranges; GPU = busy time of the work launched inside (self: not inside a child)"
@@ -155,11 +155,26 @@ def tree(d: Selection, o: ViewOptions) -> ViewTable:
     )
 
 
+def skip_of(d: Selection, o: ViewOptions) -> int:
+    """The iterations the per-iteration views leave out: --skip-first N, else the warm-up the findings find."""
+    from nvtxsim.analysis.findings import steady_skip
+
+    return o.skip_first if o.skip_first is not None else steady_skip(d, o.by)
+
+
+def skipped_text(it: Iterations, o: ViewOptions) -> str:
+    """``, first N skipped`` (said why when it is the warm-up found), or nothing."""
+    if not it.skipped:
+        return ""
+    why = " as warm-up (--keep-warm-up keeps them)" if o.skip_first is None else ""
+    return f", first {it.skipped} set aside{why}" if why else f", first {it.skipped} skipped"
+
+
 def _iterations(d: Selection, o: ViewOptions):
     from nvtxsim.analysis.iterations import per_iteration
 
     try:
-        return per_iteration(d, o.by, skip_first=o.skip_first or 0), None
+        return per_iteration(d, o.by, skip_first=skip_of(d, o)), None
     except NvtxsimError as exc:
         if o.by_given:
             raise
@@ -170,26 +185,26 @@ def iterations(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.iterations import loop_rates, phase_stats
 
     it, err = _iterations(d, o)
-    cols = [
-        Column("phase", "Phase"),
-        Column("iterations", "iters", "int"),
-        Column("per_iteration_count", "per iter", "float"),
-        Column("mean_ns", "mean", "ns"),
-        Column("p50_ns", "p50", "ns"),
-        Column("p90_ns", "p90", "ns"),
-        Column("p99_ns", "p99", "ns"),
-        Column("max_ns", "max", "ns"),
-        Column("share", "of iter", "pct"),
-        Column("gpu_p50_ns", "GPU p50", "ns"),
-        Column("gpu_p99_ns", "GPU p99", "ns"),
-        Column("gpu_max_ns", "GPU max", "ns"),
+    cols = [  # a narrow terminal keeps the typical time and its share of the iteration first
+        Column("phase", "Phase", shared_prefix=":"),
+        Column("iterations", "iters", "int", priority=4),
+        Column("per_iteration_count", "per iter", "float", priority=5),
+        Column("mean_ns", "mean", "ns", priority=2),
+        Column("p50_ns", "p50", "ns", priority=0),
+        Column("p90_ns", "p90", "ns", priority=8),
+        Column("p99_ns", "p99", "ns", priority=3),
+        Column("max_ns", "max", "ns", priority=9),
+        Column("share", "of iter", "pct", priority=1),
+        Column("gpu_p50_ns", "GPU p50", "ns", priority=7, drop_if_empty=True),
+        Column("gpu_p99_ns", "GPU p99", "ns", priority=10, drop_if_empty=True),
+        Column("gpu_max_ns", "GPU max", "ns", priority=11, drop_if_empty=True),
     ]
     if it is None:
         return ViewTable("iterations", "Per iteration", cols, [], [err or ""])
     rows = [row_dict(s) for k, s in enumerate(phase_stats(it)) if k == 0 or s.iterations > 0]
     notes = [
         f"{len(it)} iterations keyed on '{it.key}'"
-        + (f", first {it.skipped} skipped" if it.skipped else "")
+        + skipped_text(it, o)
         + "; a phase's time per iteration is the sum of its ranges in that iteration (0 when absent)"
     ]
     rates = loop_rates(d, it, o.envs)
@@ -223,7 +238,7 @@ def _throughput(rows: list[dict], cols: list[Column], rates: LoopRates) -> tuple
         f"{per} per iteration{recorded}: {rate or 0:,.0f} env-steps/s (mean iteration); "
         "a phase's cost: how much higher that would be if the phase took no time"
     )
-    return cols + [Column("env_steps_per_s_cost", "env-steps/s cost", "int")], note
+    return cols + [Column("env_steps_per_s_cost", "env-steps/s cost", "int", priority=6)], note
 
 
 def slowest(d: Selection, o: ViewOptions) -> ViewTable:
@@ -259,7 +274,8 @@ def slowest(d: Selection, o: ViewOptions) -> ViewTable:
         f"Slowest iterations ({it.key})",
         cols,
         rows,
-        ["excess: the phase's time in that iteration minus its median over all iterations"],
+        ["excess: the phase's time in that iteration minus its median over all iterations"]
+        + ([f"{len(it)} iterations{skipped_text(it, o)}"] if it.skipped else []),
     )
 
 

@@ -34,6 +34,9 @@ class Column:
     #: A fitted terminal table writes a prefix that every row shares, up to and including this separator
     #: (``nvtxsim:`` of a report on one domain), once in the header instead of in every row.
     shared_prefix: str | None = None
+    #: A fitted terminal table whose rows all hold the same value here says it once, on a line above the
+    #: table (``Thread: main (740)``), instead of spending the column's width on it in every row.
+    once: bool = False
 
     @property
     def text(self) -> bool:

@@ -214,6 +214,8 @@ def _attribution(path: str) -> None:
         fraction=round(attributed / received, 4) if received else None,
         buffers_walked_slowly=col.unreadable if col else None,
         dropped=col.dropped if col else None,
+        markers_paired_by=col.pairing if col else None,
+        runtime_records=col.runtime if col else None,
         refused=cm._refused,
     )
 

@@ -32,6 +32,7 @@ from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES, cause, own_cuda_calls
 from nvtxsim.analysis.findings.kind import Facts, Kind, Units
 from nvtxsim.analysis.findings.model import Finding
+from nvtxsim.analysis.warmup import iteration_rows
 
 NAME = "phase_stalls"
 STALL_FACTOR = 5.0
@@ -75,9 +76,7 @@ def _iteration_numbers(ctx: Context, ranges: np.ndarray) -> list[int] | None:
     it = ctx.it
     if it is None:
         return None
-    rows = np.full(len(ctx.r), -1, dtype=np.int64)
-    rows[it.members] = it.member_row
-    rows[it.key_range] = np.arange(len(it))
+    rows = ctx.shared("phase_stalls.rows", lambda: iteration_rows(ctx.ex, it))
     got = rows[ranges]
     return None if (got < 0).any() else sorted({int(it.index[k]) for k in got})
 

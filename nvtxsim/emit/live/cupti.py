@@ -68,6 +68,13 @@ class Collector:
         self.closed = False
         self.tickets = itertools.count(TICKET_BASE)
         self.no_markers = False  # a window's markers never came back: later windows do not wait for them
+        # markers found by their value (the ticket), or, where CUPTI does not keep the value, paired with the
+        # markers' records in call order (mark() places them one at a time); `issued` kept until that is known
+        self.mark_lock = threading.Lock()
+        self.pairing = "value"
+        self.confirmed = False
+        self.issued: list[int] = []
+        self.runtime = False  # runtime API records on: ops came without correlation ids of their own
 
     # ---- CUPTI's thread
 
@@ -79,6 +86,8 @@ class Collector:
             ops = recs.parse_buffer(raw, self.layout)
             if ops is None:
                 ops = self._rewalk(raw)
+            if self.pairing == "order":
+                ops.tickets = {}  # the values are not the tickets: marks are paired in order (pair_in_order)
             with self.lock:
                 self.received += ops.size
                 if self.ops.size + ops.size > MAX_OPS:  # the writer is behind: these ops go, the markers stay
@@ -116,7 +125,8 @@ class Collector:
         if on == self.enabled or self.closed:
             return
         if on:
-            self.kinds = list(ACTIVITY_KINDS) + ([recs.RUNTIME] if env_flag(RUNTIME_ENV) else [])
+            runtime = self.runtime or env_flag(RUNTIME_ENV)
+            self.kinds = list(ACTIVITY_KINDS) + ([recs.RUNTIME] if runtime else [])
         for k in self.kinds:
             (self.api.enable if on else self.api.disable)(k)
         self.enabled = on
@@ -137,13 +147,57 @@ class Collector:
 
     def mark(self) -> int:
         """A ticket placed as a marker memset's value: its record tells the correlation id of that call."""
-        ticket = next(self.tickets) & 0xFFFFFFFF
-        rc = self.marker(ticket)
+        with self.mark_lock:  # one at a time: tickets in the order of the calls (and so of their correlation ids)
+            ticket = next(self.tickets) & 0xFFFFFFFF
+            rc = self.marker(ticket)
+            if not self.confirmed and not rc:
+                self.issued.append(ticket)
         if rc:
             raise RuntimeError(f"the marker memset failed (CUDA error {rc})")
         return ticket
 
     # ---- the writer thread
+
+    def found(self, wanted: set[int]) -> dict[int, int]:
+        """The correlation ids of the ``wanted`` tickets that came back; decides how markers are recognised
+        the first time it can (under :attr:`lock`)."""
+        if self.pairing == "order":
+            self._pair_in_order()
+        have = {t: self.ops.tickets[t] for t in wanted if t in self.ops.tickets}
+        if self.pairing == "value" and not self.confirmed:
+            if have:
+                self.confirmed, self.issued = True, []
+            elif self.ops.marks and len(self.ops.marks) >= len(self.issued):
+                # every marker placed so far came back, none with its ticket as value: pair them in call order
+                self.pairing, self.ops.tickets = "order", {}
+                report_once(
+                    "live-cupti-order",
+                    "live timing: CUPTI's memset records do not keep the marker's value; markers paired in call order",
+                )
+                return self.found(wanted)
+        return have
+
+    def _pair_in_order(self) -> None:
+        marks = sorted(self.ops.marks)
+        n = min(len(marks), len(self.issued))
+        self.ops.tickets.update(zip(self.issued[:n], marks[:n]))
+        del self.issued[:n]
+        self.ops.marks = marks[n:]
+
+    def need_runtime(self) -> None:
+        """Ops and markers came with one correlation id for many calls: record the runtime API calls from now on
+        (a CUPTI that numbers ops only beside API records); one line."""
+        if self.runtime:
+            return
+        self.runtime = True
+        report_once(
+            "live-cupti-runtime",
+            "live timing: CUPTI gave the markers no distinct correlation ids; runtime API records on from now "
+            "(this window's GPU times skipped)",
+        )
+        if self.enabled and recs.RUNTIME not in self.kinds:
+            self.api.enable(recs.RUNTIME)
+            self.kinds.append(recs.RUNTIME)
 
     def cupti_dropped(self) -> int:
         """Records CUPTI dropped since the last ask (no buffer at hand), 0 when it cannot tell."""
@@ -234,6 +288,11 @@ class CuptiTiming(GpuTiming):
                 f"{recs.MARK_BYTES} bytes); GPU times skipped",
             )
             return {}
+        if len(set(tickets.values())) < len(tickets):
+            col.need_runtime()
+            with col.lock:
+                col.ops.keep_after(max(tickets.values()))
+            return {}
         bracket = [(n, tickets[a], tickets[b]) for n, a, b in spans if a in tickets and b in tickets]
         if not bracket:
             return {}
@@ -264,7 +323,7 @@ def _wait(col: Collector, wanted: set[int]) -> dict[int, int] | None:
     flushed = False
     while True:
         with col.lock:
-            have = {t: col.ops.tickets[t] for t in wanted if t in col.ops.tickets}
+            have = col.found(wanted)
         if len(have) == len(wanted):
             return have
         now = time.monotonic()

@@ -52,7 +52,6 @@ _DTYPE_NAMES = {
         {"correlation_id": "corr", "external_kind": "ext_kind", "external_id": "ext_id"},
     ),
 }
-_RUN_PROBE = 4096  # records compared at once when looking for the end of a run of one kind
 
 
 def layouts(cupti: Any = None) -> dict[int, tuple[int, dict[str, tuple[int, str]]]]:
@@ -86,6 +85,7 @@ class Ops:
     nbytes: list[np.ndarray] = field(default_factory=list)  # 0 for a kernel
     copy: list[np.ndarray] = field(default_factory=list)  # bool: a memcpy or memset
     tickets: dict[int, int] = field(default_factory=dict)  # a marker's value (ticket) -> its correlation id
+    marks: list[int] = field(default_factory=list)  # every marker's correlation id (pairing in call order)
     external: dict[int, int] = field(default_factory=dict)  # correlation id -> external id (EXTERNAL_CORRELATION)
     kinds: dict[int, int] = field(default_factory=dict)  # records per activity kind (what a buffer held)
     records: int = 0
@@ -104,6 +104,7 @@ class Ops:
         for name in ("corr", "start", "end", "nbytes", "copy"):
             getattr(self, name).extend(getattr(other, name))
         self.tickets.update(other.tickets)
+        self.marks.extend(other.marks)
         self.external.update(other.external)
         for kind, n in other.kinds.items():
             self.kinds[kind] = self.kinds.get(kind, 0) + n
@@ -126,6 +127,7 @@ class Ops:
             self.corr, self.start, self.end = [corr[keep]], [start[keep]], [end[keep]]
             self.nbytes, self.copy = [nbytes[keep]], [copy[keep]]
         self.tickets = {t: c for t, c in self.tickets.items() if c > corr_limit}
+        self.marks = [c for c in self.marks if c > corr_limit]
         self.external = {c: e for c, e in self.external.items() if c > corr_limit}
 
     @property
@@ -146,6 +148,7 @@ def parse_buffer(raw: bytes, layout: dict | None = None, expected: int | None = 
     kinds = np.frombuffer(raw, dtype="<i4", count=n // 4)
     runs: dict[int, list[np.ndarray]] = {}
     dtypes: dict[int, np.dtype] = {}
+    last: dict[int, int] = {}
     off = count = 0
     while off < n:
         kind = int(kinds[off >> 2])
@@ -153,7 +156,8 @@ def parse_buffer(raw: bytes, layout: dict | None = None, expected: int | None = 
         if spec is None or off + spec[0] > n:
             return None
         size = spec[0]
-        run = _run_length(kinds, off, size, (n - off) // size, kind)
+        run = _run_length(kinds, off, size, (n - off) // size, kind, last.get(kind, 0))
+        last[kind] = run
         dtype = dtypes.get(kind)
         if dtype is None:
             dtype = dtypes[kind] = _dtype(spec)
@@ -165,17 +169,19 @@ def parse_buffer(raw: bytes, layout: dict | None = None, expected: int | None = 
     return _ops(runs, count)
 
 
-def _run_length(kinds: np.ndarray, off: int, size: int, fit: int, kind: int) -> int:
-    """How many records of ``kind`` lie back to back from byte ``off``: their kind fields, ``size`` bytes apart."""
-    run, step, base, stride = 0, 16, off >> 2, size >> 2
+def _run_length(kinds: np.ndarray, off: int, size: int, fit: int, kind: int, hint: int) -> int:
+    """How many records of ``kind`` lie back to back from byte ``off``: their kind fields, ``size`` bytes apart.
+    Looks at twice ``hint`` (the last run of this kind: runs between markers repeat) then four times more each
+    time: mostly one numpy call per run, and never the whole rest of the buffer per run."""
+    base, stride = off >> 2, size >> 2
+    run, step = 0, max(2 * hint, 16)
     while run < fit:
-        probe = kinds[base + run * stride : base + min(fit, run + step) * stride : stride]
-        other = np.flatnonzero(probe != kind)
-        run += int(other[0]) if other.size else probe.size
+        upto = min(fit, run + step)
+        other = np.flatnonzero(kinds[base + run * stride : base + upto * stride : stride] != kind)
         if other.size:
-            break
-        step = min(step * 4, _RUN_PROBE)  # short runs cost little, long ones few probes
-    return run
+            return run + int(other[0])
+        run, step = upto, step * 4
+    return fit
 
 
 def _dtype(spec: tuple[int, dict[str, tuple[int, str]]]) -> np.dtype:
@@ -194,20 +200,28 @@ def _dtype(spec: tuple[int, dict[str, tuple[int, str]]]) -> np.dtype:
 def _ops(runs: dict[int, list[np.ndarray]], records: int) -> Ops:
     ops = Ops(records=records)
     for kind, views in runs.items():
-        v = np.concatenate(views) if len(views) > 1 else views[0]
-        ops.kinds[kind] = int(v.size)
+        ops.kinds[kind] = sum(v.size for v in views)
+
+        def col(name: str, views: list[np.ndarray] = views) -> np.ndarray:
+            """One field of every run of this kind (never the whole records: a kernel record is 216 bytes)."""
+            return np.concatenate([v[name] for v in views]) if len(views) > 1 else views[0][name]
+
         if kind == CONCURRENT_KERNEL:
-            ops.add(v["corr"], v["start"], v["end"], None, False)
+            ops.add(col("corr"), col("start"), col("end"), None, False)
         elif kind == MEMCPY:
-            ops.add(v["corr"], v["start"], v["end"], v["bytes"], True)
+            ops.add(col("corr"), col("start"), col("end"), col("bytes"), True)
         elif kind == MEMSET:
-            mark = v["bytes"] == MARK_BYTES
+            corr, nbytes = col("corr"), col("bytes")
+            mark = nbytes == MARK_BYTES
             if mark.any():
-                ops.tickets.update(zip(v["value"][mark].tolist(), v["corr"][mark].tolist()))
-                v = v[~mark]
-            ops.add(v["corr"], v["start"], v["end"], v["bytes"], True)
+                ops.tickets.update(zip(col("value")[mark].tolist(), corr[mark].tolist()))
+                ops.marks.extend(corr[mark].tolist())
+                keep = ~mark
+                ops.add(corr[keep], col("start")[keep], col("end")[keep], nbytes[keep], True)
+            else:
+                ops.add(corr, col("start"), col("end"), nbytes, True)
         elif kind == EXTERNAL_CORRELATION:
-            ops.external.update(zip(v["corr"].tolist(), v["ext_id"].tolist()))
+            ops.external.update(zip(col("corr").tolist(), col("ext_id").tolist()))
     return ops
 
 

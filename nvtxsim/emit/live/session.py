@@ -19,7 +19,7 @@ from nvtxsim.emit import ranges as _r
 from nvtxsim.emit import window as _window
 from nvtxsim.emit.live.gpu import GpuTiming, Span
 from nvtxsim.emit.live.sinks import Sink
-from nvtxsim.emit.live.trigger import Trigger
+from nvtxsim.emit.live.trigger import Trigger, Watch
 from nvtxsim.emit.live.writer import FlushedWindow, WindowWriter
 from nvtxsim.emit.notices import report
 
@@ -58,6 +58,7 @@ class Session:
         self.gpu: GpuTiming | None = None  # placing GPU marks now (None: CPU times only)
         self.timing: GpuTiming | None = None  # the GPU timing attached last: resolves and releases the marks
         self.writer = WindowWriter(sinks, self.fail)  # starts the writer thread
+        self.watch: Watch | None = None  # the trigger's watch thread (while current)
 
     # ---- training thread
 
@@ -177,6 +178,12 @@ class Session:
         self.check_gpu()
         _window.on_step = self.on_step
         _r.set_live(True, METHODS if self.measuring(self.iteration) else None)
+        if self.trigger is not None and self.trigger.fired is None and self.watch is None:
+            self.watch = Watch(self.trigger, self._fired_while_running)
+
+    def _fired_while_running(self, fired: dict) -> None:
+        """The watch thread opened the window inside the slow iteration: the live file says so at the next flush."""
+        self.fired = fired
 
     def deactivate(self) -> bool:
         """Live timing off if this is the current session (phases back on their plain methods); whether it was."""
@@ -186,6 +193,8 @@ class Session:
         _current = None
         _window.on_step = None
         _r.set_live(False)
+        if self.watch is not None:
+            self.watch.stop()
         return True
 
     def is_current(self) -> bool:
@@ -217,6 +226,9 @@ def _live_enter(self: Any) -> Any:
             what, s.gpu = s.gpu.what, None
             report(f"live timing: cannot record {what} ({type(exc).__name__}: {exc}); CPU times only")
     st.append((self, ev, t0))
+    tr = s.trigger if s is not None else None
+    if tr is not None and self.name == tr.name:  # the watch thread sees the trigger's phase running
+        tr.t0 = t0
     return self
 
 
@@ -242,6 +254,10 @@ def _live_exit(self: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
         if times is None:
             times = s.cpu.setdefault(name, [])
         times.append(t1 - top[2])
+        tr = s.trigger
+        if tr is not None and name == tr.name:
+            tr.done_ns += t1 - top[2]
+            tr.t0 = None
         if ev1 is not None:
             if len(s.pending) < _PENDING_MAX:
                 s.pending.append((name, top[1], ev1))

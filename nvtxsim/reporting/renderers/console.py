@@ -27,6 +27,8 @@ def block_lines(block: object, width: int | None, color: bool = False) -> list[s
     if isinstance(block, Prose):
         return prose_lines(block, width)
     if isinstance(block, FindingsBlock):
+        if block.in_view:
+            return []
         from nvtxsim.reporting.findings import block_lines as findings_lines
 
         return findings_lines(block.findings, width)

@@ -24,6 +24,8 @@ def block_markdown(block: object) -> str | None:
     if isinstance(block, Prose):
         return prose_markdown(block)
     if isinstance(block, FindingsBlock):
+        if block.in_view:
+            return None
         from nvtxsim.reporting.findings import block_markdown as findings_markdown
 
         return findings_markdown(block.findings)

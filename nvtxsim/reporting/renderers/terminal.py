@@ -238,8 +238,10 @@ def table_lines(
     cells = [
         [_cell_text(str(v), u) if width is not None else printable(str(v)) for v, u in zip(row, units)] for row in rows
     ]
+    above: list[str] = []
     if width is not None:
         columns, cells = _without_empty(columns, cells)
+        columns, cells, above = _constant_once(columns, cells, width)
         columns, cells = _shared_prefixes_once(columns, cells)
     need = [max([cell_width(c.header)] + [cell_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
     if width is None:
@@ -255,10 +257,39 @@ def table_lines(
             budget -= 1
     if color and lines:
         lines[0] = f"\x1b[1m{lines[0]}\x1b[0m"
-    left_out = [columns[i].header for i in range(len(columns)) if i not in shown]
+    stacked = [i for i, c in enumerate(columns) if c.prose and i not in shown] if width is not None else []
+    if stacked:
+        lines = _stack_prose(lines, columns, cells, stacked, width or 0)
+    left_out = [columns[i].header for i in range(len(columns)) if i not in shown and i not in stacked]
     if left_out:
         lines += _left_out_line(left_out, width)
-    return lines
+    return above + lines
+
+
+def _stack_prose(
+    lines: list[str], columns: Sequence[Column], cells: list[list[str]], stacked: list[int], width: int
+) -> list[str]:
+    """Sentences with no room beside the numbers, each on its own lines under its row ("Advice: ..."),
+    rather than left out: a finding without its evidence and advice says little."""
+    out = lines[:1]
+    for row_line, row in zip(lines[1:], cells):
+        out.append(row_line)
+        for i in stacked:
+            if row[i]:
+                out += [f"  {ln}" for ln in fit_text(f"{columns[i].header}: {row[i]}", width - 2, indent="  ")]
+    return out
+
+
+def _constant_once(
+    columns: Sequence[Column], cells: list[list[str]], width: int
+) -> tuple[Sequence[Column], list[list[str]], list[str]]:
+    """Columns declaring ``once`` whose rows all hold one value, as lines above the table ("Thread: main (740)")."""
+    same = [i for i, c in enumerate(columns) if c.once and len(cells) > 1 and len({r[i] for r in cells}) == 1]
+    if not same:
+        return columns, cells, []
+    above = [ln for i in same for ln in fit_text(f"{columns[i].header}: {cells[0][i]}", width)]
+    keep = [i for i in range(len(columns)) if i not in same]
+    return [columns[i] for i in keep], [[r[i] for i in keep] for r in cells], above
 
 
 def _without_empty(columns: Sequence[Column], cells: list[list[str]]) -> tuple[Sequence[Column], list[list[str]]]:
@@ -278,13 +309,14 @@ def _shared_prefixes_once(
         sep = c.shared_prefix
         if not sep or not cells:
             continue
-        head, found, _ = cells[0][i].partition(sep)
+        bodies = [r[i].lstrip(" ") if c.unit == "tree" else r[i] for r in cells]  # a tree cell: after its indent
+        head, found, _ = bodies[0].partition(sep)
         prefix = head + sep
-        if not (head and found) or any(not r[i].startswith(prefix) or r[i] == prefix for r in cells):
+        if not (head and found) or any(not b.startswith(prefix) or b == prefix for b in bodies):
             continue
         out[i] = replace(c, header=f"{c.header} ({prefix[: -len(sep)]})")
-        for r in cells:
-            r[i] = r[i][len(prefix) :]
+        for r, b in zip(cells, bodies):
+            r[i] = r[i][: len(r[i]) - len(b)] + b[len(prefix) :]
     return out, cells
 
 
