@@ -200,6 +200,31 @@ def test_profile_stacks_end_to_end(tmp_path):
     assert again.returncode == 2 and "already exists" in again.stderr  # the first run's outputs are kept
 
 
+def test_a_phase_on_another_thread_is_sampled_there(tmp_path):
+    """The work runs in a phase of a worker thread while the main thread only waits for it (no phase of its own)."""
+    source = """
+    import threading, nvtxsim
+    def helper(n):
+        s = 0
+        for i in range(n):
+            s += i * i
+        return s
+    def work():
+        for _ in range(30):
+            with nvtxsim.phase("worker_step"):
+                helper(250000)
+    t = threading.Thread(target=work)
+    t.start(); t.join()
+    print("done")
+    """
+    out = _run(tmp_path, source, {"NVTXSIM_STACKS": "1"})
+    assert out.returncode == 0 and out.stdout.strip() == "done", out.stderr
+    st = read_stacks(tmp_path / "nvtxsim.stacks.jsonl")
+    assert st is not None and st.samples.get("nvtxsim:worker_step", 0) >= 5, st
+    rows = [r for r in hot_functions(st) if r.phase == "nvtxsim:worker_step"]
+    assert rows[0].function == "helper" and rows[1].function == "work"
+
+
 def test_a_forked_child_writes_its_own_samples(tmp_path):
     path = tmp_path / "s.stacks.jsonl"
     out = _run(tmp_path, HOT, {"NVTXSIM_STACKS": str(path)}, "fork")
