@@ -1,23 +1,21 @@
-"""Scaling: how each phase's time per iteration and GPU memory grow with a parameter, from a sweep of runs.
+"""Scaling: how each phase's time and GPU memory grow with a parameter, from a sweep of runs.
 
 Why: users size runs (``num_envs``, batch size, resolution) by trial and error. Given a few runs at
 different values of one parameter, this says per phase whether its CPU time, GPU busy time and GPU
-memory per iteration are constant, sublinear, linear or superlinear in it, predicts them at another
-value and finds the largest value whose peak memory fits a budget. docs/scaling.md explains the
-method; in short:
+memory are constant, sublinear, linear or superlinear in it, predicts them at another value and
+finds the largest value whose peak memory fits a budget. docs/scaling.md explains the method; in short:
 
-* per run and phase, the per-iteration samples (as the ``iterations`` view counts them; warm-up
-  dropped with ``skip_first``) give a centre (median) and a relative spread (standard error of the
-  log of the samples);
-* a **log-log slope** (weighted least squares of log y on log N, weights from the spread, error
-  scaled up when the points scatter more than their spread) and a **quadratic** a + b·N + c·N²
-  (weighted ``numpy.linalg.lstsq``) are reported;
-* the **class** comes from a floor-plus-power fit y = a + b·N^k (a, b ≥ 0): the floor a absorbs what
-  does not grow (launch latency, fixed work), so a phase that sits on a launch-latency floor at
-  small N and grows at large N is classified by its growth k, not by the flattened slope. A phase
-  whose fitted growth over the sweep is below ``CONSTANT_GROWTH`` is ``constant``; otherwise k
-  below ``SUBLINEAR_BELOW`` is ``sublinear``, above ``SUPERLINEAR_ABOVE`` ``superlinear``, else
-  ``linear``. k's interval comes from a seeded bootstrap over the iterations of each run.
+* per run and phase, time samples: per iteration of the key (the iterations in which the phase
+  ran, as the ``iterations`` view counts them; warm-up dropped with ``skip_first``), or per call for
+  a phase that runs only between iterations (a learning update, an evaluation; its time per
+  learning iteration beside it). They give a centre (median) and a relative spread;
+* GPU memory, one number per run and phase over every call (warm-up included): its largest rise,
+  with net allocations and the high-water-mark rise beside it (PyTorch's caching allocator grows
+  only in the first calls, so a per-iteration median is 0);
+* the fits (:mod:`nvtxsim.analysis.fits`): log-log slope, non-negative quadratic, and the
+  floor-plus-power fit y = a + b·N^k that gives the class, with an interval (bootstrap over
+  iterations for times, one run left out for memory) and a doubt when k sits at the grid's bound
+  or its interval has no width.
 """
 
 from __future__ import annotations
@@ -219,12 +217,12 @@ def collect_run(spec: RunSpec, detail, *, by: str | None = None, skip_first: int
     outside = it.members[(it.member_row < 0) & (skip_first == 0 or r.end[it.members] >= start)]
     li = _learning_iterations(detail, start if skip_first else None)
     for name in sorted(set(it.unassigned) - set(phases)):
-        calls = outside[detail.label_names[r.label[outside]] == name]
+        calls = outside[_of_phase(detail, outside, name)]
         if len(calls):
             phases[name] = _per_call(detail, calls, li)
     for name, ph in phases.items():
         if ph.per == "iteration" and name != it.key:
-            calls = detail.selected[detail.label_names[r.label[detail.selected]] == name]
+            calls = detail.selected[_of_phase(detail, detail.selected, name)]
             calls = calls[r.end[calls] >= start] if skip_first else calls
             ph.by_call = ((r.end[calls] - r.start[calls]).astype(np.float64), detail.gpu.busy[calls].astype(np.float64))
     _add_memory(detail, phases)
@@ -273,19 +271,24 @@ def _per_call(detail, calls: np.ndarray, li: np.ndarray) -> PhaseSamples:
     return PhaseSamples("call", cpu, gpu, calls=len(calls), per_learning_iteration=per_li)
 
 
+def _of_phase(detail, idx: np.ndarray, name: str) -> np.ndarray:
+    """Which of the ranges ``idx`` belong to the phase shown as ``name`` (by label id: no string
+    comparison per range)."""
+    return np.isin(detail.export.ranges.label[idx], np.flatnonzero(detail.label_names == name))
+
+
 def _add_memory(detail, phases: dict[str, PhaseSamples]) -> None:
     """Per phase, over every selected call (warm-up included): the largest rise, the largest rise of
     the process's high-water mark, the net allocations and the most held while open."""
-    r = detail.export.ranges
     idx = detail.selected
-    names = detail.label_names[r.label[idx]]
+    of = {name: _of_phase(detail, idx, name) for name in phases}
     for name, ph in phases.items():
-        ph.calls = ph.calls or int((names == name).sum())
+        ph.calls = ph.calls or int(of[name].sum())
     m = range_memory(detail.export, idx)
     if m is None:
         return
     for name, ph in phases.items():
-        k = names == name
+        k = of[name]
         if k.any():
             ph.memory, ph.grow = float(m.rise[k].max()), float(m.grow[k].max())
             ph.net, ph.peak = float(m.net[k].sum()), float(m.peak[k].max())
@@ -365,6 +368,7 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
         if memory:
             fits["memory"] = fit_exact("memory", x, np.array([p.memory or 0.0 for p in ps]))
             fits["peak"] = fit_exact("peak", x, np.array([p.peak or 0.0 for p in ps]))
+            fits["high_water"] = fit_exact("memory", x, np.array([p.grow or 0.0 for p in ps]))  # JSON only
         fits.update(_per_learning_iteration_fits(x, ps))
         out.append(PhaseScaling(phase=name, fits=fits, per_run=_per_run(runs, name, fits), per=ps[0].per))
     peak = fit_exact("peak", x, np.array([float(r.process_peak) for r in runs], dtype=np.float64)) if memory else None
@@ -462,7 +466,7 @@ def predict(sc: Scaling, value: float) -> dict:
     for ph in sc.phases:
         row: dict = {"phase": ph.phase, "per": ph.per}
         for m, f in ph.fits.items():
-            row[f"{m}_{'bytes' if m in ('memory', 'peak') else 'ns'}"] = f.at(value)
+            row[f"{m}_{'bytes' if f.metric in ('memory', 'peak') else 'ns'}"] = f.at(value)
         phases.append(row)
     doc: dict = {"value": value, "phases": phases, "extrapolated": value > max(sc.values) or value < min(sc.values)}
     others = [r for r in phases[1:] if r["per"] == "iteration"]

@@ -178,7 +178,7 @@ _CALL_NOTE = (
 
 
 def _doubt_notes(shown) -> list[str]:
-    if not any(f.uncertain for ph in shown for f in ph.fits.values()):
+    if not any(ph.fits[m].uncertain for ph in shown for m in METRICS if m in ph.fits):
         return []
     return [
         "?: not to be trusted: k at a bound of the fit's grid (≥3.00, ≤0.05: a bound, not an estimate) or with a "
