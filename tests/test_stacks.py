@@ -80,6 +80,30 @@ def test_planted_hot_helper_is_named_by_its_function():
     assert reward[0].function == "_spin_python"
 
 
+RAW_PYSAMPLE = REPO / "reports" / "raw" / "h200-session4" / "python_sampling.sqlite.xz"
+
+
+@pytest.mark.skipif(not RAW_PYSAMPLE.exists(), reason="the nsys 2025.3 Python-sampling export is not in this checkout")
+def test_nsys_python_sampling_leaves_the_python_frames_out_of_its_callchains(tmp_path):
+    """Why nvtxsim samples itself (docs/cpu.md): nsys 2025.3.2 --python-sampling=true names the workload's functions
+    in StringIds, but its sampled callchains hold native frames only."""
+    import lzma
+    import sqlite3
+
+    db = tmp_path / "ps.sqlite"
+    db.write_bytes(lzma.decompress(RAW_PYSAMPLE.read_bytes()))
+    con = sqlite3.connect(db)
+    ids = [i for (i,) in con.execute("SELECT id FROM StringIds WHERE value IN ('hot_helper', 'middle')")]
+    assert len(ids) == 2
+    marks = ",".join("?" * len(ids))
+    assert con.execute(f"SELECT count(*) FROM SAMPLING_CALLCHAINS WHERE symbol IN ({marks})", ids).fetchone()[0] == 0
+    frames = {
+        v for (v,) in con.execute("SELECT s.value FROM SAMPLING_CALLCHAINS c JOIN StringIds s ON s.id = c.symbol")
+    }
+    assert "_PyEval_EvalFrameDefault" in frames and len(frames) > 100
+    con.close()
+
+
 def test_stacks_view_in_the_report(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "nvtxsim", "report", str(PLANTED), "--view", "stacks", "-f", "json"],
