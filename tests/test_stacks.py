@@ -45,6 +45,9 @@ def test_planted_python_loops_are_cpu_bound_at_their_phase(planted):
         f = planted[(f"nvtxsim:{phase}", "cpu_bound")]
         assert 0.9 * ms * 1e6 <= f.cost_ns <= 1.1 * ms * 1e6 + 2e6, (phase, f.cost_ns, ms)  # the loop's measured time
     assert {p for p, k in planted if k == "cpu_bound"} == {f"nvtxsim:{p}" for p in truth["cpu_bound"]}
+    hot = planted[("nvtxsim:observation", "cpu_bound")].evidence["hot_function"]  # from the sidecar beside it
+    assert hot["function"] == truth["hot_function"]["function"] and hot["self_share"] >= 0.8
+    assert planted[("nvtxsim:reward", "cpu_bound")].evidence["hot_function"]["function"] == "_spin_python"
 
 
 def test_planted_os_waits_are_named_with_category_and_iterations(planted):
