@@ -319,12 +319,20 @@ def _recorded(path: Path) -> list[dict]:
 
 
 def survivors_of(recorded: list[dict], targets: list[Target]) -> list[tuple[Target, list[tuple[Mutant, str]]]]:
-    """The recorded survivors, planted again (same file, line and change; one whose line moved is left out)."""
-    key = lambda m: (m["path"], m["line"], m["function"], m["before"], m["after"])  # noqa: E731
-    wanted = {key(r) for r in recorded if r["outcome"] == "survived"}
+    """The recorded survivors planted again: the same change in the same function, at the site nearest its
+    recorded line (code merged since may have moved it); one whose change no longer exists is left out."""
+    key = lambda m: (m["path"], m["function"], m["before"], m["after"])  # noqa: E731
+    wanted = [r for r in recorded if r["outcome"] == "survived"]
     plan = []
     for t in targets:
-        again = [site for site in sites(t) if key(asdict(site[0])) in wanted]
+        candidates: dict[tuple, list[tuple[Mutant, str]]] = {}
+        for site in sites(t):
+            candidates.setdefault(key(asdict(site[0])), []).append(site)
+        again = []
+        for r in wanted:
+            near = sorted(candidates.get(key(r), []), key=lambda site: abs(site[0].line - r["line"]))
+            if near and near[0] not in again:
+                again.append(near[0])
         if again:
             plan.append((t, again))
     return plan
