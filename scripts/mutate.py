@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import difflib
 import json
 import os
 import re
@@ -318,10 +319,27 @@ def _recorded(path: Path) -> list[dict]:
     return out
 
 
+def _moved(recorded: list[dict], since: str) -> list[dict]:
+    """The recorded lines carried from commit ``since`` (the code the run mutated) to the working tree's files."""
+    out = []
+    for r in recorded:
+        old = subprocess.run(["git", "show", f"{since}:{r['path']}"], cwd=REPO, capture_output=True, text=True)
+        new = (REPO / r["path"]).read_text(encoding="utf-8").splitlines()
+        line = r["line"]
+        if old.returncode == 0:
+            for tag, i1, i2, j1, _ in difflib.SequenceMatcher(None, old.stdout.splitlines(), new, False).get_opcodes():
+                if tag == "equal" and i1 < line <= i2:
+                    line = line - i1 + j1
+                    break
+            else:
+                line = -1  # the line itself changed: its mutant no longer exists as recorded
+        out.append({**r, "line": line})
+    return out
+
+
 def survivors_of(recorded: list[dict], targets: list[Target]) -> list[tuple[Target, list[tuple[Mutant, str]]]]:
-    """The recorded survivors planted again: the same change in the same function, at the site nearest its
-    recorded line (code merged since may have moved it); one whose change no longer exists is left out."""
-    key = lambda m: (m["path"], m["function"], m["before"], m["after"])  # noqa: E731
+    """The recorded survivors planted again: the same change in the same function on the same line."""
+    key = lambda m: (m["path"], m["line"], m["function"], m["before"], m["after"])  # noqa: E731
     wanted = [r for r in recorded if r["outcome"] == "survived"]
     plan = []
     for t in targets:
@@ -330,9 +348,7 @@ def survivors_of(recorded: list[dict], targets: list[Target]) -> list[tuple[Targ
             candidates.setdefault(key(asdict(site[0])), []).append(site)
         again = []
         for r in wanted:
-            near = sorted(candidates.get(key(r), []), key=lambda site: abs(site[0].line - r["line"]))
-            if near and near[0] not in again:
-                again.append(near[0])
+            again.extend(site for site in candidates.get(key(r), []) if site not in again)
         if again:
             plan.append((t, again))
     return plan
@@ -391,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the chosen mutants, run nothing")
     ap.add_argument("--out", type=Path, help="write every mutant and its outcome here (JSON)")
     ap.add_argument("--rerun", type=Path, help="run again only the survivors recorded in this --out file")
+    ap.add_argument("--since", help="with --rerun: the commit the recorded run mutated (its lines are carried over)")
     ap.add_argument(
         "--tests", help="pytest arguments instead of each target's (with --rerun: only the tests added since)"
     )
@@ -403,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.tests:
         targets = [replace(t, tests=tuple(shlex.split(args.tests))) for t in targets]
     if args.rerun:
-        plan = survivors_of(_recorded(args.rerun), targets)
+        recorded = _recorded(args.rerun)
+        plan = survivors_of(_moved(recorded, args.since) if args.since else recorded, targets)
     else:
         plan = [(t, choose(sites(t), round(args.per_target * t.share))) for t in targets]
     if args.list:
