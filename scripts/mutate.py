@@ -121,7 +121,13 @@ TARGETS = (
         "escaping",
         "nvtxsim/reporting/escaping.py",
         ("printable", "_escape_char", "markdown_cell", "csv_cell", "csv_table", "json_safe", "html_json", "_json_key"),
-        ("tests/test_escaping_values.py", "tests/test_hostile_names.py", "-k", "not chromium and not non_utf8", "tests/test_renderers.py"),
+        (
+            "tests/test_escaping_values.py",
+            "tests/test_hostile_names.py",
+            "-k",
+            "not chromium and not non_utf8",
+            "tests/test_renderers.py",
+        ),
     ),
 )
 # A finding kind's trigger (applies / thresholds) and cost (the ns it charges), module by module.
