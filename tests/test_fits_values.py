@@ -79,3 +79,17 @@ def test_fit_metric_with_runs_at_zero_and_none_above():
     assert mf.cls == "superlinear"  # 0 at 100 then 20, 40, 80: faster than N through the origin
     none = fit_metric("gpu", values, [np.zeros(3)] * 4, None)
     assert none.cls == "none" and none.exponent is None and none.note == "no GPU work"
+
+
+def test_a_constant_metric_predicts_its_inverse_variance_weighted_mean():
+    """Three runs with about the same value and different spreads: class constant, and the prediction is the
+    runs' mean weighted by 1 / (absolute error)², so the steadiest run counts most."""
+    values = np.array([100.0, 200.0, 400.0])
+    samples = [np.array([10.0, 10.0, 10.0]), np.array([8.0, 12.0, 10.5, 9.5]), np.array([10.4, 10.6, 10.5])]
+    mf = fit_metric("gpu", values, samples, None)
+    cs = [centre(s) for s in samples]
+    w2 = [1.0 / (max(c.rel, MIN_REL_SPREAD) * c.value) ** 2 for c in cs]
+    want = sum(w * c.value for w, c in zip(w2, cs)) / sum(w2)
+    assert mf.cls == "constant" and mf.power.coef == 0.0
+    assert mf.power.floor == pytest.approx(want, rel=1e-12)
+    assert abs(mf.power.floor - np.mean([c.value for c in cs])) > 1e-3  # the weights matter here
