@@ -154,3 +154,18 @@ def test_a_launch_matched_by_two_calls_of_a_range_counts_once(tmp_path):
     ex = load(path)
     (i,) = np.flatnonzero(ex.ranges.name.astype(str) == "p")
     assert len(ex.gpu) == 2 and project(ex).ops[i] == 2
+
+
+def test_the_projection_is_the_same_in_chunks_of_any_size(tmp_path, monkeypatch):
+    """_PAIR_CHUNK bounds the (range, launch) pairs held at once: memory only, never the numbers."""
+    from nvtxsim.analysis import projection
+
+    path = tmp_path / "chunks.sqlite"
+    make_export(path, 5, processes=2, threads=3)
+    ex = load(path)
+    whole = projection.project(ex)
+    for size in (1, 3, 50):
+        monkeypatch.setattr(projection, "_PAIR_CHUNK", size)
+        small = projection.project(load(path))
+        for field in ("proj_start", "proj_end", "ops", "kernels", "busy"):
+            assert np.array_equal(getattr(small, field), getattr(whole, field)), (size, field)
