@@ -7,6 +7,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 import nvtxsim
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -152,3 +154,25 @@ def test_findings_view_at_80_keeps_evidence_and_advice_and_shows_the_findings_on
         advice = next(ln for ln in lines[k + 1 : k + 5] if ln.startswith("  Advice: "))
         assert advice.startswith("  Advice: " + f.advice[:40])
     assert not any(ln.startswith("left out:") for ln in lines)
+
+
+def test_report_of_the_output_name_finds_the_export(tmp_path, monkeypatch):
+    """``nvtxsim profile -o run`` then ``nvtxsim report run``: the export it wrote, whichever form."""
+    monkeypatch.chdir(tmp_path)
+    truth = nvtxsim.report(CPU).phases
+    shutil.copyfile(CPU, tmp_path / "run.sqlite.gz")
+    assert nvtxsim.report("run").source["path"] == "run.sqlite.gz" and nvtxsim.report("run").phases == truth
+    with gzip.open(CPU, "rb") as src, open(tmp_path / "run.sqlite", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    assert nvtxsim.report("run").source["path"] == "run.sqlite"  # .sqlite first
+    with pytest.raises(nvtxsim.errors.NvtxsimError, match=r"other: no such file \(nor other\.sqlite, "):
+        nvtxsim.report("other")
+
+
+def test_report_of_a_live_file_points_to_nvtxsim_live(tmp_path):
+    import subprocess
+    import sys
+
+    live_file = DATA / "isaaclab3" / "il3_direct_live.live.jsonl"
+    r = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(live_file)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().endswith(f"not an nsys export: nvtxsim live {live_file}")
