@@ -176,3 +176,33 @@ def test_report_of_a_live_file_points_to_nvtxsim_live(tmp_path):
     live_file = DATA / "isaaclab3" / "il3_direct_live.live.jsonl"
     r = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(live_file)], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip().endswith(f"not an nsys export: nvtxsim live {live_file}")
+
+
+def _live_file(path: Path, windows: list[tuple[int, int]]) -> Path:
+    import json
+
+    with open(path, "w") as f:
+        for a, b in windows:
+            n = b - a + 1
+            phases = {
+                "nvtxsim:sim_step": {"count": n, "cpu_ns": n * 1_000_000, "cpu_mean_ns": 1_000_000, "gpu_ns": None}
+            }
+            f.write(json.dumps({"iterations": [a, b], "measured": n, "sample": 1, "pid": 7, "phases": phases}) + "\n")
+    return path
+
+
+def test_live_page_of_one_window_draws_no_lone_dot(tmp_path):
+    import re
+
+    from nvtxsim.cli.main import main
+
+    page = tmp_path / "one.html"
+    assert main(["live", str(_live_file(tmp_path / "one.jsonl", [(0, 59)])), "-f", "html", "-o", str(page)]) == 0
+    text = page.read_text()
+    assert "One window of iterations: nothing to draw over training" in text and "<circle" not in text
+    page = tmp_path / "three.html"
+    three = _live_file(tmp_path / "three.jsonl", [(0, 9), (10, 10), (11, 11)])  # x: 9, 10, 11
+    assert main(["live", str(three), "-f", "html", "-o", str(page)]) == 0
+    text = page.read_text()
+    ticks = re.findall(r'text-anchor="middle">(\d+)</text>', text)
+    assert ticks == ["9", "10", "11"] and text.count("<circle") == 3
