@@ -54,7 +54,8 @@ def report(path: str | os.PathLike[str], **options: Any) -> ReportModel:
     """Load → analyse one export: the :class:`~nvtxsim.reporting.model.ReportModel` behind ``nvtxsim report``.
 
     Options: ``views`` ("tree,kernels", a list, or "all"), ``domain`` (a name, "default" or "all"),
-    ``match``, ``by``, ``skip_first``, ``top``, ``envs``, ``findings``, ``fail_on``; ``cache`` and
+    ``match``, ``by``, ``skip_first`` (None, the default: the steady state, the warm-up found left out; an
+    int: that many iterations, 0 keeps everything), ``top``, ``envs``, ``findings``, ``fail_on``; ``cache`` and
     ``backend`` ("memory", "streamed") as for :func:`load`; ``fmt`` when the model will be rendered in
     a format that needs more (html). ``model.to_json()`` is the CLI's ``--format json``;
     ``nvtxsim.reporting.pipeline.render(model, fmt)`` gives any other format.
@@ -108,3 +109,7 @@ __all__ = [
 ]
 
 live.start_from_env()
+if os.environ.get(phases.ENV_STACKS, "").strip() and not live._own_command_line():  # opt-in stack sampling
+    from nvtxsim.emit import stacks as _stacks
+
+    _stacks.start_from_env()

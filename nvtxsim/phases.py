@@ -123,6 +123,9 @@ APIS = ("nvtx", "cuda")
 #: Live timing's trigger (emit.live): a rule like ``sim_step>1.5x`` that opens a window of N iterations.
 ENV_LIVE_TRIGGER = "NVTXSIM_LIVE_TRIGGER"
 ENV_LIVE_TRIGGER_ITERATIONS = "NVTXSIM_LIVE_TRIGGER_ITERATIONS"
+#: Opt-in stack sampling (nvtxsim.emit.stacks): ``1`` or the file the samples go to (``nvtxsim profile --stacks``
+#: sets it to the stacks sidecar beside the export).
+ENV_STACKS = "NVTXSIM_STACKS"
 
 
 @dataclass(frozen=True)

@@ -205,3 +205,12 @@ def osrt_category(name: str) -> str:
             if candidate in names:
                 return category
     return OSRT_OTHER
+
+
+# --------------------------------------------------------------------------- stacks sidecar (nvtxsim's own)
+
+#: ``nvtxsim profile --stacks`` (``NVTXSIM_STACKS``) writes the sampled Python stacks per phase beside the
+#: export as ``NAME`` + this suffix: one JSON line per process, whose first key is ``"format": STACKS_FORMAT``
+#: (written by :mod:`nvtxsim.emit.stacks`, read by :mod:`nvtxsim.analysis.stacks`).
+STACKS_SUFFIX = ".stacks.jsonl"
+STACKS_FORMAT = "nvtxsim-stacks/1"

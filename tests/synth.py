@@ -602,6 +602,19 @@ SYNC_DDL = """CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NO
     contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL);"""
 
 
+OSRT_DDL = """CREATE TABLE OSRT_API (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
+globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, nestingLevel INTEGER,
+callchainId INTEGER);"""
+OSRT_SQL = "INSERT INTO OSRT_API VALUES (?,?,27,?,0,?,0,0,NULL)"
+
+
+def os_call(state: dict, name: str, dur: int, tid: int, sid) -> tuple[int, int, int, int]:
+    """One traced OS call (an OSRT_API row) of ``dur`` ns on thread ``tid`` at the synthetic clock, which it advances."""
+    s = state["t"]
+    state["t"] = s + dur + 500
+    return (s, s + dur, tid, sid(name))
+
+
 def make_planted(
     path: Path, *, clean: bool = False, iterations: int = 30, update_every: int = 10, warm_up: bool = False
 ) -> None:
@@ -611,7 +624,8 @@ def make_planted(
     GPU-bound), camera_readout (8 MiB D→H into pageable memory), policy, reward (a 4-byte
     .item() copy and a 1.5 ms cudaStreamSynchronize), reset (3 ms of Python, no GPU work),
     observation (40 ms more in OUTLIER_ITERATIONS: stalls), reset 4 × longer in SLOW_ITERATIONS
-    (outlier iterations); ``warm_up``: sim_step's first call loads a CUDA module (WARM_UP_LOAD_NS). Every ``update_every`` iterations a
+    (outlier iterations), save (a 0.3 ms fsync: an OS wait, OSRT_API); ``warm_up``: sim_step's first call loads a
+    CUDA module (WARM_UP_LOAD_NS). Every ``update_every`` iterations a
     policy_update whose backward kernels come from the autograd thread; 200 evaluation kernels
     between two iterations, outside every range. Times are ns on one timeline."""
     con = sqlite3.connect(path)
@@ -623,8 +637,8 @@ def make_planted(
 
     pid = 2000
     gpid, main, autograd = global_tid(pid, 0), global_tid(pid, pid), global_tid(pid, pid + 1)
-    nvtx, runtime, kernels, memcpys, syncs = [], [], [], [], []
-    con.executescript(SYNC_DDL)
+    nvtx, runtime, kernels, memcpys, syncs, osrt = [], [], [], [], [], []
+    con.executescript(SYNC_DDL + OSRT_DDL)
     state = {"t": 1_000_000, "gpu": 0, "corr": 1}
 
     def call(name: str, dur: int, tid: int = main, at: int | None = None) -> tuple[int, int, int]:
@@ -698,6 +712,12 @@ def make_planted(
                 kernel("obs_kernel", 10_000),
             ),
         )
+        phase(
+            "save",
+            lambda: osrt.append(
+                os_call(state, "fsync" if not clean else "write", 300_000 if not clean else 5_000, main, sid)
+            ),
+        )
         nvtx.append((it_start, state["t"] + 1_000, 59, None, None, None, None, main, None, sid("iteration"), 1))
         state["t"] += 3_000
         if (i + 1) % update_every == 0:
@@ -736,6 +756,7 @@ def make_planted(
         memcpys,
     )
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?)", syncs)
+    con.executemany(OSRT_SQL, osrt)
     con.executemany(
         "INSERT INTO ThreadNames VALUES (?,?,?)", [(sid("python3"), 10, main), (sid("pt_autograd_0"), 10, autograd)]
     )
@@ -835,6 +856,7 @@ class CudaLoop:
         self.kernels: list[tuple] = []
         self.memcpys: list[tuple] = []
         self.syncs: list[tuple] = []
+        self.osrt: list[tuple] | None = None  # OSRT_API rows once an os_call was made
         self.thread_names = {self.main: "python3"}
         self.domains: dict[str, int] = {}
 
@@ -924,6 +946,17 @@ class CudaLoop:
     def cpu(self, ns: int) -> None:
         self.t += ns
 
+    def os_call(self, name: str, dur: int, *, at: int | None = None) -> None:
+        """A traced OS call (an OSRT_API row, nsys -t osrt) of ``dur`` ns on the current thread: at the current
+        time (which it advances), or at ``at`` (inside a CUDA call made just before, say; the clock is kept)."""
+        if self.osrt is None:
+            self.osrt = []
+        if at is not None:
+            self.osrt.append((at, at + dur, self.tid, self.sid(name)))
+            return
+        self.osrt.append((self.t, self.t + dur, self.tid, self.sid(name)))
+        self.t += dur + 500
+
     def phase(self, name: str, body=None, *, domain: str = "nvtxsim") -> None:
         """A push/pop range ``name`` around ``body()`` in NVTX domain ``domain``."""
         dom = self.domains.setdefault(domain, len(self.domains) + 1)
@@ -968,6 +1001,9 @@ class CudaLoop:
                 self.memcpys,
             )
             con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?)", self.syncs)
+        if self.osrt is not None:
+            con.executescript(OSRT_DDL)
+            con.executemany(OSRT_SQL, self.osrt)
         con.executemany(
             "INSERT INTO ThreadNames VALUES (?,?,?)", [(self.sid(n), 10, t) for t, n in self.thread_names.items()]
         )

@@ -12,6 +12,7 @@ from committed import committed
 from synth import OUTLIER_ITERATIONS, PLANTED, SLOW_ITERATIONS, make_planted
 
 from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, KINDS, OUTSIDE, SEVERITIES, analyse
+from nvtxsim.analysis.findings.os_calls import ADVICE as OS_ADVICE
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
 from nvtxsim.reporting.viewtable import fmt_ns
@@ -176,7 +177,7 @@ REAL = {  # (phase, kind) planted by scripts/gpu/findings_workload.py
     ("nvtxsim:camera_readout", "pageable_copy"),
     ("nvtxsim:reward", "sync"),
     ("nvtxsim:reset", "cpu_bound"),
-    ("nvtxsim:observation", "phase_stalls"),
+    ("nvtxsim:observation", "phase_stalls"),  # time.sleep in iterations 9, 27, 45: the OS trace names it
     ("nvtxsim:policy_update", "other_thread_gpu"),
     (OUTSIDE, "unattributed_gpu"),
 }
@@ -197,6 +198,8 @@ def test_h200_planted_evidence(real):
     by = {(f.phase, f.kind): f for f in real["planted"]}
     stall = by[("nvtxsim:observation", "phase_stalls")]
     assert stall.evidence["iterations"] == [9, 27, 45] and stall.evidence["every"] == 18
+    assert stall.evidence["cause"] == "os_wait" and stall.evidence["os_wait_top"]["clock_nanosleep"][0] == 3
+    assert ("nvtxsim:observation", "os_wait") not in by  # the stalls' sleeps are not counted twice
     assert list(by[("nvtxsim:policy_update", "other_thread_gpu")].evidence["threads"])[0].startswith("pt_autograd")
     assert by[("nvtxsim:reward", "sync")].evidence["apis"] == {
         "cudaStreamSynchronize": 116
@@ -206,7 +209,7 @@ def test_h200_planted_evidence(real):
     # Iterations 20 and 40 follow a policy_update: the copy waits for its backward work. That is the copy's
     # finding (its cost holds the wait), not a second, overlapping outlier finding.
     assert copy.evidence["slow_iterations"] == [20, 40] and ("nvtxsim:camera_readout", "outlier_iterations") not in by
-    assert stall.advice == ADVICE["phase_stalls"]  # time.sleep: no CUDA cause
+    assert stall.advice == OS_ADVICE["sleep"]  # time.sleep: the OS trace holds the sleeps, and the advice fits
     assert by[("nvtxsim:sim_step", "launch_bound")].evidence["launches_per_range"] == 300
 
 
@@ -242,7 +245,7 @@ def test_cli_fail_on_json_html_and_compare(tmp_path):
     assert cli("report", clean, "--skip-first", "2", "--fail-on", "sync,pageable_copy").returncode == 0
     assert cli("report", clean, "--fail-on", "nonsense").returncode == 2
     text = cli("report", planted, "--skip-first", "2").stdout.splitlines()
-    start = text.index("") + 1  # after the source line and the headline
+    start = next(i for i, line in enumerate(text) if line.startswith("Findings"))  # after the source and headline
     block = text[start : text.index("", start)]
     assert block[0].startswith("Findings") and len(block) <= 16 and all(len(line) <= 80 for line in block)
     page = tmp_path / "r.html"
@@ -324,8 +327,13 @@ def test_export_without_cuda_trace_gets_no_gpu_diagnoses(tmp_path):
     con.commit()
     con.close()
     got = analyse(Selection(load(p)))
+    # no GPU kinds; what is left is the CPU side: the stalls, the phases busy on the CPU, the fsync wait in save
     kinds = {f.kind for f in got.items}
-    assert kinds == {"phase_stalls", "outlier_iterations"} and "no CUDA trace" in got.notes[-1]
+    assert kinds == {"phase_stalls", "outlier_iterations", "cpu_bound", "os_wait"} and "no CUDA trace" in got.notes[-1]
+    by = {(f.phase, f.kind): f for f in got.items}
+    assert ("nvtxsim:save", "os_wait") in by and ("nvtxsim:save", "cpu_bound") not in by  # waiting, not computing
+    reset = by[("nvtxsim:reset", "cpu_bound")]  # 30 × (3 ms of Python + a 4 µs launch + 4 µs of range edges)
+    assert reset.cost_ns == 30 * (3_000_000 + 4_000 + 4_000 + 500) and reset.evidence["no_cuda"]
 
 
 # --------------------------------------------------------------------------- other programs, the same classes of problem
@@ -555,7 +563,7 @@ def test_block_without_findings_keeps_its_notes(tmp_path):
     assert (
         lines[0].startswith("Findings: none")
         and "no CUDA trace" in notes
-        and "only warm up and phase stalls and outlier" in notes
+        and "only warm up and cpu bound and os wait and phase stalls" in notes
     )
     assert all(len(ln) <= 80 for ln in lines)
 

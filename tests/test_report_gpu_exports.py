@@ -96,6 +96,7 @@ def test_every_view_and_format_runs(tmp_path):
         "findings",
         "overlap",
         "osrt",
+        "stacks",
     }
     assert doc["findings"] and doc["views"]["findings"]["rows"] and doc["views"]["overlap"]["rows"]
     assert any(r["kernel"].startswith("[CUDA graph") for r in doc["views"]["kernels"]["rows"])

@@ -517,3 +517,52 @@ def test_a_note_about_every_run_is_said_once(sweep):
     assert len(widened) == 1 and widened[0].startswith("every run: ") and "run_1024" not in widened[0]
     some = scaling_sweep(sweep[:2], "num_envs", domain="gone")  # two runs: the same, said once
     assert len([n for n in some.notes if "gone" in n]) == 1
+
+
+def test_a_phase_that_runs_in_some_iterations_is_scaled_by_what_it_costs_when_it_runs(tmp_path, capsys):
+    """A reset every third step: the median over all iterations is 0 (it used to read as no work);
+    the samples are the iterations in which it ran, and how often that is goes beside them."""
+    import sqlite3
+
+    runs = []
+    for n in (1024, 2048, 4096, 8192):
+        p = tmp_path / f"rare{n}.sqlite"
+        make_loop_export(
+            p, [LoopPhase("rare", 10 * n, 4 * n), LoopPhase("every", 20_000, 5_000)], iterations=12, seed=n
+        )
+        with sqlite3.connect(p) as con:
+            rare = con.execute("SELECT id FROM StringIds WHERE value = 'rare'").fetchone()[0]
+            ids = [r[0] for r in con.execute("SELECT rowid FROM NVTX_EVENTS WHERE textId = ? ORDER BY start", (rare,))]
+            con.executemany("DELETE FROM NVTX_EVENTS WHERE rowid = ?", [(i,) for k, i in enumerate(ids) if k % 3])
+        runs.append(f"{p}={n}")
+    rc, doc = run_json([*runs, "--param", "n"], capsys)
+    assert rc == 0
+    rare = next(p for p in doc["phases"] if p["phase"] == "nvtxsim:rare")
+    assert rare["cpu_class"] == "linear" and abs(rare["cpu_exponent"] - 1) < 0.1
+    for r, n in zip(rare["per_run"], (1024, 2048, 4096, 8192)):
+        assert r["ran_in_iterations"] == pytest.approx(4 / 12) and r["cpu_ns"] == pytest.approx(10 * n, rel=0.1)
+
+
+def test_a_phase_inside_the_iterations_in_some_runs_only_is_scaled_per_call(tmp_path, capsys):
+    """At the smallest N the phase ran only after the loop (moved there): its iterations do not
+    compare across the runs, its calls do; every run is then sampled per call, with a note."""
+    import sqlite3
+
+    runs = []
+    for n in (1024, 2048, 4096):
+        p = tmp_path / f"mixed{n}.sqlite"
+        make_loop_export(p, [LoopPhase("late", 10 * n), LoopPhase("every", 20_000)], iterations=6, seed=n)
+        if n == 1024:
+            with sqlite3.connect(p) as con:
+                late = con.execute("SELECT id FROM StringIds WHERE value = 'late'").fetchone()[0]
+                end = con.execute("SELECT MAX(end) FROM NVTX_EVENTS").fetchone()[0]
+                con.execute(
+                    "UPDATE NVTX_EVENTS SET start = start + ?, end = end + ? WHERE textId = ?", (end, end, late)
+                )
+        runs.append(f"{p}={n}")
+    rc, doc = run_json([*runs, "--param", "n"], capsys)
+    assert rc == 0 and any("scaled per call: nvtxsim:late" in n for n in doc["notes"])
+    late = next(p for p in doc["phases"] if p["phase"] == "nvtxsim:late")
+    assert late["per"] == "call" and late["cpu_class"] == "linear"
+    assert [r["calls"] for r in late["per_run"]] == [6, 6, 6]
+    assert [r["cpu_ns"] for r in late["per_run"]] == pytest.approx([10240, 20480, 40960], rel=0.1)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from committed import committed
+from nsys_util import needs_nsys, profile_python
 
 from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, analyse
 from nvtxsim.analysis.findings.phase_stalls import period
@@ -193,3 +194,32 @@ def test_other_thread_gpu_is_raised_when_it_is_much_of_the_phases_own_gpu_work(t
     (f,) = [f for f in got.items if f.kind == "other_thread_gpu"]
     assert f.phase == "nvtxsim:learn" and f.evidence["share_of_time"] < 0.001
     assert f.evidence["phase_gpu_share"] == 0.5 and f.cost_ns == 10 * 2_000
+
+
+STALLED_LOOP = """
+import time
+import nvtxsim
+
+for i in range(60):
+    with nvtxsim.phase("iteration"):
+        with nvtxsim.phase("setup_cache"):
+            time.sleep(0.2 if i == 0 else 0.005)  # a first call that builds a cache: warm-up
+        with nvtxsim.phase("log"):
+            time.sleep(0.08 if i % 10 == 5 else 0.005)  # logging every 10 iterations: a periodic stall
+"""
+
+
+@needs_nsys
+@pytest.mark.nsys
+def test_a_real_capture_names_its_warm_up_and_its_periodic_stall(tmp_path):
+    """A CPU-only nsys capture of a Python loop: the first call's cost is warm-up (first-call CPU work, no CUDA),
+    left out of the rest; the logging every 10 iterations is a stall of ``log``, every 10, from iteration 5."""
+    found = analyse(Selection(load(profile_python(tmp_path, STALLED_LOOP, name="stalled"))))
+    by = _by(found)
+    wu = by[("nvtxsim:setup_cache", "warm_up")]
+    assert wu.evidence["phases"]["nvtxsim:setup_cache"]["iterations"] == [0]
+    assert wu.evidence["phases"]["nvtxsim:setup_cache"]["cause"] is None  # no CUDA call, no child process
+    assert found.iterations == 59 and "steady state: iteration 0 set aside" in found.notes[-1]
+    stall = by[("nvtxsim:log", "phase_stalls")]
+    assert stall.evidence["iterations"] == [5, 15, 25, 35, 45, 55] and stall.evidence["every"] == 10
+    assert ("nvtxsim:log", "outlier_iterations") not in by

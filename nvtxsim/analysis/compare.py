@@ -49,6 +49,8 @@ class CompareSettings:
     gate: str = "median"  # median | p99 | both
     min_samples: int = 5
     min_share: float = cr.MIN_SHARE_PCT  # percent of the iteration
+    one_run_noise: float = cr.ONE_RUN_NOISE_PCT  # percent, assumed run-to-run noise with one run per side
+    factor: bool = True  # take the run-wide factor out (False: absolute times, for a quiet host)
 
 
 @dataclass
@@ -313,7 +315,7 @@ def _shifts(
     lb, ln = _run_stat(bases, cols, q, use_mean), _run_stat(news, cols, q, use_mean)
     ok = np.isfinite(lb).all(axis=0) & np.isfinite(ln).all(axis=0)
     usable = ok & np.array([p != key for p in cols])
-    fb, fn = cr.run_factors(lb, ln, usable)
+    fb, fn = cr.run_factors(lb, ln, usable if s.factor else np.zeros_like(usable))
     zb, zn = lb - fb[:, None], ln - fn[:, None]
     whole = math.exp(zb[:, cols.index(key)].mean()) if key in cols and ok[cols.index(key)] else None
     out: dict[str, cr.Shift] = {}
@@ -328,7 +330,7 @@ def _shifts(
             stat = None if use_mean[j] else q
             out[ph] = _one_run(bases[0].samples[ph], news[0].samples[ph], stat, float(fn[0] - fb[0]), s, part, whole)
     factor = None
-    if usable.sum() >= cr.MIN_FACTOR_PHASES:
+    if s.factor and usable.sum() >= cr.MIN_FACTOR_PHASES:
         if len(bases) + len(news) > 2:
             d, lo, hi, sd = cr.run_shift(fb, fn, s.confidence)
             factor = cr.as_shift(d, lo, hi, sd, 1.0, 1.0 if whole else None)
@@ -346,7 +348,7 @@ def _one_run(
     rng = np.random.default_rng(np.random.SeedSequence([s.seed, 1, *f"{q}".encode()]))
     point, lo, hi = _delta(b, n, q, s, rng)
     log = lambda v: math.log1p(v / 100) if v > -100 else -math.inf  # noqa: E731
-    d, lo2, hi2 = cr.one_run_shift(log(point) - factor, log(lo) - factor, log(hi) - factor)
+    d, lo2, hi2 = cr.one_run_shift(log(point) - factor, log(lo) - factor, log(hi) - factor, s.one_run_noise)
     return cr.as_shift(d, lo2, hi2, None, part, whole)
 
 
@@ -404,8 +406,9 @@ def compare(
             RUN_WIDE, "run-wide", len(bases), len(news), 0, 0, None, None, None, 0, 0, None, None, None, "—", False
         )
         _apply(frow, factors, s)
-        if len(bases) + len(news) <= 2:  # the factor is not gated on one run per side: it is the host's noise
-            frow.verdict, frow.regression = "—", False
+        frow.regression = False  # never gated: on a shared host it is the host's speed (see compare_runs)
+        if len(bases) + len(news) <= 2:  # no interval to judge it by
+            frow.verdict = "—"
         rows.insert(0, frow)
     notes = _notes(s, by, bases, news, factors[0] if factors else None)
     if fallback:
@@ -428,13 +431,15 @@ def _notes(
     if factor is not None:
         notes.append(
             f"run-wide factor: every phase changed by {factor.pct:+.1f} % together (host speed, or a change "
-            "everywhere); 'beyond' is each phase's change with it taken out"
+            "everywhere; shown, never gated); 'beyond' is each phase's change with it taken out (--no-factor: "
+            "absolute times, for a quiet host)"
         )
     if len(bases) + len(news) <= 2:
         notes.append(
-            f"one run per side: run-to-run noise cannot be measured, so the verdict assumes ±{cr.ONE_RUN_NOISE_PCT:g} % "
-            "on top of each run's own interval and does not gate the run-wide factor (a conservative rule that misses "
-            "smaller changes); give 3+ runs per side (BASE... --vs NEW...) for a verdict that measures the noise"
+            f"one run per side: run-to-run noise cannot be measured, so the verdict assumes ±{s.one_run_noise:g} % "
+            "on top of each run's own interval (a conservative rule: it misses smaller changes, and a phase noisier "
+            "than that between runs can still be flagged); give 3+ runs per side (BASE... --vs NEW...) for a "
+            "verdict that measures the noise"
         )
     else:
         notes.append(

@@ -24,6 +24,7 @@ K_GRID = np.round(np.arange(0.05, 3.0001, 0.01), 2)
 K_FINE = 0.0005  # the refinement step around the grid's best k
 BOOTSTRAP = 200
 MIN_REL_SPREAD = 0.01  # a run's relative spread is never taken below 1 % (exact repeats would get all the weight)
+STRADDLES = "interval reaches into another class"
 ZERO_WIDTH = 1e-6  # an interval narrower than this has no width (the resamples all gave one k)
 ZERO_SCALE = 1e-3  # a run at 0 weighs as one at this fraction of the largest run's value
 
@@ -245,11 +246,17 @@ class MetricFit:
                 return "interval of zero width: the resamples cannot tell"
         return self._straddles()
 
+    @property
+    def degenerate(self) -> bool:
+        """The exponent is a bound of the grid or its interval has no width: the interval says nothing
+        (the reports show the log-log slope in its place)."""
+        return self.doubt not in ("", STRADDLES)
+
     def _straddles(self) -> str:
         if self.exponent_low is None or self.exponent_high is None:
             return ""
         if class_of_exponent(self.exponent_low) != class_of_exponent(self.exponent_high):
-            return "interval reaches into another class"
+            return STRADDLES
         return ""
 
     @property

@@ -1,23 +1,21 @@
-"""Scaling: how each phase's time per iteration and GPU memory grow with a parameter, from a sweep of runs.
+"""Scaling: how each phase's time and GPU memory grow with a parameter, from a sweep of runs.
 
 Why: users size runs (``num_envs``, batch size, resolution) by trial and error. Given a few runs at
 different values of one parameter, this says per phase whether its CPU time, GPU busy time and GPU
-memory per iteration are constant, sublinear, linear or superlinear in it, predicts them at another
-value and finds the largest value whose peak memory fits a budget. docs/scaling.md explains the
-method; in short:
+memory are constant, sublinear, linear or superlinear in it, predicts them at another value and
+finds the largest value whose peak memory fits a budget. docs/scaling.md explains the method; in short:
 
-* per run and phase, the per-iteration samples (as the ``iterations`` view counts them; warm-up
-  dropped with ``skip_first``) give a centre (median) and a relative spread (standard error of the
-  log of the samples);
-* a **log-log slope** (weighted least squares of log y on log N, weights from the spread, error
-  scaled up when the points scatter more than their spread) and a **quadratic** a + b·N + c·N²
-  (weighted ``numpy.linalg.lstsq``) are reported;
-* the **class** comes from a floor-plus-power fit y = a + b·N^k (a, b ≥ 0): the floor a absorbs what
-  does not grow (launch latency, fixed work), so a phase that sits on a launch-latency floor at
-  small N and grows at large N is classified by its growth k, not by the flattened slope. A phase
-  whose fitted growth over the sweep is below ``CONSTANT_GROWTH`` is ``constant``; otherwise k
-  below ``SUBLINEAR_BELOW`` is ``sublinear``, above ``SUPERLINEAR_ABOVE`` ``superlinear``, else
-  ``linear``. k's interval comes from a seeded bootstrap over the iterations of each run.
+* per run and phase, time samples: per iteration of the key (the iterations in which the phase
+  ran, as the ``iterations`` view counts them; warm-up dropped with ``skip_first``), or per call for
+  a phase that runs only between iterations (a learning update, an evaluation; its time per
+  learning iteration beside it). They give a centre (median) and a relative spread;
+* GPU memory, one number per run and phase over every call (warm-up included): its largest rise,
+  with net allocations and the high-water-mark rise beside it (PyTorch's caching allocator grows
+  only in the first calls, so a per-iteration median is 0);
+* the fits (:mod:`nvtxsim.analysis.fits`): log-log slope, non-negative quadratic, and the
+  floor-plus-power fit y = a + b·N^k that gives the class, with an interval (bootstrap over
+  iterations for times, one run left out for memory) and a doubt when k sits at the grid's bound
+  or its interval has no width.
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,6 +172,8 @@ class PhaseSamples:
     net: float | None = None  # bytes: allocations minus frees over all its calls
     peak: float | None = None  # bytes: the most the process held while any call was open
     per_learning_iteration: tuple[float, float] | None = None  # (CPU ns, GPU ns) per learning iteration, mean
+    ran_in: float = 1.0  # the share of the iterations in which it ran (its samples come from those)
+    by_call: tuple[np.ndarray, np.ndarray] | None = None  # a phase inside iterations: (CPU, GPU) per call
 
 
 @dataclass
@@ -203,16 +204,27 @@ def collect_run(spec: RunSpec, detail, *, by: str | None = None, skip_first: int
     present = it.present()
     for j, name in enumerate(it.phases):
         if j == 0 or present[j]:
+            # Samples from the iterations in which the phase ran: a reset every few steps is scaled by
+            # what it costs when it runs, not by a median of mostly zeros; how often it runs is kept.
+            ran = it.column(j, "count") > 0 if j else np.ones(len(it), dtype=bool)
             phases[name] = PhaseSamples(
-                "iteration", it.column(j).astype(np.float64), it.column(j, "gpu").astype(np.float64)
+                "iteration",
+                it.column(j)[ran].astype(np.float64),
+                it.column(j, "gpu")[ran].astype(np.float64),
+                ran_in=float(ran.mean()),
             )
     start = int(it.start[0])  # calls between iterations that end before the first kept one are warm-up
     outside = it.members[(it.member_row < 0) & (skip_first == 0 or r.end[it.members] >= start)]
     li = _learning_iterations(detail, start if skip_first else None)
     for name in sorted(set(it.unassigned) - set(phases)):
-        calls = outside[detail.label_names[r.label[outside]] == name]
+        calls = outside[_of_phase(detail, outside, name)]
         if len(calls):
             phases[name] = _per_call(detail, calls, li)
+    for name, ph in phases.items():
+        if ph.per == "iteration" and name != it.key:
+            calls = detail.selected[_of_phase(detail, detail.selected, name)]
+            calls = calls[r.end[calls] >= start] if skip_first else calls
+            ph.by_call = ((r.end[calls] - r.start[calls]).astype(np.float64), detail.gpu.busy[calls].astype(np.float64))
     _add_memory(detail, phases)
     notes = []
     skipped = sorted(set(it.unassigned) - set(phases))
@@ -259,19 +271,24 @@ def _per_call(detail, calls: np.ndarray, li: np.ndarray) -> PhaseSamples:
     return PhaseSamples("call", cpu, gpu, calls=len(calls), per_learning_iteration=per_li)
 
 
+def _of_phase(detail, idx: np.ndarray, name: str) -> np.ndarray:
+    """Which of the ranges ``idx`` belong to the phase shown as ``name`` (by label id: no string
+    comparison per range)."""
+    return np.isin(detail.export.ranges.label[idx], np.flatnonzero(detail.label_names == name))
+
+
 def _add_memory(detail, phases: dict[str, PhaseSamples]) -> None:
     """Per phase, over every selected call (warm-up included): the largest rise, the largest rise of
     the process's high-water mark, the net allocations and the most held while open."""
-    r = detail.export.ranges
     idx = detail.selected
-    names = detail.label_names[r.label[idx]]
+    of = {name: _of_phase(detail, idx, name) for name in phases}
     for name, ph in phases.items():
-        ph.calls = ph.calls or int((names == name).sum())
+        ph.calls = ph.calls or int(of[name].sum())
     m = range_memory(detail.export, idx)
     if m is None:
         return
     for name, ph in phases.items():
-        k = names == name
+        k = of[name]
         if k.any():
             ph.memory, ph.grow = float(m.rise[k].max()), float(m.grow[k].max())
             ph.net, ph.peak = float(m.net[k].sum()), float(m.peak[k].max())
@@ -280,7 +297,7 @@ def _add_memory(detail, phases: dict[str, PhaseSamples]) -> None:
 
 
 def check_phase_sets(runs: Sequence[RunData], param: str) -> None:
-    """All runs must have the same phases, each sampled the same way: name which are missing where."""
+    """All runs must have the same phases (and GPU memory events in all or none): name which are missing where."""
     every = sorted(set().union(*(r.phases for r in runs)))
     missing = []
     for name in every:
@@ -291,14 +308,6 @@ def check_phase_sets(runs: Sequence[RunData], param: str) -> None:
         raise NvtxsimError(
             "runs have different phases: " + "; ".join(missing) + " (use --match to compare the common ones)"
         )
-    for name in every:
-        per = {r.phases[name].per for r in runs}
-        if len(per) > 1:
-            inside = ", ".join(f"{param}={r.spec.text}" for r in runs if r.phases[name].per == "iteration")
-            raise NvtxsimError(
-                f"{name} runs inside the iterations in some runs ({inside}) and only between them in others: "
-                "its samples do not compare (use --match to leave it out)"
-            )
     with_memory = [r for r in runs if r.has_memory]
     if with_memory and len(with_memory) < len(runs):
         without = ", ".join(f"{Path(r.spec.path).name} ({param}={r.spec.text})" for r in runs if not r.has_memory)
@@ -344,8 +353,8 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
     """Fit every phase's CPU, GPU and memory against the parameter."""
     runs = sorted(runs, key=lambda r: r.spec.value)
     check_phase_sets(runs, param)
+    mixed = _sample_mixed_per_call(runs)
     x = np.array([r.spec.value for r in runs], dtype=np.float64)
-    rng = np.random.default_rng(SEED)
     memory = all(r.has_memory for r in runs)
     out = []
     names = list(runs[0].phases)
@@ -353,19 +362,58 @@ def analyse(runs: Sequence[RunData], param: str) -> Scaling:
     for name in names:
         ps = [r.phases[name] for r in runs]
         fits = {
-            "cpu": fit_metric("cpu", x, [p.cpu for p in ps], rng),
-            "gpu": fit_metric("gpu", x, [p.gpu for p in ps], rng),
+            "cpu": fit_metric("cpu", x, [p.cpu for p in ps], _rng(name, "cpu")),
+            "gpu": fit_metric("gpu", x, [p.gpu for p in ps], _rng(name, "gpu")),
         }
         if memory:
             fits["memory"] = fit_exact("memory", x, np.array([p.memory or 0.0 for p in ps]))
             fits["peak"] = fit_exact("peak", x, np.array([p.peak or 0.0 for p in ps]))
+            fits["high_water"] = fit_exact("memory", x, np.array([p.grow or 0.0 for p in ps]))  # JSON only
+        fits.update(_per_learning_iteration_fits(x, ps))
         out.append(PhaseScaling(phase=name, fits=fits, per_run=_per_run(runs, name, fits), per=ps[0].per))
     peak = fit_exact("peak", x, np.array([float(r.process_peak) for r in runs], dtype=np.float64)) if memory else None
     sc = Scaling(param=param, runs=runs, phases=out, process_peak=peak)
     sc.notes = [n for r in runs for n in r.notes]
+    if mixed:
+        sc.notes.append(
+            f"inside the iterations in some runs, only between them in others, so scaled per call: {', '.join(mixed)}"
+        )
     if len(runs) < MIN_RUNS:
         sc.refused = f"classes need at least {MIN_RUNS} runs (got {len(runs)}): per-run values shown, no classes"
     return sc
+
+
+def _sample_mixed_per_call(runs: Sequence[RunData]) -> list[str]:
+    """A phase that runs inside the iterations in some runs and only between them in others (a reset
+    that, at small N, no env needs after the first) is sampled per call in every run: its calls
+    compare, its iterations do not. Returns those phases."""
+    mixed = sorted(n for n in runs[0].phases if len({r.phases[n].per for r in runs}) > 1)
+    for r in runs:
+        for name in mixed:
+            ph = r.phases[name]
+            if ph.per == "iteration" and ph.by_call is not None:
+                ph.cpu, ph.gpu = ph.by_call
+                ph.per, ph.ran_in = "call", 1.0
+    return mixed
+
+
+def _per_learning_iteration_fits(x: np.ndarray, ps: list[PhaseSamples]) -> dict[str, MetricFit]:
+    """A phase between iterations, scaled per learning iteration too: its calls' time per learning
+    iteration (one mean per run: an update every iteration, an evaluation every tenth spread over
+    them), fitted as exact per-run values. Empty unless every run recorded learning iterations."""
+    li = [p.per_learning_iteration for p in ps]
+    if ps[0].per != "call" or any(v is None for v in li):
+        return {}
+    return {
+        f"{m}_per_learning_iteration": fit_exact(m, x, np.array([v[i] for v in li if v is not None]))
+        for i, m in enumerate(("cpu", "gpu"))
+    }
+
+
+def _rng(phase: str, metric: str) -> np.random.Generator:
+    """The bootstrap's generator for one phase and metric, seeded from their names: a phase's
+    interval is the same whatever other phases the runs hold (``--match``) or how many samples they have."""
+    return np.random.default_rng([SEED, zlib.crc32(f"{phase}\0{metric}".encode("utf-8", "surrogatepass"))])
 
 
 def _per_run(runs: Sequence[RunData], name: str, fits: dict[str, MetricFit]) -> list[dict]:
@@ -386,7 +434,8 @@ def _per_run(runs: Sequence[RunData], name: str, fits: dict[str, MetricFit]) -> 
             "cpu_rel_err": fits["cpu"].rel[i],
             "gpu_ns": fits["gpu"].centres[i],
             "gpu_rel_err": fits["gpu"].rel[i],
-            "share_of_iteration": t / iter_ns if iter_ns and ph.per == "iteration" else None,
+            "ran_in_iterations": ph.ran_in if ph.per == "iteration" else None,
+            "share_of_iteration": t * ph.ran_in / iter_ns if iter_ns and ph.per == "iteration" else None,
         }
         if "memory" in fits:
             row.update(memory_bytes=ph.memory, high_water_rise_bytes=ph.grow, net_bytes=ph.net, peak_bytes=ph.peak)
@@ -398,7 +447,7 @@ def _per_run(runs: Sequence[RunData], name: str, fits: dict[str, MetricFit]) -> 
         elif name == key:
             row["steps_per_s"] = steps_per_s(r.spec.value, iter_ns)
         else:
-            row["steps_per_s_cost"] = steps_cost(r.spec.value, iter_ns, t)
+            row["steps_per_s_cost"] = steps_cost(r.spec.value, iter_ns, t * ph.ran_in)
         rows.append(row)
     return rows
 
@@ -417,7 +466,7 @@ def predict(sc: Scaling, value: float) -> dict:
     for ph in sc.phases:
         row: dict = {"phase": ph.phase, "per": ph.per}
         for m, f in ph.fits.items():
-            row[f"{m}_{'bytes' if m in ('memory', 'peak') else 'ns'}"] = f.at(value)
+            row[f"{m}_{'bytes' if f.metric in ('memory', 'peak') else 'ns'}"] = f.at(value)
         phases.append(row)
     doc: dict = {"value": value, "phases": phases, "extrapolated": value > max(sc.values) or value < min(sc.values)}
     others = [r for r in phases[1:] if r["per"] == "iteration"]

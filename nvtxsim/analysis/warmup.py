@@ -126,7 +126,7 @@ def _phase_warm_up(name: str, idx: np.ndarray, self_ns: np.ndarray) -> PhaseWarm
     return PhaseWarmUp(name, idx[run], self_ns[run], n, int(m), int(thr), excess, int(self_ns[run].max()), [])
 
 
-def _rows(export: Export, it: Iterations | None) -> np.ndarray:
+def iteration_rows(export: Export, it: Iterations | None) -> np.ndarray:
     """Per range of the export: the iteration row it belongs to (its key instance's row for a key), -1 if none."""
     rows = np.full(len(export.ranges), -1, dtype=np.int64)
     if it is not None:
@@ -162,7 +162,7 @@ def detect(export: Export, tree: RangeTree, ranges: np.ndarray, names: np.ndarra
         p = _phase_warm_up(str(names[labels[a]]), idx[a:b], self_ns[a:b])
         if p is not None:
             found.append(p)
-    rows = _rows(export, it)
+    rows = iteration_rows(export, it)
     skip = 0
     for p in found:
         its = rows[p.ranges]

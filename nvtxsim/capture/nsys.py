@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from nvtxsim.capture.sidecars import fresh_stacks_file, stacks_file
 from nvtxsim.errors import NvtxsimError, comma_list
 from nvtxsim.phases import (
     ENV_API,
     ENV_ITERATIONS,
     ENV_LIVE_TRIGGER,
     ENV_LIVE_TRIGGER_ITERATIONS,
+    ENV_STACKS,
     WINDOW_DOMAIN,
     WINDOW_RANGE,
     Window,
@@ -226,6 +228,7 @@ class ProfileRequest:
     memory: bool = False  # record GPU allocations and frees (--cuda-memory-usage=true)
     trigger: str | None = None  # live-timing rule (``sim_step>1.5x``) that opens the window instead of --iterations
     trigger_iterations: int = 10
+    stacks: bool = False  # sample the Python stacks per phase into the sidecar (stacks_file) beside the export
 
     @property
     def windowed(self) -> bool:
@@ -363,6 +366,8 @@ def profile_env(req: ProfileRequest, base: Mapping[str, str] | None = None) -> d
     if req.trigger is not None:
         env[ENV_LIVE_TRIGGER] = req.trigger
         env[ENV_LIVE_TRIGGER_ITERATIONS] = str(req.trigger_iterations)
+    if req.stacks:
+        env[ENV_STACKS] = str(stacks_file(req.output).absolute())  # the program may chdir
     return env
 
 
@@ -496,6 +501,8 @@ def run_profile(
     the program's output instead of the terminal; ``timeout`` stops a run that hangs.
     """
     check_outputs(req.output, force=req.force)
+    if req.stacks:
+        fresh_stacks_file(stacks_file(req.output), force=req.force)
     try:  # nsys 2022.4 writes into /tmp, saying so among its progress lines, when the folder is missing
         req.output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -101,6 +101,12 @@ def is_recording() -> bool:
 _live_methods: tuple[Callable[..., Any], Callable[..., Any]] | None = None  # (enter, exit) of emit.live
 _timing = _live_methods  # the same while nvtxsim is enabled, else None (kept by _install_with_methods)
 _live_on = False  # emit.live is started (it may still skip unsampled iterations)
+# Stack sampling (emit.stacks) asks the phases which one is open on each thread: while it samples, the
+# class's __enter__/__exit__ are the tracking ones below, around the methods they would be otherwise.
+_stacks_on = False
+_open_phases: dict[int, list[str]] = {}  # thread ident → names of its open phases, innermost last
+_base: tuple[Any, Any] | None = None  # the (enter, exit) the tracking methods call; None: nothing records
+_get_ident = threading.get_ident
 
 
 def set_live(on: bool, timing: tuple[Callable[..., Any], Callable[..., Any]] | None = None) -> None:
@@ -111,9 +117,17 @@ def set_live(on: bool, timing: tuple[Callable[..., Any], Callable[..., Any]] | N
     _install_with_methods()
 
 
+def set_stacks(on: bool) -> None:
+    """emit.stacks' switch: while on, every phase tells it which phase is open on its thread."""
+    global _stacks_on
+    _stacks_on = on
+    _install_with_methods()
+
+
 def is_measuring() -> bool:
-    """True when phases do work: ranges reach a profiler or live timing is on (wrappers are then worth installing)."""
-    return _active or _live_on
+    """True when phases do work: ranges reach a profiler, live timing or stack sampling is on (wrappers are then
+    worth installing)."""
+    return _active or _live_on or _stacks_on
 
 
 def backend_info() -> dict[str, Any]:
@@ -256,6 +270,21 @@ class phase(metaclass=_PhaseType):
                 _nvtx_failed(err)
         return False
 
+    def _tracking_enter(self) -> Any:
+        got = _base[0](self) if _base is not None else self
+        tid = _get_ident()
+        names = _open_phases.get(tid)
+        if names is None:
+            names = _open_phases[tid] = []
+        names.append(self.name)
+        return got
+
+    def _tracking_exit(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        names = _open_phases.get(_get_ident())
+        if names:
+            names.pop()
+        return bool(_base[1](self, exc_type, exc, tb)) if _base is not None else False
+
     __enter__ = _recording_enter
     __exit__ = _recording_exit
 
@@ -269,7 +298,7 @@ class phase(metaclass=_PhaseType):
         if getattr(fn, "__nvtxsim_phase__", None) is not None:
             return fn  # already a phase: never range twice
         _wrapping.refuse_undecoratable(fn)
-        if not (_active or _live_on):
+        if not (_active or _live_on or _stacks_on):
             return fn  # like nvtx: no tool or disabled at decoration time costs nothing per call
         return _wrapping.wrap_in_shape(self, fn)
 
@@ -373,16 +402,18 @@ def _install_with_methods() -> None:
     ``_active`` check in the recording methods already treated the same way (a phase
     open across a switch is not popped/pushed on the other side).
     """
-    global _timing
+    global _timing, _base
     _timing = _live_methods if _enabled else None  # disable() pauses live timing too
     if _timing is not None:
-        phase.__enter__, phase.__exit__ = _timing
+        methods: tuple[Any, Any] = _timing
     elif _active:
-        phase.__enter__ = phase._recording_enter
-        phase.__exit__ = phase._recording_exit
+        methods = (phase._recording_enter, phase._recording_exit)
     else:
-        phase.__enter__ = _IDLE_ENTER
-        phase.__exit__ = _IDLE_EXIT
+        methods = (_IDLE_ENTER, _IDLE_EXIT)
+    if _stacks_on and _enabled:  # stack sampling: track the open phase around whatever else phases do
+        _base = methods if (_timing is not None or _active) else None
+        methods = _timing = (phase._tracking_enter, phase._tracking_exit)
+    phase.__enter__, phase.__exit__ = methods
 
 
 _install_with_methods()

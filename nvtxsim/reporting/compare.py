@@ -100,22 +100,22 @@ def flag(p: PhaseDelta) -> str:
 
 
 def comparison_table(c: Comparison) -> ViewTable:
-    # Table order pairs base and new; a narrow terminal keeps the verdict's numbers first, then the medians.
+    # The verdict and its numbers first, then the descriptive changes; a narrow terminal keeps them in that order.
     cols = [
         Column("phase", "Phase"),
-        Column("base_n", "N base", "int", priority=10),
-        Column("new_n", "N new", "int", priority=11),
         Column("base_median_ns", "median base", "ns", priority=3),
         Column("new_median_ns", "median new", "ns", priority=4),
+        Column("shift", f"Δ {c.settings.gate} beyond", "num", priority=0),
+        Column("shift_ci", "interval", "num", priority=1),
+        Column("share", "of iteration", "num", priority=2),
+        Column("flag", "verdict"),
         Column("median_delta", "Δ median", "num", priority=5),
         Column("median_ci", "CI", "num", priority=8),
         Column("p99_delta", "Δ p99", "num", priority=9),
         Column("p99_ci", "CI", "num", priority=12),
-        Column("shift", f"Δ {c.settings.gate} beyond", "num", priority=0),
-        Column("shift_ci", "interval", "num", priority=1),
-        Column("share", "of iteration", "num", priority=2),
         Column("noise", "run noise", "num", priority=7),
-        Column("flag", "verdict"),
+        Column("base_n", "N base", "int", priority=10),
+        Column("new_n", "N new", "int", priority=11),
     ]
     title = f"{_side(c.base_runs, c.base)} → {_side(c.new_runs, c.new)}"
     notes = list(c.notes)

@@ -16,6 +16,7 @@ from nvtxsim.analysis.iterations import Iterations, per_iteration
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.phases import style_for
+from nvtxsim.reporting.views import skip_of
 from nvtxsim.schema import KERNEL, MEMCPY, MEMSET, copy_label
 
 TIMELINE_ITERATIONS = 3
@@ -36,7 +37,7 @@ def page_data(detail: Selection, options: Any) -> dict:
     rep = detail.report
     it, it_note = None, ""
     try:
-        it = per_iteration(detail, options.by, skip_first=options.skip_first or 0)
+        it = per_iteration(detail, options.by, skip_first=skip_of(detail, options))
     except NvtxsimError as exc:
         if getattr(options, "by_given", False):
             raise
@@ -56,13 +57,13 @@ def page_data(detail: Selection, options: Any) -> dict:
             }
             for p in rep.phases
         ],
-        "iterations": iteration_series(it),
+        "iterations": iteration_series(it, warm_up=getattr(options, "skip_first", None) is None),
         "iterations_note": it_note,
         "timeline": timeline(detail, it),
     }
 
 
-def iteration_series(it: Iterations | None) -> dict | None:
+def iteration_series(it: Iterations | None, *, warm_up: bool = False) -> dict | None:
     """Per-phase CPU and GPU time per iteration: the key phase and the costliest others."""
     if it is None or len(it) == 0:
         return None
@@ -90,6 +91,7 @@ def iteration_series(it: Iterations | None) -> dict | None:
         "index": it.index[starts].tolist(),
         "series": series,
         "skipped": it.skipped,
+        "warm_up": warm_up and it.skipped > 0,  # the skipped ones are the warm-up found (not --skip-first)
         "per_point": step,
         "count": n,
     }
@@ -110,18 +112,25 @@ class _Names:
         return i
 
 
+def representative(it: Iterations) -> int:
+    """The row of a representative iteration of the steady state: the first one whose duration is the median's
+    closest (never a warm-up or a stall, which the slowest would be)."""
+    return int(np.argmin(np.abs(it.duration - np.median(it.duration))))
+
+
 def _window(detail: Selection, it: Iterations | None) -> tuple[int, int, str] | None:
-    """The time window shown: a few iterations around the slowest one, else the start of the capture."""
+    """The time window shown: a few iterations around a representative one (:func:`representative`), else the
+    start of the capture."""
     r, sel = detail.export.ranges, detail.selected
     if it is not None and len(it):
-        slow = int(np.argmax(it.duration))
-        a = max(0, min(slow - 1, len(it) - TIMELINE_ITERATIONS))
+        mid = representative(it)
+        a = max(0, min(mid - 1, len(it) - TIMELINE_ITERATIONS))
         b = min(len(it), a + TIMELINE_ITERATIONS)
         t0, t1 = int(it.start[a]), int(it.start[b - 1] + it.duration[b - 1])
         return (
             t0,
             t1,
-            f"{it.key} {int(it.index[a])}–{int(it.index[b - 1])} (includes the slowest, {int(it.index[slow])})",
+            f"{it.key} {int(it.index[a])}–{int(it.index[b - 1])} (around {int(it.index[mid])}, a median iteration)",
         )
     if len(sel):
         o = np.sort(r.start[sel])
@@ -133,7 +142,7 @@ def _window(detail: Selection, it: Iterations | None) -> tuple[int, int, str] | 
 
 
 def timeline(detail: Selection, it: Iterations | None) -> dict:
-    """Ranges and GPU ops inside a window of a few iterations (around the slowest one)."""
+    """Ranges and GPU ops inside a window of a few iterations (around a representative one)."""
     window = _window(detail, it)
     if window is None:
         return {"lanes": [], "names": [], "t0": 0, "t1": 1, "title": "no ranges"}

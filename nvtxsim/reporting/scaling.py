@@ -92,7 +92,7 @@ def _exp(f: MetricFit | None) -> str:
         return ""
     end = at_bound(f.exponent) if f.cls not in ("constant", "none") else None
     text = ("≥" if end == "upper" else "≤" if end == "lower" else "") + f"{f.exponent:.2f}"
-    if f.uncertain and f.slope is not None and f.cls not in ("constant", "none"):
+    if f.degenerate and f.slope is not None:
         return text + f" (slope {f.slope:.2f})"
     if f.exponent_low is not None and f.exponent_high is not None and f.cls != "none":
         text += f" [{f.exponent_low:.2f}, {f.exponent_high:.2f}]"
@@ -133,21 +133,7 @@ def class_table(sc: Scaling, per: str = "iteration") -> ViewTable | None:
         cols += [Column("mem_last", f"mem @{last}", "num"), Column("net_last", f"net @{last}", "num")]
     if per == "call":
         cols.append(Column("li_last", f"CPU/learning iter @{last}", "num"))
-    rows = []
-    for ph in shown:
-        row = {"phase": ph.phase}
-        for m, f in ph.fits.items():
-            row[f"{m}_class"] = (f.cls or "") + (" ?" if f.uncertain else "")
-            row[f"{m}_exp"] = _exp(f)
-        row["cpu_slope"] = _slope(ph.fits["cpu"])
-        row["cpu_last"] = _fmt("cpu", ph.fits["cpu"].centres[-1])
-        row["gpu_last"] = _fmt("gpu", ph.fits["gpu"].centres[-1])
-        if memory:
-            row["mem_last"] = _fmt("memory", ph.fits["memory"].centres[-1])
-            row["net_last"] = _fmt("memory", ph.per_run[-1].get("net_bytes"))
-        if per == "call":
-            row["li_last"] = _fmt("cpu", ph.per_run[-1].get("cpu_ns_per_learning_iteration"))
-        rows.append(row)
+    rows = [_class_row(ph, memory) for ph in shown]
     if per == "call":
         title = "Between iterations, per call (learning updates, evaluation)"
         return ViewTable("scaling_calls", title, cols, rows, [_CALL_NOTE] + _doubt_notes(shown))
@@ -171,18 +157,39 @@ def class_table(sc: Scaling, per: str = "iteration") -> ViewTable | None:
     return ViewTable("scaling", title, cols, rows, notes)
 
 
+def _class_row(ph, memory: bool) -> dict:
+    """One phase's row of :func:`class_table`: classes (``?`` in doubt), exponents, values at the largest N."""
+    row = {"phase": ph.phase}
+    for m, f in ph.fits.items():
+        row[f"{m}_class"] = (f.cls or "") + (" ?" if f.uncertain else "")
+        row[f"{m}_exp"] = _exp(f)
+    row["cpu_slope"] = _slope(ph.fits["cpu"])
+    row["cpu_last"] = _fmt("cpu", ph.fits["cpu"].centres[-1])
+    row["gpu_last"] = _fmt("gpu", ph.fits["gpu"].centres[-1])
+    if memory:
+        row["mem_last"] = _fmt("memory", ph.fits["memory"].centres[-1])
+        row["net_last"] = _fmt("memory", ph.per_run[-1].get("net_bytes"))
+    if ph.per == "call":
+        li = ph.fits.get("cpu_per_learning_iteration")
+        row["li_last"] = _fmt("cpu", ph.per_run[-1].get("cpu_ns_per_learning_iteration")) + (
+            f" ({li.cls}{' ?' if li.uncertain else ''})" if li is not None and li.cls else ""
+        )
+    return row
+
+
 _CALL_NOTE = (
     "phases that run only between the loop's iterations: one sample per call; "
-    "CPU/learning iter: their time summed over each learning iteration, on average"
+    "CPU/learning iter: their time summed over each learning iteration, on average, and its class"
 )
 
 
 def _doubt_notes(shown) -> list[str]:
-    if not any(f.uncertain for ph in shown for f in ph.fits.values()):
+    if not any(ph.fits[m].uncertain for ph in shown for m in METRICS if m in ph.fits):
         return []
     return [
         "?: not to be trusted: k at a bound of the fit's grid (≥3.00, ≤0.05: a bound, not an estimate) or with a "
-        "zero-width interval (the log-log slope beside it), or an interval that reaches into another class"
+        "zero-width interval, shown with the log-log slope in place of the interval; or an interval that reaches "
+        "into another class"
     ]
 
 
@@ -252,17 +259,18 @@ def prediction_table(sc: Scaling) -> ViewTable | None:
     if not p:
         return None
     memory = sc.has_memory
-    cols = [Column("phase", "Phase"), Column("cpu_ns", "CPU/iter", "ns"), Column("gpu_ns", "GPU/iter", "ns")] + (
-        [Column("memory_bytes", "mem", "bytes")] if memory else []
-    )
-    notes = []
+    calls = any(r.get("per") == "call" for r in p["phases"])
+    cols = [Column("phase", "Phase")] + ([Column("per", "per", "num")] if calls else [])
+    cols += [Column("cpu_ns", "CPU", "ns"), Column("gpu_ns", "GPU", "ns")]
+    cols += [Column("memory_bytes", "mem", "bytes")] if memory else []
+    notes = ["CPU, GPU: per iteration" + ("; per call for the phases between iterations (per: call)" if calls else "")]
     if "phases_sum_cpu_ns" in p:
         notes.append(
             f"{p['phases'][0]['phase']}: its own fit; its phases' predictions add up to {fmt_ns(p['phases_sum_cpu_ns'])} CPU, "
             f"{fmt_ns(p['phases_sum_gpu_ns'])} GPU (each curve extrapolates on its own; nested phases count in both)"
         )
     if "peak_bytes" in p:
-        notes.append(f"peak GPU memory per iteration: {fmt_bytes(p['peak_bytes'])}")
+        notes.append(f"peak GPU memory (the process's and the phases' fitted peaks): {fmt_bytes(p['peak_bytes'])}")
     if p.get("extrapolated"):
         notes.append("outside the measured range: an extrapolation of the fits")
     return ViewTable("predict", f"Predicted at {sc.param}={_num(p['value'])}", cols, p["phases"], notes)
@@ -376,6 +384,7 @@ def _csv_table(sc: Scaling) -> ViewTable:
         for m in METRICS:
             f = ph.fits.get(m)
             head[f"{m}_class"] = f.cls if f else ""
+            head[f"{m}_class_uncertain"] = f.uncertain if f else ""
             head[f"{m}_exponent"] = f.exponent if f and f.exponent is not None else ""
             head[f"{m}_loglog_slope"] = f.slope if f and f.slope is not None else ""
             head[f"{m}_loglog_slope_err"] = f.slope_err if f and f.slope_err is not None else ""

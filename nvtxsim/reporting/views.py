@@ -3,7 +3,7 @@
 ``summary`` is the classic per-phase table; the others answer "why": ``tree``
 (nesting, self time), ``iterations`` and ``slowest`` (per-iteration statistics),
 ``kernels``, ``copies``, ``syncs``, ``gpu`` (idle, queue delay, graphs), ``gpus``
-(per device), ``threads``, ``processes``, ``memory`` (GPU memory per phase), ``osrt`` (OS waits per phase), ``findings``
+(per device), ``threads``, ``processes``, ``memory`` (GPU memory per phase), ``osrt`` (OS waits per phase), ``stacks`` (hot Python functions per phase, from the sidecar of ``--stacks``), ``findings``
 (diagnoses with advice) and ``overlap`` (other threads' GPU work by time overlap).
 """
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class ViewOptions:
     by: str | None = None  # key range of the per-iteration views (None: step if recorded, else iteration)
     by_given: bool = False  # --by was given explicitly (a missing key is then an error)
-    # None: the findings' steady state (the warm-up left out); the per-iteration views then keep every iteration.
+    # None: the steady state (the warm-up the findings find left out, here and in the per-iteration views).
     skip_first: int | None = None
     top: int = 10  # kernels per phase, slowest iterations
     envs: float | None = None  # environments stepped per iteration (--envs): env-steps/s in the iterations view
@@ -97,6 +97,33 @@ def osrt(d: Selection, o: ViewOptions) -> ViewTable:
     return ViewTable("osrt", title, cols, [row_dict(r) for r in rows], notes)
 
 
+def stacks(d: Selection, o: ViewOptions) -> ViewTable:
+    from nvtxsim.analysis.stacks import hot_functions, read_stacks, sidecar_for
+
+    cols = [
+        Column("phase", "Phase"),
+        Column("function", "function"),
+        Column("self_share", "self", "pct"),
+        Column("total_share", "total", "pct"),
+        Column("self_samples", "self n", "int"),
+        Column("location", "file:line", prose=True),
+    ]
+    title = "Hot Python functions per phase"
+    path = sidecar_for(d.export.path)
+    st = read_stacks(path)
+    if st is None:
+        note = f"no stack samples beside the export ({path.name}): profile with nvtxsim profile --stacks (NVTXSIM_STACKS=1)"
+        return ViewTable("stacks", title, cols, [], [note])
+    rows = hot_functions(st, o.top)
+    notes = [
+        f"{sum(st.samples.values())} samples at {st.hz} Hz ({st.mechanism or '?'}) from {st.processes} process(es), "
+        "each counted for the innermost phase open on the sampled thread; self: share of the phase's samples in "
+        "the function itself, total: in it or what it called",
+        *st.problems,
+    ]
+    return ViewTable("stacks", title, cols, [row_dict(r) for r in rows], notes)
+
+
 def tree(d: Selection, o: ViewOptions) -> ViewTable:
     from nvtxsim.analysis.tree import aggregate
 
@@ -147,11 +174,26 @@ def tree(d: Selection, o: ViewOptions) -> ViewTable:
     )
 
 
+def skip_of(d: Selection, o: ViewOptions) -> int:
+    """The iterations the per-iteration views leave out: --skip-first N, else the warm-up the findings find."""
+    from nvtxsim.analysis.findings import steady_skip
+
+    return o.skip_first if o.skip_first is not None else steady_skip(d, o.by)
+
+
+def skipped_text(it: Iterations, o: ViewOptions) -> str:
+    """``, first N skipped`` (said why when it is the warm-up found), or nothing."""
+    if not it.skipped:
+        return ""
+    why = " as warm-up (--keep-warm-up keeps them)" if o.skip_first is None else ""
+    return f", first {it.skipped} set aside{why}" if why else f", first {it.skipped} skipped"
+
+
 def _iterations(d: Selection, o: ViewOptions):
     from nvtxsim.analysis.iterations import per_iteration
 
     try:
-        return per_iteration(d, o.by, skip_first=o.skip_first or 0), None
+        return per_iteration(d, o.by, skip_first=skip_of(d, o)), None
     except NvtxsimError as exc:
         if o.by_given:
             raise
@@ -181,7 +223,7 @@ def iterations(d: Selection, o: ViewOptions) -> ViewTable:
     rows = [row_dict(s) for k, s in enumerate(phase_stats(it)) if k == 0 or s.iterations > 0]
     notes = [
         f"{len(it)} iterations keyed on '{it.key}'"
-        + (f", first {it.skipped} skipped" if it.skipped else "")
+        + skipped_text(it, o)
         + "; a phase's time per iteration is the sum of its ranges in that iteration (0 when absent)"
     ]
     rates = loop_rates(d, it, o.envs)
@@ -251,7 +293,8 @@ def slowest(d: Selection, o: ViewOptions) -> ViewTable:
         f"Slowest iterations ({it.key})",
         cols,
         rows,
-        ["excess: the phase's time in that iteration minus its median over all iterations"],
+        ["excess: the phase's time in that iteration minus its median over all iterations"]
+        + ([f"{len(it)} iterations{skipped_text(it, o)}"] if it.skipped else []),
     )
 
 
@@ -448,6 +491,7 @@ VIEWS: dict[str, View] = {
         View("processes", "Per process", processes),
         View("memory", "GPU memory", memory),
         View("osrt", "OS waits", osrt),
+        View("stacks", "Hot Python functions", stacks),
         View("findings", "Findings (all)", findings),
         View("overlap", "Other threads' GPU work (time overlap)", overlap),
     )

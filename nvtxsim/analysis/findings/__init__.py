@@ -10,7 +10,7 @@ Thresholds and their reasoning for users: docs/findings.md.
 
 from __future__ import annotations
 
-from nvtxsim.analysis.findings.context import Context
+from nvtxsim.analysis.findings.context import Context, steady_skip
 from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES
 from nvtxsim.analysis.findings.diff import FindingsDiff, diff
 from nvtxsim.analysis.findings.kind import Kind, Units
@@ -40,4 +40,5 @@ __all__ = [
     "diff",
     "kind",
     "overlap_rows",
+    "steady_skip",
 ]

@@ -61,6 +61,11 @@ def _has_iterations(detail: Selection, by: str | None) -> bool:
         return False
 
 
+def steady_skip(detail: Selection, by: str | None) -> int:
+    """The leading iterations the steady state leaves out as warm-up (the findings' default), once per selection."""
+    return detail.memo.get(("steady_skip", by), lambda: Context(detail, by, None).skip_first)
+
+
 def user_ranges(export: Export, ranges: np.ndarray) -> np.ndarray:
     """``ranges`` without those of library domains (LIBRARY_DOMAINS)."""
     dom = export.ranges.domain

@@ -10,12 +10,13 @@ and the top ones; when that is at least half its CPU time the phase is not Pytho
 advice names the cause (``evidence.cause``: ``alloc``, ``module_load``). Time in graph capture, module
 loading or compilation is never called Python-bound: when the phase's warm-up calls are kept
 (``--keep-warm-up``) and hold half its cost, or such calls take a tenth of its CPU work, the cause is
-theirs (``graph_capture``, ``module_load``, ``compile``, or ``warm_up`` for first-call CPU work).
+theirs (``graph_capture``, ``module_load``, ``compile``, or ``warm_up`` for first-call CPU work). Without a CUDA trace
+the test is the phase's own CPU work (:mod:`.cpu_work`).
 """
 
 from __future__ import annotations
 
-from nvtxsim.analysis.findings import launch_bound, warm_up
+from nvtxsim.analysis.findings import cpu_work, launch_bound, warm_up
 from nvtxsim.analysis.findings.bound import LOAD_NEEDS, Load, loads
 from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES, cause, own_cuda_calls
@@ -90,6 +91,8 @@ def _first_calls(ctx: Context, f: Finding, per: dict[str, int]) -> None:
 
 
 def detect(ctx: Context, facts: Facts) -> list[Finding]:
+    if not ctx.d.has_cuda:
+        return cpu_work.detect(ctx, facts, NAME)
     out = []
     saturation = _gpu_saturation(ctx)
     for load in loads(ctx, facts):
@@ -108,6 +111,8 @@ def detect(ctx: Context, facts: Facts) -> list[Finding]:
 
 
 def evidence_text(e: dict, u: Units) -> str:
+    if e.get("no_cuda"):
+        return cpu_work.evidence_text(e, u)
     calls = (
         f", CUDA calls {u.pct(e['cuda_calls_share'])} ({next(iter(e['cuda_calls_top']), '')})"
         if e.get("cuda_calls_top")
@@ -116,4 +121,4 @@ def evidence_text(e: dict, u: Units) -> str:
     return f"GPU busy {u.pct(e['gpu_busy_share'])} of its CPU time{calls}"
 
 
-KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=LOAD_NEEDS, needs_cuda=True)
+KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=LOAD_NEEDS, needs_cuda=False)

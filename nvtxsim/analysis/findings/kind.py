@@ -80,6 +80,11 @@ FACTS: dict[str, Fact] = {
         list,
         lambda a, b: a + b,
     ),
+    "os_waits": Fact(
+        "the os_wait findings: a slow iteration whose overrun is their phase's OS wait is theirs",
+        list,
+        lambda a, b: a + b,
+    ),
     "stalls": Fact(
         "the phase_stalls findings: a slow iteration whose overrun is a stall they name is theirs",
         list,

@@ -7,13 +7,18 @@ overrun, the cause is named (``evidence.cause``) and the advice fits it; a slow 
 overrun is a wait in a sync or copy that has its own finding is that finding's (its cost already
 holds the wait): its index goes to that finding's ``slow_iterations``, not into a second,
 overlapping cost; likewise one whose overrun is a stall that ``phase_stalls`` names (with its iteration
-numbers) is that finding's, and not reported again. The excess of the outliers kept is explained CPU time: the bound kinds leave it out.
+numbers) is that finding's, and not reported again. Otherwise, when the phase's own OS waits in those
+iterations (nsys ``-t osrt``) make up half its overrun, the wait is named (``cause: os_wait``, its category
+and calls) and the advice fits it; an ``os_wait`` finding of that phase then holds the slow iterations
+instead. The excess of the outliers kept is explained CPU time (the bound kinds leave it out), unless it
+is an OS wait, which ``os_wait`` has counted already.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from nvtxsim.analysis.findings import os_calls
 from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES, cause, own_cuda_calls
 from nvtxsim.analysis.findings.kind import Facts, Kind, Units
@@ -32,14 +37,15 @@ def _outlier_cause(ctx: Context, f: Finding, ranges: np.ndarray) -> None:
     a CPU far ahead of the GPU blocks in launches once CUDA's queue is full; lazy module loading and
     allocations stall the first iterations."""
     got = own_cuda_calls(ctx, ranges)
-    if not got or not got[1]:
-        return
-    total, per = got
-    f.evidence.update({"cuda_calls_ns": total, "cuda_calls_top": dict(list(per.items())[:3])})
-    found = cause(per, f.evidence["phase_excess_ns"], tuple(CUDA_CAUSES))
-    if found:
-        f.evidence["cause"] = found
-        f.advice = CUDA_CAUSES[found][1]
+    if got and got[1]:
+        total, per = got
+        f.evidence.update({"cuda_calls_ns": total, "cuda_calls_top": dict(list(per.items())[:3])})
+        found = cause(per, f.evidence["phase_excess_ns"], tuple(CUDA_CAUSES))
+        if found:
+            f.evidence["cause"] = found
+            f.advice = CUDA_CAUSES[found][1]
+            return
+    os_calls.name_os_wait(ctx, f, ranges, f.evidence["phase_excess_ns"])
 
 
 def outliers(ctx: Context) -> list[Finding]:
@@ -77,15 +83,16 @@ def outliers(ctx: Context) -> list[Finding]:
     return out
 
 
-def merge_waits(found: list[Finding], waits: list[Finding]) -> list[Finding]:
-    """``found`` without the outliers that are a wait of a sync or copy finding of their phase; those
-    findings get the slow iterations' indices instead."""
-    by_phase: dict[str, list[Finding]] = {}
-    for w in waits:
-        by_phase.setdefault(w.phase, []).append(w)
+def merge_waits(found: list[Finding], waits: list[Finding], os_waits: list[Finding]) -> list[Finding]:
+    """``found`` without the outliers that are a wait of a sync or copy finding (or an OS wait of an
+    ``os_wait`` finding) of their phase; those findings get the slow iterations' indices instead."""
+    by_cause: dict[str, dict[str, list[Finding]]] = {"gpu_wait": {}, "os_wait": {}}
+    for c, ws in (("gpu_wait", waits), ("os_wait", os_waits)):
+        for w in ws:
+            by_cause[c].setdefault(w.phase, []).append(w)
     out = []
     for f in found:
-        mine = by_phase.get(f.phase) if f.evidence.get("cause") == "gpu_wait" else None
+        mine = by_cause.get(f.evidence.get("cause", ""), {}).get(f.phase)
         if not mine:
             out.append(f)
             continue
@@ -102,10 +109,11 @@ def without_stalls(found: list[Finding], stalls: list[Finding]) -> list[Finding]
 
 
 def detect(ctx: Context, facts: Facts) -> list[Finding]:
-    out = without_stalls(merge_waits(outliers(ctx), facts.get("waits")), facts.get("stalls"))
+    out = without_stalls(merge_waits(outliers(ctx), facts.get("waits"), facts.get("os_waits")), facts.get("stalls"))
     excess: dict[str, int] = {}
     for f in out:
-        excess[f.phase] = excess.get(f.phase, 0) + f.evidence["phase_excess_ns"]
+        if f.evidence.get("cause") != "os_wait":  # os_wait counted the phase's OS waits already
+            excess[f.phase] = excess.get(f.phase, 0) + f.evidence["phase_excess_ns"]
     facts.add("blocked_ns", excess)
     return out
 
@@ -115,9 +123,17 @@ def evidence_text(e: dict, u: Units) -> str:
     its = ", ".join(map(str, e["iterations"][:6])) + ("…" if e["count"] > 6 else "")
     whole = f"up to {u.ns(e['max_ns'])}, median {u.ns(e['median_ns'])}"
     if "phase_max_ns" not in e:  # the iteration itself overran
-        return f"iterations {its}: {whole}"
+        return f"iterations {its}: {whole}{os_calls.cause_text(e, u)}"
     own = f"up to {u.ns(e['phase_max_ns'])} (median {u.ns(e['phase_median_ns'])})"
-    return f"iterations {its}: {own}, the iteration {whole}"
+    return f"iterations {its}: {own}, the iteration {whole}{os_calls.cause_text(e, u)}"
 
 
-KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=("waits", "stalls"), provides=("blocked_ns",), needs_cuda=False)
+KIND = Kind(
+    NAME,
+    ADVICE,
+    detect,
+    evidence_text,
+    needs=("waits", "os_waits", "stalls"),
+    provides=("blocked_ns",),
+    needs_cuda=False,
+)

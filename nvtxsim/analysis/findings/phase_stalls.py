@@ -12,7 +12,8 @@ there are at least :data:`MIN_PERIODIC` of them at a constant gap of K iteration
 checkpoints, evaluation, GC): the gaps' greatest common divisor, with at least three quarters of
 the multiples of K between the first and the last stall stalled. The warm-up's calls are the
 ``warm_up`` finding's, never a stall. When CUDA calls make up half the stalls' excess the cause is
-named and the advice fits it (``launch_queue``: the CPU blocked on a full launch queue); a stall
+named and the advice fits it (``launch_queue``: the CPU blocked on a full launch queue), and likewise
+the OS waits of the stalled calls (``cause: os_wait``, its category and calls: a ``time.sleep``); a stall
 that is a wait in a sync or copy with its own finding at the phase is that finding's (its
 ``slow_iterations``), not a second cost. The stalls' excess is explained CPU time (the bound kinds leave
 it out), and a slow iteration whose overrun is a stall named here is not reported again as an
@@ -26,10 +27,12 @@ from functools import reduce
 
 import numpy as np
 
+from nvtxsim.analysis.findings import os_calls
 from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES, cause, own_cuda_calls
 from nvtxsim.analysis.findings.kind import Facts, Kind, Units
 from nvtxsim.analysis.findings.model import Finding
+from nvtxsim.analysis.warmup import iteration_rows
 
 NAME = "phase_stalls"
 STALL_FACTOR = 5.0
@@ -73,9 +76,7 @@ def _iteration_numbers(ctx: Context, ranges: np.ndarray) -> list[int] | None:
     it = ctx.it
     if it is None:
         return None
-    rows = np.full(len(ctx.r), -1, dtype=np.int64)
-    rows[it.members] = it.member_row
-    rows[it.key_range] = np.arange(len(it))
+    rows = ctx.shared("phase_stalls.rows", lambda: iteration_rows(ctx.ex, it))
     got = rows[ranges]
     return None if (got < 0).any() else sorted({int(it.index[k]) for k in got})
 
@@ -84,13 +85,14 @@ def _cause(ctx: Context, f: Finding, ranges: np.ndarray) -> None:
     """When CUDA calls of the stalled calls make up half their excess, name the cause and fit the advice
     (a CPU far ahead of the GPU blocks in launches once CUDA's queue is full; a wait in a sync or copy)."""
     got = own_cuda_calls(ctx, ranges) if ctx.d.has_cuda else None
-    if not got or not got[1]:
-        return
-    found = cause(got[1], f.cost_ns, tuple(CUDA_CAUSES))
-    f.evidence["cuda_calls_top"] = dict(list(got[1].items())[:3])
-    if found:
-        f.evidence["cause"] = found
-        f.advice = CUDA_CAUSES[found][1]
+    if got and got[1]:
+        found = cause(got[1], f.cost_ns, tuple(CUDA_CAUSES))
+        f.evidence["cuda_calls_top"] = dict(list(got[1].items())[:3])
+        if found:
+            f.evidence["cause"] = found
+            f.advice = CUDA_CAUSES[found][1]
+            return
+    os_calls.name_os_wait(ctx, f, ranges, f.cost_ns)
 
 
 def _waited(f: Finding, waits: list[Finding]) -> bool:
@@ -141,7 +143,7 @@ def evidence_text(e: dict, u: Units) -> str:
     where = "#" if "iterations" in e else "calls "  # "#30, 62": iterations 30 and 62 (short: the block is 80 cells)
     listed = ", ".join(map(str, nums[:6])) + ("…" if e["count"] > 6 else "")
     when = f"every {e['every']} from {where.strip()}{nums[0]}" if e.get("every") else f"{where}{listed}"
-    return f"{when}: {u.ns(e['stall_ns'])}, median {u.ns(e['median_ns'])}"
+    return f"{when}: {u.ns(e['stall_ns'])}, median {u.ns(e['median_ns'])}{os_calls.cause_text(e, u)}"
 
 
 KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=("waits",), provides=("blocked_ns", "stalls"), needs_cuda=False)

@@ -115,7 +115,7 @@ def left_out_note(ctx: Context) -> str | None:
         parts.append(f"{between} warm-up call{'s' if between > 1 else ''}{where}")
     if not parts:
         return None
-    return f"steady state: {' and '.join(parts)} left out as warm-up (--keep-warm-up keeps it, --skip-first N chooses)"
+    return f"steady state: {' and '.join(parts)} set aside as warm-up (--keep-warm-up keeps it, --skip-first N chooses)"
 
 
 def detect(ctx: Context, facts: Facts) -> list[Finding]:

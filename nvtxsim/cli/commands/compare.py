@@ -13,7 +13,7 @@ import os
 import sys
 
 from nvtxsim.analysis.compare import CompareSettings
-from nvtxsim.analysis.compare_runs import MIN_SHARE_PCT
+from nvtxsim.analysis.compare_runs import MIN_SHARE_PCT, ONE_RUN_NOISE_PCT
 from nvtxsim.cli.arguments import domain_from_args, parse_kinds
 from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
 from nvtxsim.cli.progress import load_with_progress
@@ -99,6 +99,8 @@ def _settings(args: argparse.Namespace) -> CompareSettings:
         by=by,
         by_given=args.by is not None,
         min_share=args.min_share,
+        one_run_noise=args.assumed_noise,
+        factor=args.factor,
         skip_first=args.skip_first,
         resamples=args.resamples,
         confidence=args.confidence,
@@ -173,6 +175,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="PCT",
         help="exit 1 if a phase's change beyond the run-wide factor exceeds PCT %% with its interval above 0 "
         "(run-to-run noise included) and is at least --min-share %% of the iteration",
+    )
+    p.add_argument(
+        "--assumed-noise",
+        type=float_option("--assumed-noise"),
+        default=ONE_RUN_NOISE_PCT,
+        metavar="PCT",
+        help="with one run per side: the run-to-run noise assumed on each side of a phase's interval "
+        f"(default: {ONE_RUN_NOISE_PCT:g}; several runs per side measure it instead)",
+    )
+    p.add_argument(
+        "--factor",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="take out the run-wide factor, the change common to every phase (the host's speed); "
+        "--no-factor compares absolute times, for a quiet host (default: on)",
     )
     p.add_argument(
         "--gate",

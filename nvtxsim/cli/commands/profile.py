@@ -53,6 +53,7 @@ def _request(args: argparse.Namespace) -> capture.ProfileRequest:
         memory=args.memory,
         trigger=trigger,
         trigger_iterations=args.trigger_iterations,
+        stacks=args.stacks,
     )
 
 
@@ -201,6 +202,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--memory",
         action="store_true",
         help="record GPU memory allocations and frees (nsys --cuda-memory-usage=true): the report gains GPU memory per phase",
+    )
+    p.add_argument(
+        "--stacks",
+        action="store_true",
+        help="sample the program's Python stacks per phase (NVTXSIM_STACKS, 200 Hz) into NAME.stacks.jsonl: "
+        "the report's --view stacks lists the hot functions of each phase (docs/cpu.md)",
     )
     p.add_argument(
         "--sweep",

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nvtxsim.errors import NvtxsimError
+from nvtxsim.phases import ENV_STACKS
 
 
 def _exit_code(code: Any) -> int:
@@ -180,6 +181,10 @@ def run(args: argparse.Namespace) -> int:
             raise _refuse(f"-m {argv[0]}: no module of that name", 1)  # python -m: "No module named", 1
     else:
         _check_script(argv[0])
+    if os.environ.get(ENV_STACKS, "").strip():  # the program runs in this process: sample it (import skipped ours)
+        from nvtxsim.emit import stacks
+
+        stacks.start_from_env()  # before the instrumentation, so its wrappers track the phases too
     if not args.no_instrument:
         from nvtxsim.isaaclab import auto
         from nvtxsim.isaaclab.patching import set_verbose

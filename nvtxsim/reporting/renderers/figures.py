@@ -43,7 +43,7 @@ def forest(c: Comparison) -> str:
         return '<p class="note">No phase present in both runs with enough samples.</p>'
     thr = c.settings.fail_above
     points = [abs(p.shift_pct or 0.0) for p in rows if math.isfinite(p.shift_pct or 0.0)]
-    lim = min(max(points + ([thr * 1.2] if thr else []) + [5.0]) * 1.15, AXIS_MAX)
+    lim = _nice(min(max(points + ([thr * 1.2] if thr else []) + [5.0]) * 1.15, AXIS_MAX))
     W, L, R, rh = 900, 230, 70, 22
     H = len(rows) * rh + 40
     sx = lambda v: L + (W - L - R) * (max(min(v, lim), -lim) + lim) / (2 * lim)  # noqa: E731
@@ -61,6 +61,20 @@ def forest(c: Comparison) -> str:
         out.extend(_forest_row(p, 20 + i * rh, lim, sx))
     out.append("</svg>")
     return "".join(out)
+
+
+def _clip_label(mid: float, end: float, edge: float) -> str:
+    """The value drawn at the edge: the point when it lies beyond (with the interval's end), else the end."""
+    beyond = mid > edge if edge > 0 else mid < edge
+    return f"{pct(mid)} (to {pct(end)})" if beyond else f"interval to {pct(end)}"
+
+
+def _nice(lim: float) -> float:
+    """The axis half-width: 4 ticks of 1, 2, 2.5 or 5 × 10^k, at least ``lim`` (at most :data:`AXIS_MAX`)."""
+    step = lim / 4
+    mag = 10 ** math.floor(math.log10(step))
+    nice = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= step - 1e-9)
+    return min(nice * 4, AXIS_MAX)
 
 
 AXIS_MAX = 200.0  # percent: a wider axis would squash every ordinary change into a few pixels
@@ -89,11 +103,11 @@ def _forest_row(p: PhaseDelta, y: int, lim: float, sx: Callable[[float], float])
     if beyond_hi:
         x = sx(lim)
         out.append(f'<path class="clipped" d="M{x - 7:.1f},{y - 5} L{x:.1f},{y} L{x - 7:.1f},{y + 5} Z" fill="{col}"/>')
-        out.append(f'<text class="clipped" x="{x + 4:.1f}" y="{y + 4}">{pct(max(beyond_hi))}</text>')
+        out.append(f'<text class="clipped" x="{x + 4:.1f}" y="{y + 4}">{_clip_label(mid, hi, lim)}</text>')
     if beyond_lo:
         x = sx(-lim)
         out.append(f'<path class="clipped" d="M{x + 7:.1f},{y - 5} L{x:.1f},{y} L{x + 7:.1f},{y + 5} Z" fill="{col}"/>')
-        out.append(f'<text class="clipped" x="{x + 10:.1f}" y="{y - 5}">{pct(min(beyond_lo))}</text>')
+        out.append(f'<text class="clipped" x="{x + 10:.1f}" y="{y - 5}">{_clip_label(mid, lo, -lim)}</text>')
     return out
 
 
@@ -110,11 +124,17 @@ def loglog(sc: Scaling) -> str:
     figs = []
     for ph in sc.phases:
         time_plot = _loglog_plot(
-            "time per iteration", sc.values, [(ph.fits[m], name, col) for m, name, col in SERIES], fmt_ns, extra
+            "time per call" if ph.per == "call" else "time per iteration",
+            sc.values,
+            [(ph.fits[m], name, col) for m, name, col in SERIES],
+            fmt_ns,
+            extra,
         )
         mem = ph.fits.get("memory")
         mem_plot = (
-            _loglog_plot("GPU memory (own, while open)", sc.values, [(mem, MEMORY[1], MEMORY[2])], fmt_bytes, extra)
+            _loglog_plot(
+                "GPU memory (largest rise over its calls)", sc.values, [(mem, MEMORY[1], MEMORY[2])], fmt_bytes, extra
+            )
             if mem
             else ""
         )

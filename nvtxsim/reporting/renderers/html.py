@@ -264,7 +264,7 @@ function bars(){
 function lines(){
   var el=document.getElementById('lines'),it=D.iterations,ctl=document.getElementById('it-ctl'),sub=document.getElementById('it-sub');
   if(!it){sub.textContent=D.iterations_note||'No iterations.';return;}
-  sub.textContent=it.series.length+' phases over '+it.count+' iterations of "'+it.key+'"'+(it.skipped?' (first '+it.skipped+' skipped)':'')+'; CPU time per iteration, summed over the phase\'s ranges'+(it.per_point>1?'; each point is the max of '+it.per_point+' iterations':'');
+  sub.textContent=it.series.length+' phases over '+it.count+' iterations of "'+it.key+'"'+(it.skipped?' (first '+it.skipped+(it.warm_up?' set aside as warm-up; --keep-warm-up keeps them)':' skipped)'):'')+'; CPU time per iteration, summed over the phase\'s ranges'+(it.per_point>1?'; each point is the max of '+it.per_point+' iterations':'');
   var on=it.series.map(function(s,i){return i<7;}),metric='cpu';
   function controls(){
     var h='<label><input type="radio" name="m" value="cpu"'+(metric==='cpu'?' checked':'')+'> CPU</label><label><input type="radio" name="m" value="gpu"'+(metric==='gpu'?' checked':'')+'> GPU busy</label> · ';

@@ -1,0 +1,174 @@
+"""Each finding kind's cost and trigger as values: hand-computed numbers for the shared arithmetic
+(a phase's load, blocked time, severity and share), and each reported cost against the formula its
+kind's docstring states, on the planted export (scripts/mutate.py found these unasserted)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from synth import make_planted
+
+from nvtxsim.analysis.findings import analyse
+from nvtxsim.analysis.findings.bound import PhaseSelf, _load
+from nvtxsim.analysis.findings.context import blocked
+from nvtxsim.analysis.findings.model import HIGH_SHARE, MEDIUM_SHARE, severity
+from nvtxsim.analysis.selection import Selection
+from nvtxsim.export.reader import load
+
+P = "nvtxsim:p"
+
+
+def test_a_phase_load_by_hand():
+    own = PhaseSelf(P, instances=4, cpu_self_ns=10_000, launches=5, gpu_busy_ns=3_000, gpu_idle_ns=4_000)
+    load_ = _load(own, {P: 1_000}, {})
+    assert (load_.work, load_.lost) == (9_000, 4_000)  # 10 µs minus 1 µs waiting; lost: at most the idle 4 µs
+    assert (load_.gpu_share, load_.per_launch, load_.mean_op) == (3_000 / 9_000, 1_800, 600)
+    assert load_.evidence["gpu_busy_share"] == 0.333 and load_.evidence["cpu_work_ns"] == 9_000
+    roomy = _load(PhaseSelf(P, 4, 10_000, 5, 3_000, 50_000), {}, {})
+    assert roomy.lost == 10_000 - 3_000  # the GPU idles longer than the work: the work minus what it kept busy
+
+
+def test_other_threads_work_counts_toward_the_share_not_the_cost():
+    own = PhaseSelf(P, instances=2, cpu_self_ns=8_000, launches=4, gpu_busy_ns=2_000, gpu_idle_ns=9_000)
+    other = SimpleNamespace(launches=4, gpu_busy_ns=2_000)
+    load_ = _load(own, {}, {P: other})
+    assert (load_.own.launches, load_.own.gpu_busy_ns) == (8, 4_000)
+    assert load_.gpu_share == 0.5 and load_.per_launch == 1_000 and load_.mean_op == 500
+    assert load_.lost == 8_000 - 2_000  # the phase's own launches decide what its CPU time costs
+    assert load_.evidence["other_thread_launches"] == 4 and load_.evidence["other_thread_gpu_ns"] == 2_000
+
+
+def test_a_phase_that_only_waits_has_no_work_and_no_share():
+    load_ = _load(PhaseSelf(P, 1, 500, 0, 0, 500), {P: 800}, {})
+    assert load_.work == 0 and load_.gpu_share == 0.0 and load_.per_launch is None and load_.lost <= 0
+
+
+def test_blocked_time_is_the_union_of_the_calls_per_range():
+    assert blocked(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)) == 0
+    owner = np.array([3, 3, 3, 8])
+    start = np.array([0, 5, 20, 0])
+    end = np.array([10, 8, 25, 7])  # range 3: [0,10) holds the nested [5,8), then [20,25); range 8: 7
+    assert blocked(owner, start, end) == 10 + 5 + 7
+
+
+@pytest.mark.parametrize(
+    "share,want",
+    [(HIGH_SHARE, "high"), (HIGH_SHARE - 1e-9, "medium"), (MEDIUM_SHARE, "medium"), (MEDIUM_SHARE - 1e-9, "low")],
+)
+def test_severity_thresholds_are_inclusive(share, want):
+    assert severity(share) == want
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    path = tmp_path_factory.mktemp("costs") / "planted.sqlite"
+    make_planted(path)
+    return analyse(Selection(load(path)))
+
+
+def test_each_cost_is_its_kinds_formula_and_its_share_of_the_reference(planted):
+    bound = [f for f in planted if f.kind in ("cpu_bound", "launch_bound")]
+    assert {f.kind for f in bound} == {"cpu_bound", "launch_bound"}
+    for f in (f for f in planted if f.kind == "gpu_bound"):  # its cost: the GPU busy time, its own and other threads'
+        assert f.cost_ns == f.evidence["gpu_busy_ns"] + f.evidence.get("other_thread_gpu_ns", 0), f.phase
+    for f in bound:
+        e = f.evidence
+        assert f.cost_ns == min(e["cpu_work_ns"] - e["gpu_busy_ns"], e["gpu_idle_ns"]), (f.phase, f.kind)
+        busy = e["gpu_busy_ns"] + e.get("other_thread_gpu_ns", 0)
+        assert e["gpu_busy_share"] == round(busy / e["cpu_work_ns"], 3), (f.phase, f.kind)
+    for f in planted:
+        assert f.evidence["share_of_time"] == round(f.cost_ns / planted.reference_ns, 4), (f.phase, f.kind)
+        informational = f.kind == "gpu_bound" or f.evidence.get("off_loop_thread")  # always low, by design
+        assert f.severity == ("low" if informational else severity(f.cost_ns / planted.reference_ns)), f.phase
+        assert f.cost_per_iteration_ns == round(f.cost_ns / planted.iterations), (f.phase, f.kind)
+
+
+def _loop(tmp_path, name, build, iterations=10):
+    from synth import CudaLoop
+
+    b = CudaLoop(cuda=True)
+    for i in range(iterations):
+        b.phase("iteration", lambda i=i: build(b, i))
+        b.cpu(10_000)
+    path = tmp_path / f"{name}.sqlite"
+    b.write(path)
+    return analyse(Selection(load(path)))
+
+
+@pytest.mark.parametrize("heavy_ms,saturated", [(4, False), (12, True)])
+def test_cpu_bound_is_hidden_once_the_gpu_is_busy_most_of_the_iteration(tmp_path, heavy_ms, saturated):
+    """1.5 ms of Python after a kernel that is waited for: a finding while the GPU is busy 4/5.6 of the
+    iteration (under 80 %), none at 12/13.6 (the CPU time is hidden behind GPU work)."""
+
+    def step(b, i):
+        b.phase("simulate", lambda: (b.kernel("physics", heavy_ms * 1_000_000), b.sync()))
+        b.phase("python", lambda: (b.cpu(1_500_000), b.kernel("tiny", 2_000)))
+
+    got = {(f.phase, f.kind): f for f in _loop(tmp_path, f"sat{heavy_ms}", step)}
+    assert (("nvtxsim:python", "cpu_bound") not in got) == saturated, sorted(got)
+    if not saturated:
+        f = got[("nvtxsim:python", "cpu_bound")]
+        assert 0.6 < f.evidence["iteration_gpu_busy_share"] < 0.8
+        assert f.cost_per_iteration_ns == pytest.approx(1_500_000, rel=0.02)  # the Python time, GPU idle meanwhile
+
+
+@pytest.mark.parametrize("gpu_us,bound", [(700, False), (800, True), (900, True)])
+def test_gpu_bound_from_gpu_busy_at_least_08_of_the_cpu_work(tmp_path, gpu_us, bound):
+    """1 ms of CPU work (991.5 µs of Python, the launch and the range's edges) launching one kernel: GPU-bound
+    from a kernel of 0.8 ms (the threshold is inclusive), not at 0.7 ms."""
+
+    def step(b, i):
+        b.phase("render", lambda: (b.cpu(991_500), b.kernel("shade", gpu_us * 1_000)))
+
+    got = {(f.phase, f.kind): f for f in _loop(tmp_path, f"gpu{gpu_us}", step)}
+    assert (("nvtxsim:render", "gpu_bound") in got) == bound, sorted(got)
+    assert ("nvtxsim:render", "cpu_bound") not in got and ("nvtxsim:render", "launch_bound") not in got
+    if bound:
+        f = got[("nvtxsim:render", "gpu_bound")]
+        assert f.evidence["cpu_work_ns"] == 10 * 1_000_000  # the setup: the boundary case sits on 0.8 exactly
+        assert f.cost_ns == 10 * gpu_us * 1_000 and f.severity == "low"
+
+
+@pytest.mark.parametrize("kernel_ns,bound", [(1_000, True), (2_600, False)])
+def test_launch_bound_only_while_the_gpu_is_busy_under_half_the_phase(tmp_path, kernel_ns, bound):
+    """30 launches of 4.5 µs each: launch-bound with 1 µs kernels (GPU busy about a fifth of the phase's CPU
+    time), not with 2.6 µs ones (0.56: the GPU keeps up)."""
+
+    def step(b, i):
+        b.phase("substeps", lambda: [b.kernel("k", kernel_ns) for _ in range(30)])
+
+    got = {(f.phase, f.kind): f for f in _loop(tmp_path, f"launch{kernel_ns}", step)}
+    assert (("nvtxsim:substeps", "launch_bound") in got) == bound, sorted(got)
+    if bound:
+        f = got[("nvtxsim:substeps", "launch_bound")]
+        assert f.evidence["launches_per_range"] == 30 and f.evidence["gpu_per_launch_ns"] == kernel_ns
+    else:
+        share = 30 * kernel_ns / next(iter(_loads(tmp_path, step)))
+        assert 0.5 < share < 0.625  # between the threshold and a 25 % looser one
+
+
+def _loads(tmp_path, step):
+    """The phase's CPU work per iteration, from the same builder (the test's own arithmetic)."""
+    from synth import CudaLoop
+
+    b = CudaLoop(cuda=True)
+    start = b.t
+    step(b, 0)
+    return [b.t - start]
+
+
+@pytest.mark.parametrize("outside_ms,shown", [(9.5, True), (13.5, False)])
+def test_findings_under_one_percent_of_the_time_are_left_out(tmp_path, outside_ms, shown):
+    """A CPU-bound phase of about 118 µs per iteration, the rest of the iteration outside every phase: about
+    1.2 % of the time is a finding, about 0.86 % is not (MIN_SHARE)."""
+
+    def step(b, i):
+        b.cpu(int(outside_ms * 1_000_000))
+        b.phase("python", lambda: (b.cpu(110_000), b.kernel("tiny", 1_000)))
+
+    got = {(f.phase, f.kind): f for f in _loop(tmp_path, f"share{outside_ms}", step)}
+    assert (("nvtxsim:python", "cpu_bound") in got) == shown, sorted(got)
+    if shown:
+        assert 0.01 <= got[("nvtxsim:python", "cpu_bound")].evidence["share_of_time"] < 0.0125
