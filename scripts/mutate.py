@@ -24,12 +24,13 @@ import copy
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -113,7 +114,7 @@ TARGETS = (
         "terminal",
         "nvtxsim/reporting/renderers/terminal.py",
         ("fit_width", "_take", "shorten_middle", "shorten_end", "_shorten_cell", "fit_text", "fit_parts", "_choose"),
-        ("tests/test_terminal_edges.py", "tests/test_terminal_width.py"),
+        ("tests/test_terminal_values.py", "tests/test_terminal_edges.py", "tests/test_terminal_width.py"),
     ),
     Target(
         "escaping",
@@ -382,12 +383,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the chosen mutants, run nothing")
     ap.add_argument("--out", type=Path, help="write every mutant and its outcome here (JSON)")
     ap.add_argument("--rerun", type=Path, help="run again only the survivors recorded in this --out file")
+    ap.add_argument(
+        "--tests", help="pytest arguments instead of each target's (with --rerun: only the tests added since)"
+    )
     ap.add_argument("--markdown", type=Path, help="print the score table and survivors of an --out file, run nothing")
     args = ap.parse_args(argv)
     if args.markdown:
         print(markdown(json.loads(args.markdown.read_text(encoding="utf-8"))), end="")
         return 0
     targets = [t for t in TARGETS if not args.target or t.name in args.target]
+    if args.tests:
+        targets = [replace(t, tests=tuple(shlex.split(args.tests))) for t in targets]
     if args.rerun:
         plan = survivors_of(_recorded(args.rerun), targets)
     else:

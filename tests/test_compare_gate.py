@@ -243,3 +243,70 @@ def test_html_page_in_headless_chromium(tmp_path):
         timeout=120,
     ).stdout.decode()
     assert 'class="clipped"' in dom and "slower: nvtxsim:iteration, nvtxsim:render" in dom
+
+
+CPU = GATE.parent / "gate-cpu"  # real nsys 2022.4 captures of a planted CPU loop (scripts/bench_gate.py --capture)
+
+
+def test_real_cpu_captures_identical_pass_planted_fail_at_policy():
+    """slow0.1_*: 10 % of the iteration's work more in policy, the rest of the loop unchanged."""
+    cpu = lambda *names: [str(CPU / f"{n}.sqlite.xz") for n in names]  # noqa: E731
+    rc, _, err = cli(*cpu("base_01", "base_02", "base_03"), "--vs", *cpu("base_04", "base_05", "base_06"), *GATE_ARGS)
+    assert rc == 0, err
+    rc, _, err = cli(
+        *cpu("base_07", "base_08", "base_09"), "--vs", *cpu("slow0.1_01", "slow0.1_02", "slow0.1_03"), *GATE_ARGS
+    )
+    assert rc == 1 and "nvtxsim:policy" in regressed(err) and regressed(err) <= {"nvtxsim:policy", "nvtxsim:iteration"}
+
+
+@pytest.mark.parametrize(
+    ("dof", "table"), [(1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (6, 2.447), (10, 2.228), (30, 2.042)]
+)
+def test_t_quantile_matches_the_table(dof, table):
+    """Student-t 0.975 quantiles from the printed table: the gate's interval width with few runs."""
+    from nvtxsim.analysis.compare_runs import t_quantile
+
+    assert abs(t_quantile(0.975, dof) - table) / table < 0.003
+
+
+def test_a_change_in_every_phase_is_the_run_wide_factor_and_one_phase_stands_out():
+    """Runs × phases (log ns): the new runs 1.5× slower in every phase, and phase 2 another 1.2× on top."""
+    import numpy as np
+
+    from nvtxsim.analysis.compare_runs import run_factors, run_shift
+
+    rng = np.random.default_rng(3)
+    base = np.log([100.0, 200.0, 50.0, 80.0, 30.0]) + rng.normal(0, 0.01, (3, 5))
+    new = base + np.log(1.5) + rng.normal(0, 0.01, (3, 5))
+    new[:, 2] += np.log(1.2)
+    usable = np.array([False, True, True, True, True])  # column 0 is the iteration
+    fb, fn = run_factors(base, new, usable)
+    assert abs(float(np.mean(fn) - np.mean(fb)) - np.log(1.5)) < 0.02
+    zb, zn = base - fb[:, None], new - fn[:, None]
+    d, lo, hi, sd = run_shift(zb[:, 2], zn[:, 2], 0.95)
+    assert abs(np.expm1(d) - 0.2) < 0.03 and lo > 0  # phase 2's own +20 %
+    for j in (1, 3, 4):
+        d, lo, hi, sd = run_shift(zb[:, j], zn[:, j], 0.95)
+        assert lo < 0 < hi  # the others: nothing beyond the factor
+
+
+def test_runs_without_the_iteration_range_fall_back_to_instances_unless_by_was_asked(tmp_path):
+    base, new = tmp_path / "b.sqlite", tmp_path / "n.sqlite"
+    for p, seed in ((base, 1), (new, 2)):
+        make_loop_export(
+            p,
+            [LoopPhase("sim", 300_000), LoopPhase("act", 90_000)],
+            iterations=12,
+            seed=seed,
+            key="rollout",
+            memory=False,
+        )
+    rc, out, err = cli(str(base), str(new), "--resamples", "200", "--no-findings", "-f", "json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["by"] is None and "b.sqlite has no 'iteration' range: compared per range instance" in doc["notes"][0]
+    assert {r["phase"]: r["base_n"] for r in doc["phases"]}["nvtxsim:sim"] == 12  # instances
+    rc, _, err = cli(str(base), str(new), "--by", "iteration", "--no-findings")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "iteration" in err
+    rc, out, err = cli(str(base), str(new), "--by", "rollout", "--no-findings", "--resamples", "200", "-f", "json")
+    assert rc == 0 and json.loads(out)["by"] == "rollout"

@@ -50,6 +50,13 @@ def test_contained_and_call_windows_on_empty_inputs():
     assert lo.tolist() == [0] and hi.tolist() == [0]
     lo, hi = call_windows(EMPTY, EMPTY, EMPTY, one, one)
     assert len(lo) == 0 and len(hi) == 0
+    # ranges on threads with no call, above and below every calling thread: empty windows, no pair
+    lo, hi = call_windows(np.array([0, 0]), np.array([99, 99]), np.array([9, 0]), np.array([1, 2]), np.array([10, 10]))
+    assert lo.tolist() == hi.tolist()
+    ri, ci = contained(
+        np.array([0, 0]), np.array([99, 99]), np.array([9, 1]), np.array([10]), np.array([20]), one * 0 + 1
+    )
+    assert ri.tolist() == [1] and ci.tolist() == [0]
 
 
 def test_group_quantiles_match_numpy_and_an_empty_group_is_zero():
@@ -109,3 +116,41 @@ def test_launches_join_calls_to_ops_on_process_and_correlation_id(tmp_path):
     assert len(none.op_order) == 0 and none.group_start.tolist() == [0]
     assert len(none.launch_id) == len(bare.api) > 0 and set(none.launch_id.tolist()) == {-1}
     assert none.count.tolist() == [0] * len(bare.api)
+
+
+def test_projection_of_a_single_range_with_a_single_kernel(tmp_path):
+    """The smallest export with GPU work: one range, one launch (one (range, launch) pair in the only chunk)."""
+    from synth import CudaLoop
+
+    from nvtxsim.analysis.projection import project
+
+    b = CudaLoop(cuda=True)
+    b.phase("only", lambda: b.kernel("k", 7_000))
+    path = tmp_path / "one.sqlite"
+    b.write(path)
+    ex = load(path)
+    g = project(ex)
+    (i,) = np.flatnonzero(ex.ranges.name.astype(str) == "only")
+    k = ex.gpu
+    assert g.ops[i] == 1 and g.kernels[i] == 1
+    assert (g.proj_start[i], g.proj_end[i]) == (k.start[0], k.end[0]) and k.end[0] - k.start[0] == 7_000
+
+
+def test_a_launch_matched_by_two_calls_of_a_range_counts_once(tmp_path):
+    """Two calls with one (process, correlation id) inside one range, and another launch: each op once."""
+    from synth import CudaLoop
+
+    from nvtxsim.analysis.projection import project
+    from nvtxsim.schema import RUNTIME_TABLE
+
+    b = CudaLoop(cuda=True)
+    b.phase("p", lambda: (b.kernel("a", 5_000), b.kernel("b", 5_000), b.kernel("c", 5_000)))
+    path = tmp_path / "dup.sqlite"
+    b.write(path)
+    with sqlite3.connect(path) as con:
+        a, second = con.execute(f"SELECT min(correlationId), min(correlationId) + 1 FROM {KERNEL_TABLE}").fetchone()
+        con.execute(f"DELETE FROM {KERNEL_TABLE} WHERE correlationId = ?", (second,))
+        con.execute(f"UPDATE {RUNTIME_TABLE} SET correlationId = ? WHERE correlationId = ?", (a, second))
+    ex = load(path)
+    (i,) = np.flatnonzero(ex.ranges.name.astype(str) == "p")
+    assert len(ex.gpu) == 2 and project(ex).ops[i] == 2

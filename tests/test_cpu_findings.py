@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
+from committed import committed
 from synth import CudaLoop
 
 from nvtxsim.analysis.findings import analyse
@@ -139,12 +139,11 @@ def _truth(name: str) -> dict:
     return json.loads(text.split("truth:", 1)[1])
 
 
-@pytest.mark.skipif(not (GPU_DATA / "diagnosis" / "diag_lazy_stalls.sqlite.xz").exists(), reason="H200 captures absent")
 def test_h200_sleep_stalls_name_the_os_wait_and_busy_spikes_do_not():
     """diag_lazy_stalls (H200, nsys -t cuda,nvtx,osrt): observation sleeps 30 ms every 25 iterations (its stalls name
     the sleep, clock_nanosleep); reward busy-waits 60 ms in three (Python: stalls with no OS cause, no os_wait)."""
     truth = _truth("diag_lazy_stalls")
-    got = analyse(Selection(load(GPU_DATA / "diagnosis" / "diag_lazy_stalls.sqlite.xz")), skip_first=2)
+    got = analyse(Selection(load(committed(GPU_DATA / "diagnosis" / "diag_lazy_stalls.sqlite.xz"))), skip_first=2)
     by = {(f.phase, f.kind): f for f in got.items}
     stall = by[("nvtxsim:" + truth["periodic_stall"]["phase"], "phase_stalls")]
     assert stall.evidence["iterations"] == truth["periodic_stall"]["iterations"]

@@ -55,6 +55,7 @@ def test_centre_is_the_median_and_the_error_of_the_log_spread():
     assert centre(np.array([7.0, 7.0, 7.0])) == type(c)(7.0, MIN_REL_SPREAD)  # exact repeats: the floor
     assert centre(np.array([5.0])) == type(c)(5.0, MIN_REL_SPREAD)  # one sample: no spread to measure
     assert centre(np.array([0.0, 0.0, 3.0])) == type(c)(0.0, MIN_REL_SPREAD)  # median 0
+    assert centre(np.array([0.0, 0.0, 0.0, 3.0, 30.0])) == type(c)(0.0, MIN_REL_SPREAD)  # median 0, spread or not
     assert centre(np.array([])) == type(c)(0.0, MIN_REL_SPREAD)
 
 

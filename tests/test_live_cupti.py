@@ -31,19 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_live import _FakeEvent, _FakeTorch  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _cupti_opted_in(monkeypatch):
-    """The CUPTI mode is behind its experimental flag (it failed on the H200); these tests exercise it."""
-    monkeypatch.setenv(live.ENV_CUPTI_EXPERIMENTAL, "1")
-
-
-def test_cupti_without_the_experimental_flag_falls_back_to_events(monkeypatch, capsys):
-    monkeypatch.delenv(live.ENV_CUPTI_EXPERIMENTAL)
-    assert live._gpu_timing("cupti") is cuda_events.CudaEventTiming
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "experimental" in err and live.ENV_CUPTI_EXPERIMENTAL in err
-    monkeypatch.setenv(live.ENV_CUPTI_EXPERIMENTAL, "1")
+def test_cupti_is_asked_for_by_name_only_and_needs_no_other_flag(capsys):
+    """Since the H200 run of session 6 (reports/live-cupti-h200.md) the mode is no longer gated; it stays
+    opt-in: the default and every flag value give CUDA events."""
     assert live._gpu_timing("cupti") is cupti_mod.CuptiTiming
+    assert live._gpu_timing(True) is live._gpu_timing("events") is cuda_events.CudaEventTiming
+    assert capsys.readouterr().err == ""
 
 
 # field: (offset, struct code) of the cupti-python 13.0.1 dtypes (size first)
@@ -608,7 +601,6 @@ def test_from_the_environment_end_to_end(tmp_path):
         NVTXSIM_LIVE=str(out),
         NVTXSIM_LIVE_EVERY="2",
         NVTXSIM_LIVE_GPU="cupti",
-        NVTXSIM_LIVE_CUPTI_EXPERIMENTAL="1",
     )
     # at exit: the kinds disabled and CUPTI detached (finalize) before the interpreter goes
     assert r.returncode == 0 and r.stdout.split() == ["done", "finalized", "True", "True"], r.stderr

@@ -45,6 +45,9 @@ def test_planted_python_loops_are_cpu_bound_at_their_phase(planted):
         f = planted[(f"nvtxsim:{phase}", "cpu_bound")]
         assert 0.9 * ms * 1e6 <= f.cost_ns <= 1.1 * ms * 1e6 + 2e6, (phase, f.cost_ns, ms)  # the loop's measured time
     assert {p for p, k in planted if k == "cpu_bound"} == {f"nvtxsim:{p}" for p in truth["cpu_bound"]}
+    hot = planted[("nvtxsim:observation", "cpu_bound")].evidence["hot_function"]  # from the sidecar beside it
+    assert hot["function"] == truth["hot_function"]["function"] and hot["self_share"] >= 0.8
+    assert planted[("nvtxsim:reward", "cpu_bound")].evidence["hot_function"]["function"] == "_spin_python"
 
 
 def test_planted_os_waits_are_named_with_category_and_iterations(planted):
@@ -75,8 +78,33 @@ def test_planted_hot_helper_is_named_by_its_function():
     assert top.function == truth["function"] and top.self_share >= 0.8 and top.location.endswith("cpu_workload.py:52")
     callers = {r.function: r for r in rows}
     assert all(callers[c].total_share >= 0.8 and callers[c].self_share == 0 for c in truth["callers"])
+    assert [r.function for r in rows[1:3]] == truth["callers"]  # its callers next, nearest first
     reward = [r for r in hot_functions(st, 10) if r.phase == "nvtxsim:reward"]
     assert reward[0].function == "_spin_python"
+
+
+RAW_PYSAMPLE = REPO / "reports" / "raw" / "h200-session4" / "python_sampling.sqlite.xz"
+
+
+@pytest.mark.skipif(not RAW_PYSAMPLE.exists(), reason="the nsys 2025.3 Python-sampling export is not in this checkout")
+def test_nsys_python_sampling_leaves_the_python_frames_out_of_its_callchains(tmp_path):
+    """Why nvtxsim samples itself (docs/cpu.md): nsys 2025.3.2 --python-sampling=true names the workload's functions
+    in StringIds, but its sampled callchains hold native frames only."""
+    import lzma
+    import sqlite3
+
+    db = tmp_path / "ps.sqlite"
+    db.write_bytes(lzma.decompress(RAW_PYSAMPLE.read_bytes()))
+    con = sqlite3.connect(db)
+    ids = [i for (i,) in con.execute("SELECT id FROM StringIds WHERE value IN ('hot_helper', 'middle')")]
+    assert len(ids) == 2
+    marks = ",".join("?" * len(ids))
+    assert con.execute(f"SELECT count(*) FROM SAMPLING_CALLCHAINS WHERE symbol IN ({marks})", ids).fetchone()[0] == 0
+    frames = {
+        v for (v,) in con.execute("SELECT s.value FROM SAMPLING_CALLCHAINS c JOIN StringIds s ON s.id = c.symbol")
+    }
+    assert "_PyEval_EvalFrameDefault" in frames and len(frames) > 100
+    con.close()
 
 
 def test_stacks_view_in_the_report(tmp_path):
@@ -93,6 +121,24 @@ def test_stacks_view_in_the_report(tmp_path):
     for r in view["rows"]:
         first.setdefault(r["phase"], r["function"])
     assert first["nvtxsim:observation"] == "_hot_norm" and first["nvtxsim:reward"] == "_spin_python"
+
+
+def test_stacks_command_reads_a_sidecar_without_an_export(tmp_path):
+    """``nvtxsim stacks FILE``: the same table from the sidecar alone (a run without nsys); bad files exit 2, one line."""
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "nvtxsim", "stacks", *args], capture_output=True, text=True, cwd=REPO
+        )
+
+    out = cli(str(sidecar_for(PLANTED)), "-f", "json", "--top", "3")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    obs = [r["function"] for r in doc["rows"] if r["phase"] == "nvtxsim:observation"]
+    assert obs == ["_hot_norm", "_features", "observe"] and doc["processes"] == 1
+    for bad in (tmp_path / "absent.stacks.jsonl", DATA / "README.md"):
+        got = cli(str(bad))
+        assert got.returncode == 2 and got.stderr.count("\n") == 1 and "Traceback" not in got.stderr
 
 
 HOT = """
@@ -179,6 +225,31 @@ def test_profile_stacks_end_to_end(tmp_path):
         [*cmd, "--", sys.executable, str(prog)], capture_output=True, text=True, cwd=tmp_path, env=env
     )
     assert again.returncode == 2 and "already exists" in again.stderr  # the first run's outputs are kept
+
+
+def test_a_phase_on_another_thread_is_sampled_there(tmp_path):
+    """The work runs in a phase of a worker thread while the main thread only waits for it (no phase of its own)."""
+    source = """
+    import threading, nvtxsim
+    def helper(n):
+        s = 0
+        for i in range(n):
+            s += i * i
+        return s
+    def work():
+        for _ in range(30):
+            with nvtxsim.phase("worker_step"):
+                helper(250000)
+    t = threading.Thread(target=work)
+    t.start(); t.join()
+    print("done")
+    """
+    out = _run(tmp_path, source, {"NVTXSIM_STACKS": "1"})
+    assert out.returncode == 0 and out.stdout.strip() == "done", out.stderr
+    st = read_stacks(tmp_path / "nvtxsim.stacks.jsonl")
+    assert st is not None and st.samples.get("nvtxsim:worker_step", 0) >= 5, st
+    rows = [r for r in hot_functions(st) if r.phase == "nvtxsim:worker_step"]
+    assert rows[0].function == "helper" and rows[1].function == "work"
 
 
 def test_a_forked_child_writes_its_own_samples(tmp_path):

@@ -178,12 +178,14 @@ def first_starts(detail: Selection) -> dict[str, int]:
 
 
 def _key_present(detail: Selection, by: str) -> bool:
-    from nvtxsim.analysis.iterations import per_iteration
+    """Whether the run has selected ranges of the key range ``by`` (without splitting it into iterations)."""
+    from nvtxsim.analysis.iterations import _key_label
 
     try:
-        return len(per_iteration(detail, by)) > 0
+        key = _key_label(detail, by)
     except NvtxsimError:
         return False
+    return bool((detail.export.ranges.label[detail.selected] == key).any())
 
 
 def _outside_note(by: str, base: dict[str, int], new: dict[str, int], shown: int = 6) -> str | None:

@@ -3,7 +3,8 @@ writes beside the export: ``NAME.stacks.jsonl``, one JSON line per sampled proce
 
 Per phase: how many samples landed in it (its innermost open phase on the sampled thread), and per function
 the *self* share (samples where it was running) and the *total* share (samples where it was on the stack:
-it or what it called), with its file and first line. Processes are summed; a function is one (file, line,
+it or what it called), with its file and first line; functions of equal shares are listed nearest the running
+function first (its callers in call order, from the mean distance the sampler recorded). Processes are summed; a function is one (file, line,
 name). A line that is not a stacks record, or a function index out of range, is counted and named in one
 note; the rest is shown.
 """
@@ -47,6 +48,7 @@ class Stacks:
     samples: dict[str, int] = field(default_factory=dict)  # phase → samples
     self_: dict[str, dict[tuple[str, int, str], int]] = field(default_factory=dict)
     total: dict[str, dict[tuple[str, int, str], int]] = field(default_factory=dict)
+    depth: dict[str, dict[tuple[str, int, str], int]] = field(default_factory=dict)  # sum of distances to the innermost
     problems: list[str] = field(default_factory=list)
 
 
@@ -71,12 +73,12 @@ def _function(fns: list, i: object) -> tuple[str, int, str]:
     return ("", 0, f"(unknown function #{str(i)[:20]})")
 
 
-def _add(into: dict[tuple[str, int, str], int], per: object, fns: list) -> int:
+def _add(into: dict[tuple[str, int, str], int], per: object, fns: list, *, keep_zero: bool = False) -> int:
     unknown = 0
     if not isinstance(per, dict):
         return 0
     for i, n in per.items():
-        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0 or (n == 0 and not keep_zero):
             continue
         key = _function(fns, i)
         unknown += key[0] == "" and key[2].startswith("(unknown")
@@ -101,6 +103,7 @@ def _merge(st: Stacks, rec: dict) -> int:
         st.samples[phase] = st.samples.get(phase, 0) + max(int(v["samples"]), 0)
         unknown += _add(st.self_.setdefault(phase, {}), v.get("self"), fns)
         _add(st.total.setdefault(phase, {}), v.get("total"), fns)
+        _add(st.depth.setdefault(phase, {}), v.get("depth"), fns, keep_zero=True)
     return unknown
 
 
@@ -140,14 +143,19 @@ def read_stacks(path: str | os.PathLike[str]) -> Stacks | None:
     return st
 
 
+def _order(k: tuple[str, int, str], selfs: dict, totals: dict, depth: dict) -> tuple:
+    """Most self samples first, then most total, then the nearest caller of the running function."""
+    return (-selfs.get(k, 0), -totals.get(k, 0), depth.get(k, 0) / max(totals.get(k, 0), 1), k)
+
+
 def hot_functions(st: Stacks, top: int = 10) -> list[HotFunction]:
     """Per phase (most samples first), its ``top`` functions by self samples, then total samples."""
     out: list[HotFunction] = []
     for phase, n in sorted(st.samples.items(), key=lambda kv: (-kv[1], kv[0])):
         if n <= 0:
             continue
-        selfs, totals = st.self_.get(phase, {}), st.total.get(phase, {})
-        keys = sorted(set(selfs) | set(totals), key=lambda k: (-selfs.get(k, 0), -totals.get(k, 0), k))
+        selfs, totals, depth = st.self_.get(phase, {}), st.total.get(phase, {}), st.depth.get(phase, {})
+        keys = sorted(set(selfs) | set(totals), key=lambda k: _order(k, selfs, totals, depth))
         for k in keys[:top]:
             file, line, name = k
             out.append(

@@ -23,6 +23,7 @@ _COMMANDS = (
     "nvtxsim.cli.commands.compare",
     "nvtxsim.cli.commands.scaling",
     "nvtxsim.cli.commands.live",
+    "nvtxsim.cli.commands.stacks",
     "nvtxsim.cli.commands.profile",
     "nvtxsim.cli.commands.doctor",
     "nvtxsim.cli.commands.run",

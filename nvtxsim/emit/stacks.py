@@ -41,6 +41,7 @@ MAX_HZ = 2000
 DEFAULT_FILE = "nvtxsim.stacks.jsonl"
 FORMAT = STACKS_FORMAT  # first key of every line: a file without it is none of ours (never appended to)
 MAX_FUNCTIONS = 20_000  # distinct functions kept per process; the samples of more go to OTHER
+IDLE_CHECK_S = 0.1  # how often the sampler thread looks for threads with a phase open while there are none
 MAX_DEPTH = 512  # frames walked per sample (a deeper recursion counts its innermost 512)
 OTHER = ("(other functions)", 0, "")
 #: Frames of nvtxsim itself (a phase's wrapper, ``nvtxsim run``'s runner) are not the program's.
@@ -58,6 +59,7 @@ class Sampler:
         self.samples: dict[str, int] = {}
         self.self_: dict[str, dict[int, int]] = {}
         self.total: dict[str, dict[int, int]] = {}
+        self.depth: dict[str, dict[int, int]] = {}  # per phase and function: the sum of its distances to the innermost
         self.functions: list[tuple[str, int, str]] = []
         self._index: dict[int, int] = {}  # id(code) → index; the codes are kept alive in _codes (ids stay unique)
         self._codes: list[CodeType] = []
@@ -66,19 +68,24 @@ class Sampler:
         self.written = False
         self.mechanism = ""
         self._timer = False
+        self._main = threading.main_thread().ident
 
     def start(self) -> bool:
-        """Sample on SIGPROF (the main thread, where the interpreter runs signal handlers), else on a thread."""
-        if self._start_timer():
-            self.mechanism = "sigprof"
-            return True
+        """The main thread on SIGPROF (where the interpreter runs signal handlers), the other threads with a
+        phase open on a thread of ours (all of them, the main one too, when there is no timer)."""
+        timer = self._start_timer()
         try:
             t = threading.Thread(target=self._run, name="nvtxsim-stacks", daemon=True)
             t.start()
         except Exception as exc:  # RuntimeError: can't start new thread (limits, interpreter shutdown)
-            report(f"{ENV}: the stack sampler did not start ({type(exc).__name__}: {exc}); the program runs without it")
-            return False
-        self._thread, self.mechanism = t, "thread"
+            if not timer:
+                report(
+                    f"{ENV}: the stack sampler did not start ({type(exc).__name__}: {exc}); the program runs without it"
+                )
+                return False
+            t = None  # the main thread is still sampled
+        self._thread = t
+        self.mechanism = "+".join(m for m, on in (("sigprof", timer), ("thread", t is not None)) if on)
         return True
 
     def _start_timer(self) -> bool:
@@ -111,10 +118,12 @@ class Sampler:
             t.join(timeout=1.0)
 
     def _run(self) -> None:
-        interval = 1.0 / self.hz
+        busy, idle = 1.0 / self.hz, max(1.0 / self.hz, IDLE_CHECK_S)
+        interval = busy
         try:
             while not self._stop.wait(interval):
-                self.sample(None)
+                # while no thread it samples has a phase open, look ten times a second: each wake takes the GIL
+                interval = busy if self.sample(None) else idle
         except Exception as exc:  # never into the program: stop sampling, keep what was counted
             report(f"{ENV}: the stack sampler stopped ({type(exc).__name__}: {exc})")
 
@@ -128,35 +137,42 @@ class Sampler:
             self.functions.append((code.co_filename, code.co_firstlineno, getattr(code, "co_qualname", code.co_name)))
         return i
 
-    def sample(self, main: FrameType | None) -> None:
-        """One sample of every thread with a phase open: ``main`` is the main thread's frame where SIGPROF
-        interrupted it (None: the thread sampler, which reads every thread's from ``sys._current_frames()``)."""
-        self.ticks += 1
+    def sample(self, main: FrameType | None) -> bool:
+        """One sample: ``main`` is the main thread's frame where SIGPROF interrupted it; None: the sampler thread's
+        turn, every other thread with a phase open (from ``sys._current_frames()``; the main thread too when
+        there is no timer). A thread blocked outside Python counts where it entered C: the call that blocks."""
         opened = _ranges._open_phases
         me = threading.get_ident()
         if main is not None:
+            self.ticks += 1
             names = opened.get(me)
             if names:
                 self._count(names[-1], main)
-            if len(opened) < 2:
-                return  # no other thread ever opened a phase: no need for every thread's frame
+            return True
+        skip = {me, self._main} if self._timer else {me}
+        mine = [(tid, names) for tid, names in list(opened.items()) if names and tid not in skip]
+        if not mine:
+            return False  # no thread it samples has a phase open now
+        self.ticks += 1
         frames = sys._current_frames()
-        for tid, names in list(opened.items()):
+        for tid, names in mine:
             f = frames.get(tid)
-            if tid == me or f is None or not names:
+            if f is None:
                 continue
             try:
                 phase = names[-1]
             except IndexError:  # closed meanwhile
                 continue
             self._count(phase, f)
+        return True
 
     def _count(self, phase: str, f: FrameType | None) -> None:
         seen: set[int] = set()
         first = True
-        depth = 0
+        depth = level = 0  # frames walked; the program's frames counted from the innermost
         self_ = self.self_.setdefault(phase, {})
         total = self.total.setdefault(phase, {})
+        below = self.depth.setdefault(phase, {})
         while f is not None and depth < MAX_DEPTH:
             code = f.f_code
             f = f.f_back
@@ -170,6 +186,8 @@ class Sampler:
             if i not in seen:
                 seen.add(i)
                 total[i] = total.get(i, 0) + 1
+                below[i] = below.get(i, 0) + level  # how far from the running function: callers list nearest first
+            level += 1
         if not first:
             self.samples[phase] = self.samples.get(phase, 0) + 1
 
@@ -190,7 +208,12 @@ class Sampler:
             "seconds": round(time.monotonic() - self.started, 3),
             "functions": fns,
             "phases": {
-                p: {"samples": n, "self": keyed(self.self_.get(p, {})), "total": keyed(self.total.get(p, {}))}
+                p: {
+                    "samples": n,
+                    "self": keyed(self.self_.get(p, {})),
+                    "total": keyed(self.total.get(p, {})),
+                    "depth": keyed(self.depth.get(p, {})),
+                }
                 for p, n in self.samples.items()
             },
         }

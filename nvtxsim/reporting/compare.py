@@ -91,6 +91,8 @@ def _row(p: PhaseDelta) -> dict:
     d["share"] = pct(p.share_pct)
     d["noise"] = f"{p.noise_pct:.1f} %" if p.noise_pct is not None else ""
     d["flag"] = flag(p)
+    if p.status == "run-wide":  # a factor, not a phase: no medians or samples of its own
+        d.update(base_median_ns=None, new_median_ns=None, base_n=None, new_n=None)
     return d
 
 

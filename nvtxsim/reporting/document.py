@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from nvtxsim.analysis.selection import Selection
 
 #: What built a document: renderers say which of these they render.
-DocumentKind = Literal["report", "ranks", "compare", "scaling", "live"]
-KINDS: tuple[DocumentKind, ...] = ("report", "ranks", "compare", "scaling", "live")
+DocumentKind = Literal["report", "ranks", "compare", "scaling", "live", "stacks"]
+KINDS: tuple[DocumentKind, ...] = ("report", "ranks", "compare", "scaling", "live", "stacks")
 
 
 @dataclass(frozen=True)

@@ -98,30 +98,11 @@ def osrt(d: Selection, o: ViewOptions) -> ViewTable:
 
 
 def stacks(d: Selection, o: ViewOptions) -> ViewTable:
-    from nvtxsim.analysis.stacks import hot_functions, read_stacks, sidecar_for
+    from nvtxsim.analysis.stacks import read_stacks, sidecar_for
+    from nvtxsim.reporting.stacks import stacks_table
 
-    cols = [
-        Column("phase", "Phase"),
-        Column("function", "function"),
-        Column("self_share", "self", "pct"),
-        Column("total_share", "total", "pct"),
-        Column("self_samples", "self n", "int"),
-        Column("location", "file:line", prose=True),
-    ]
-    title = "Hot Python functions per phase"
     path = sidecar_for(d.export.path)
-    st = read_stacks(path)
-    if st is None:
-        note = f"no stack samples beside the export ({path.name}): profile with nvtxsim profile --stacks (NVTXSIM_STACKS=1)"
-        return ViewTable("stacks", title, cols, [], [note])
-    rows = hot_functions(st, o.top)
-    notes = [
-        f"{sum(st.samples.values())} samples at {st.hz} Hz ({st.mechanism or '?'}) from {st.processes} process(es), "
-        "each counted for the innermost phase open on the sampled thread; self: share of the phase's samples in "
-        "the function itself, total: in it or what it called",
-        *st.problems,
-    ]
-    return ViewTable("stacks", title, cols, [row_dict(r) for r in rows], notes)
+    return stacks_table(read_stacks(path), path, o.top)
 
 
 def tree(d: Selection, o: ViewOptions) -> ViewTable:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Exports for the benchmark of compare's regression gate on the GPU host: many runs of one loop, unchanged
-# (pairs of identical code) and with a planted slowdown of policy (0.08, 0.15, 0.3 ms: about 5, 10, 20 % of
-# a 1.5 ms iteration), four captures at a time (a shared, noisy host).  -> $OUT/gate_runs.tar
+# (pairs of identical code) and with a planted slowdown of policy (0.08, 0.15, 0.3 ms: 9, 17, 34 % of the
+# 0.89 ms iteration measured, reports/compare-gate.md), four captures at a time (a shared, noisy host).  -> $OUT/gate_runs.tar
 set -uo pipefail
 d=/tmp/gate; rm -rf $d; mkdir -p $d
 jobs=(); for i in $(seq -w 1 24); do jobs+=("base_$i 0"); done

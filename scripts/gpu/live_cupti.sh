@@ -20,7 +20,7 @@ exec > >(tee "$OUT/live_cupti.txt") 2>&1
 PY=${PYTHON:-python3}
 W=scripts/gpu/live_cupti_workload.py
 P=scripts/gpu/live_cupti_probe.py
-export PYTHONUNBUFFERED=1 NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1
+export PYTHONUNBUFFERED=1 NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1  # the flag: read only by checkouts from before its removal
 unset CUDA_INJECTION64_PATH
 if [ -n "${DRY_RUN:-}" ]; then
   DRY=(--dry-run); NSYS=${NSYS:-nsys}; TRACE=nvtx; LAUNCHES=${LAUNCHES:-5000}; ROUNDS=${ROUNDS:-2}; BLOCK=${BLOCK:-3}

@@ -106,6 +106,7 @@ def detect(ctx: Context, facts: Facts) -> list[Finding]:
         f = ctx.finding(load.own.phase, NAME, load.lost, ev, ADVICE)
         if f is not None:
             _cuda_call_time(ctx, f)
+            cpu_work.add_hot_function(ctx, f)  # with --stacks: the function the phase ran most
             out.append(f)
     return out
 
@@ -118,7 +119,7 @@ def evidence_text(e: dict, u: Units) -> str:
         if e.get("cuda_calls_top")
         else ""
     )
-    return f"GPU busy {u.pct(e['gpu_busy_share'])} of its CPU time{calls}"
+    return f"GPU busy {u.pct(e['gpu_busy_share'])} of its CPU time{calls}{cpu_work.hot_text(e, u)}"
 
 
 KIND = Kind(NAME, ADVICE, detect, evidence_text, needs=LOAD_NEEDS, needs_cuda=False)

@@ -18,6 +18,7 @@ from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.kind import Facts
 from nvtxsim.analysis.findings.model import Finding
 from nvtxsim.analysis.osrt import os_calls
+from nvtxsim.analysis.stacks import hot_functions, read_stacks, sidecar_for
 
 CPU_ONLY_MIN_SHARE = 0.10  # the phase's own CPU work is a tenth of the loop's time
 ADVICE = "busy on the CPU: find its hot code (profile --stacks), vectorise it"
@@ -43,9 +44,29 @@ def detect(ctx: Context, facts: Facts, name: str) -> list[Finding]:
         ev = {"instances": int(count[k]), "cpu_self_ns": int(cpu[k]), "cpu_work_ns": work, "no_cuda": True}
         f = ctx.finding(phase, name, work, ev, ADVICE, min_share=CPU_ONLY_MIN_SHARE)
         if f is not None:
+            add_hot_function(ctx, f)
             out.append(f)
     return out
 
 
+def add_hot_function(ctx: Context, f: Finding) -> None:
+    """The function the phase's samples ran most (``--stacks``: the sidecar beside the export), when there is one:
+    the finding then says which code to look at (``evidence.hot_function``)."""
+    st = ctx.shared("stacks", lambda: read_stacks(sidecar_for(ctx.ex.path)))
+    top = next((h for h in hot_functions(st, 1) if h.phase == f.phase), None) if st is not None else None
+    if top is not None and top.self_samples:
+        f.evidence["hot_function"] = {
+            "function": top.function,
+            "location": top.location,
+            "self_share": top.self_share,
+            "samples": st.samples.get(f.phase, 0) if st is not None else 0,
+        }
+
+
+def hot_text(e: dict, u) -> str:
+    h = e.get("hot_function")
+    return f", hot: {h['function']} {u.pct(h['self_share'])} of its samples" if h else ""
+
+
 def evidence_text(e: dict, u) -> str:
-    return f"CPU work {u.ns(e['cpu_work_ns'])} of {u.ns(e['cpu_self_ns'])} self time, no GPU traced"
+    return f"CPU work {u.ns(e['cpu_work_ns'])} of {u.ns(e['cpu_self_ns'])} self time, no GPU traced{hot_text(e, u)}"

@@ -3,7 +3,9 @@
 Raised when a phase's own OS waits (nsys ``-t osrt``; see :mod:`.os_calls`) take at least a quarter of
 its self time: under that a wait is part of what the phase does, over it the wait is what the phase
 is. Cost: the waits' time (union per range); waits that a ``phase_stalls`` finding of the phase names as
-its cause are that finding's, left out here (the rest of the phase's waits are still tested). The evidence names the category that took most of it
+its cause are that finding's, left out here (the rest of the phase's waits are still tested), and so are the
+lock waits of a phase while another thread launched its GPU work (``other_threads``: the main thread of
+``backward()`` waits on a condition variable for autograd's thread, whose work other_thread_gpu reports). The evidence names the category that took most of it
 and the top calls; the advice fits that category. Every phase's own waits are explained CPU time
 (``blocked_ns``): a phase asleep is not CPU-bound. The findings go to ``os_waits``: a slow iteration
 whose overrun is this phase's wait is this finding's (its ``slow_iterations``), not a second cost.
@@ -19,7 +21,7 @@ from nvtxsim.analysis.findings import os_calls
 from nvtxsim.analysis.findings.context import Context
 from nvtxsim.analysis.findings.kind import Facts, Kind, Units
 from nvtxsim.analysis.findings.model import Finding
-from nvtxsim.analysis.osrt import osrt_note
+from nvtxsim.analysis.osrt import CATEGORIES, osrt_note
 
 NAME = "os_wait"
 OS_WAIT_PHASE_SHARE = 0.25  # waits of at least a quarter of the phase's self time
@@ -49,12 +51,17 @@ def detect(ctx: Context, facts: Facts) -> list[Finding]:
     for st in facts.get("stalls"):
         if st.evidence.get("cause") == "os_wait":
             named[st.phase] = named.get(st.phase, 0) + st.evidence["os_wait_ns"]
+    # A phase during which another thread launched its GPU work (autograd's backward()) waits on a condition
+    # variable for that thread: the other_thread_gpu finding's work, not a lock of the program's.
+    others = {o.phase for o in facts.get("other_threads") if o.launches}
+    lock = CATEGORIES.index("lock")
     out, blocked = [], {}
     for lab in np.unique(labels).tolist():
-        s = os_calls.summarise(w, np.flatnonzero(labels == lab))
+        phase = str(ctx.d.label_names[lab])
+        pos = np.flatnonzero(labels == lab)
+        s = os_calls.summarise(w, pos[w.category[pos] != lock] if phase in others else pos)
         if s is None:
             continue
-        phase = str(ctx.d.label_names[lab])
         s.total_ns -= min(named.get(phase, 0), s.total_ns)
         blocked[phase] = s.total_ns
         own = self_ns.get(int(lab), 0) - named.get(phase, 0)
@@ -80,5 +87,11 @@ def evidence_text(e: dict, u: Units) -> str:
 
 
 KIND = Kind(
-    NAME, ADVICE, detect, evidence_text, needs=("stalls",), provides=("blocked_ns", "os_waits"), needs_cuda=False
+    NAME,
+    ADVICE,
+    detect,
+    evidence_text,
+    needs=("stalls", "other_threads"),
+    provides=("blocked_ns", "os_waits"),
+    needs_cuda=False,
 )

@@ -47,10 +47,6 @@ ENV_SAMPLE = "NVTXSIM_LIVE_SAMPLE"
 ENV_GPU = "NVTXSIM_LIVE_GPU"  # 0/false/no/off: CPU times only; cupti: busy time from CUPTI records
 ENV_TRIGGER = _phases.ENV_LIVE_TRIGGER
 ENV_TRIGGER_ITERATIONS = _phases.ENV_LIVE_TRIGGER_ITERATIONS
-#: The CUPTI mode runs only with this flag set: on the H200 (cupti-python 13.0.1, driver 580) its phase
-#: markers' external correlation ids never came back, it cost 4-5x the iteration and the process crashed at
-#: exit (reports/live-cupti-h200.md). Until that is fixed, asking for ``cupti`` gives CUDA events and one line.
-ENV_CUPTI_EXPERIMENTAL = "NVTXSIM_LIVE_CUPTI_EXPERIMENTAL"
 #: ``NVTXSIM_LIVE=1`` (or true/yes/on): this file, in the working directory.
 DEFAULT_FILE = "live.jsonl"
 DEFAULT_EVERY = 100
@@ -82,9 +78,9 @@ def start(
     with TensorBoard's ``add_scalar(tag, value, step)``; ``callback(record)``: any other logger. Both run
     on the writer thread. ``trigger``: a rule like ``'sim_step>1.5x'`` opening a capture window of
     ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events;
-    ``gpu="cupti"``: GPU busy time, kernels and copies per phase from CUPTI activity records (the ``cupti`` extra,
-    experimental: only with ``NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1``; otherwise, or when CUPTI cannot be had, CUDA
-    events with one stderr line saying why).
+    ``gpu="cupti"``: GPU busy time, kernels and copies per phase from CUPTI activity records (libcupti: the
+    ``cupti`` extra or torch's CUDA wheels; when CUPTI cannot be had, CUDA events with one stderr line saying why;
+    within 0.3 % of nsys per phase on the H200, reports/live-cupti-h200.md).
     """
     global _session
     if every < 1 or sample < 1:
@@ -113,15 +109,10 @@ def claim() -> None:
 
 
 def _gpu_timing(gpu: bool | str) -> type[GpuTiming] | None:
-    if gpu == "cupti":
-        if env_flag(ENV_CUPTI_EXPERIMENTAL):
-            from nvtxsim.emit.live.cupti import CuptiTiming
+    if gpu == "cupti":  # opt-in only: it costs more than events on a launch-bound loop (reports/live-cupti-h200.md)
+        from nvtxsim.emit.live.cupti import CuptiTiming
 
-            return CuptiTiming
-        report(
-            "live timing: the CUPTI mode is experimental (it failed on a real GPU: reports/live-cupti-h200.md); "
-            f"GPU times from CUDA events (set {ENV_CUPTI_EXPERIMENTAL}=1 to try it)"
-        )
+        return CuptiTiming
     if gpu:
         from nvtxsim.emit.live.cuda_events import CudaEventTiming
 

@@ -71,7 +71,7 @@ class HtmlRenderer(Renderer):
     """One self-contained page. A report's is interactive (its plots drawn by a small script from
     ``Document.plots``, a table per view); the others are static (inline SVG figures, their tables)."""
 
-    kinds = frozenset({"report", "compare", "scaling", "live"})
+    kinds = frozenset({"report", "compare", "scaling", "live", "stacks"})
     suffixes = (".html", ".htm")
     shows_every_view = True
     needs_plots = True
