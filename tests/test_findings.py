@@ -131,7 +131,7 @@ def test_outlier_evidence_gives_the_phases_own_median(tmp_path):
     own = f"up to {fmt_ns(max(reset[i] for i in SLOW_ITERATIONS))} (median {fmt_ns(statistics.median(reset))})"
     assert text.startswith(f"iterations {', '.join(map(str, SLOW_ITERATIONS))}: {own}") and "12.0" in own
     assert text.endswith(
-        f"the iteration up to {fmt_ns(out.evidence['max_ns'])}, median {fmt_ns(out.evidence['median_ns'])}"
+        f"iteration up to {fmt_ns(out.evidence['max_ns'])} (median {fmt_ns(out.evidence['median_ns'])})"
     )
 
 

@@ -74,6 +74,7 @@ def outliers(ctx: Context) -> list[Finding]:
             col = it.column(int(j))
             ev["phase_max_ns"] = int(col[k].max())
             ev["phase_median_ns"] = int(np.median(col))
+            ev["key"] = it.key  # what an iteration is: the range the phase's numbers are set against
         f = ctx.finding(phase, NAME, cost, ev, ADVICE)
         if f is not None:
             if phase != it.key:
@@ -125,7 +126,9 @@ def evidence_text(e: dict, u: Units) -> str:
     if "phase_max_ns" not in e:  # the iteration itself overran
         return f"iterations {its}: {whole}{os_calls.cause_text(e, u)}"
     own = f"up to {u.ns(e['phase_max_ns'])} (median {u.ns(e['phase_median_ns'])})"
-    return f"iterations {its}: {own}, the iteration {whole}{os_calls.cause_text(e, u)}"
+    key = str(e.get("key", "iteration")).rpartition(":")[2]
+    whole = f"{key} up to {u.ns(e['max_ns'])} (median {u.ns(e['median_ns'])})"
+    return f"iterations {its}: {own}, {whole}{os_calls.cause_text(e, u)}"
 
 
 KIND = Kind(

@@ -109,13 +109,17 @@ def left_out_note(ctx: Context) -> str | None:
     if not ctx.auto:
         return None
     n, between = ctx.skip_first, len(ctx.outside_warm_up)
-    parts = [f"iteration{'s' if n > 1 else ''} {'0' if n == 1 else f'0-{n - 1}'}"] if n else []
-    if between:
-        where = " between iterations" if ctx.it is not None else ""
-        parts.append(f"{between} warm-up call{'s' if between > 1 else ''}{where}")
-    if not parts:
+    calls = f"{between} call{'s' if between > 1 else ''}{' between iterations' if ctx.it is not None else ''}"
+    iters = f"iteration{'s' if n > 1 else ''} {'0' if n == 1 else f'0-{n - 1}'}"
+    if n and between:
+        what = f"{iters} set aside as warm-up, and {calls}"
+    elif n:
+        what = f"{iters} set aside as warm-up"
+    elif between:
+        what = f"{calls} set aside as warm-up"
+    else:
         return None
-    return f"steady state: {' and '.join(parts)} set aside as warm-up (--keep-warm-up keeps it, --skip-first N chooses)"
+    return f"steady state: {what} (--keep-warm-up keeps them, --skip-first N chooses)"
 
 
 def detect(ctx: Context, facts: Facts) -> list[Finding]:
