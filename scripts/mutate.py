@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import difflib
 import json
 import os
 import re
@@ -120,7 +121,13 @@ TARGETS = (
         "escaping",
         "nvtxsim/reporting/escaping.py",
         ("printable", "_escape_char", "markdown_cell", "csv_cell", "csv_table", "json_safe", "html_json", "_json_key"),
-        ("tests/test_hostile_names.py", "-k", "not chromium and not non_utf8", "tests/test_renderers.py"),
+        (
+            "tests/test_escaping_values.py",
+            "tests/test_hostile_names.py",
+            "-k",
+            "not chromium and not non_utf8",
+            "tests/test_renderers.py",
+        ),
     ),
 )
 # A finding kind's trigger (applies / thresholds) and cost (the ns it charges), module by module.
@@ -318,13 +325,36 @@ def _recorded(path: Path) -> list[dict]:
     return out
 
 
+def _moved(recorded: list[dict], since: str) -> list[dict]:
+    """The recorded lines carried from commit ``since`` (the code the run mutated) to the working tree's files."""
+    out = []
+    for r in recorded:
+        old = subprocess.run(["git", "show", f"{since}:{r['path']}"], cwd=REPO, capture_output=True, text=True)
+        new = (REPO / r["path"]).read_text(encoding="utf-8").splitlines()
+        line = r["line"]
+        if old.returncode == 0:
+            for tag, i1, i2, j1, _ in difflib.SequenceMatcher(None, old.stdout.splitlines(), new, False).get_opcodes():
+                if tag == "equal" and i1 < line <= i2:
+                    line = line - i1 + j1
+                    break
+            else:
+                line = -1  # the line itself changed: its mutant no longer exists as recorded
+        out.append({**r, "line": line})
+    return out
+
+
 def survivors_of(recorded: list[dict], targets: list[Target]) -> list[tuple[Target, list[tuple[Mutant, str]]]]:
-    """The recorded survivors, planted again (same file, line and change; one whose line moved is left out)."""
+    """The recorded survivors planted again: the same change in the same function on the same line."""
     key = lambda m: (m["path"], m["line"], m["function"], m["before"], m["after"])  # noqa: E731
-    wanted = {key(r) for r in recorded if r["outcome"] == "survived"}
+    wanted = [r for r in recorded if r["outcome"] == "survived"]
     plan = []
     for t in targets:
-        again = [site for site in sites(t) if key(asdict(site[0])) in wanted]
+        candidates: dict[tuple, list[tuple[Mutant, str]]] = {}
+        for site in sites(t):
+            candidates.setdefault(key(asdict(site[0])), []).append(site)
+        again = []
+        for r in wanted:
+            again.extend(site for site in candidates.get(key(r), []) if site not in again)
         if again:
             plan.append((t, again))
     return plan
@@ -383,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the chosen mutants, run nothing")
     ap.add_argument("--out", type=Path, help="write every mutant and its outcome here (JSON)")
     ap.add_argument("--rerun", type=Path, help="run again only the survivors recorded in this --out file")
+    ap.add_argument("--since", help="with --rerun: the commit the recorded run mutated (its lines are carried over)")
     ap.add_argument(
         "--tests", help="pytest arguments instead of each target's (with --rerun: only the tests added since)"
     )
@@ -395,7 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.tests:
         targets = [replace(t, tests=tuple(shlex.split(args.tests))) for t in targets]
     if args.rerun:
-        plan = survivors_of(_recorded(args.rerun), targets)
+        recorded = _recorded(args.rerun)
+        plan = survivors_of(_moved(recorded, args.since) if args.since else recorded, targets)
     else:
         plan = [(t, choose(sites(t), round(args.per_target * t.share))) for t in targets]
     if args.list:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "nvtxsim"
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
@@ -80,10 +78,13 @@ def test_no_module_or_function_over_the_limits_but_the_listed_ones():
     )
 
 
-@pytest.mark.parametrize("entry", sorted(ALLOWED_OVER))
-def test_the_allow_list_holds_only_what_is_still_over(entry):
-    assert entry in OVER, f"{entry} is within the limits now: remove it from ALLOWED_OVER"
-    assert OVER[entry] <= ALLOWED_OVER[entry], f"{entry} grew to {OVER[entry]} lines (listed at {ALLOWED_OVER[entry]})"
+def test_the_allow_list_holds_only_what_is_still_over():
+    # one test over the whole list (empty today): an empty parametrization would only ever skip
+    for entry in sorted(ALLOWED_OVER):
+        assert entry in OVER, f"{entry} is within the limits now: remove it from ALLOWED_OVER"
+        assert OVER[entry] <= ALLOWED_OVER[entry], (
+            f"{entry} grew to {OVER[entry]} lines (listed at {ALLOWED_OVER[entry]})"
+        )
 
 
 def test_the_checker_sees_long_functions_methods_and_builders():

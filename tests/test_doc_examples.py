@@ -152,3 +152,18 @@ def test_a_failing_example_fails(tmp_path: Path) -> None:
         _run(bad_output, {})
     with pytest.raises(AttributeError):
         _run(raising, {})
+
+
+def test_docs_describe_the_product_not_how_it_was_made():
+    """No "issue 13", "round 3", "adversarial": the pages state what nvtxsim does and promises."""
+    process = re.compile(r"\bissue \d+|\bround \d+\b|\badversarial\b|\bthe lead\b|\bhelpers?\b session", re.I)
+    for page in PAGES:
+        hits = [ln for ln in page.read_text(encoding="utf-8").splitlines() if process.search(ln)]
+        assert not hits, (page.name, hits)
+
+
+def test_numbered_sections_are_in_order():
+    for page in PAGES:
+        numbers = [int(m) for m in re.findall(r"^## (\d+)\.", page.read_text(encoding="utf-8"), re.M)]
+        assert numbers == list(range(1, len(numbers) + 1)), (page.name, numbers)
+    assert len(re.findall(r"^## \d+\.", (ROOT / "docs" / "reliability.md").read_text(), re.M)) >= 5

@@ -162,3 +162,18 @@ def test_run_bounded_returns_normally():
     assert out.returncode == 0 and out.stdout.strip() == "hi"
     with pytest.raises(subprocess.TimeoutExpired):
         capture.run_bounded([sys.executable, "-c", "import time; time.sleep(30)"], 0.5)
+
+
+def test_doctor_text_wraps_to_the_terminal_width():
+    """At 80 columns every line fits (a path longer than the room stays whole on its own line)."""
+    d = doctor.diagnose(quick=True)
+    long = "a sentence of many words " * 12
+    d.checks.append(doctor.Check("long", doctor.WARN, long + "/a/path/" + "x" * 90, fix=long))
+    wide = doctor_command.render_text(d)
+    narrow = doctor_command.render_text(d, 80)
+    for ln in narrow.splitlines():
+        assert len(ln) <= 80 or " " not in ln.strip(), ln
+    assert " ".join(wide.split()) == " ".join(narrow.split())  # the same words, only wrapped
+    assert max(map(len, wide.splitlines())) > 300 and "/a/path/" + "x" * 90 in narrow
+    k = next(i for i, ln in enumerate(narrow.splitlines()) if "long" in ln and "warn" in ln)
+    assert narrow.splitlines()[k + 1].startswith(" " * 18) and narrow.splitlines()[k + 1].strip()

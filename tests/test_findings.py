@@ -15,6 +15,7 @@ from nvtxsim.analysis.findings import ADVICE, CUDA_CAUSES, KINDS, OUTSIDE, SEVER
 from nvtxsim.analysis.findings.os_calls import ADVICE as OS_ADVICE
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
+from nvtxsim.reporting.viewtable import fmt_ns
 
 
 def find(detail: Selection, **options) -> list:
@@ -105,6 +106,33 @@ def test_outlier_cost_is_the_time_above_the_median(tmp_path):
     assert out.cost_per_iteration_ns == round(want / len(durations))
     # The planted 12 ms minus the ordinary 3 ms of reset, per slow iteration: the median is subtracted.
     assert abs(out.cost_ns - len(SLOW_ITERATIONS) * (12_000_000 - 3_000_000)) < 5_000
+
+
+def test_outlier_evidence_gives_the_phases_own_median(tmp_path):
+    """The reset finding's "median" is reset's own (3 ms), not the iteration's: read from the export's SQL."""
+    from nvtxsim.reporting.findings import evidence_text
+
+    p = tmp_path / "planted.sqlite"
+    make_planted(p)
+    con = sqlite3.connect(p)
+    reset = [
+        r[0]
+        for r in con.execute(
+            "SELECT e.end - e.start FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId"
+            " WHERE s.value = 'reset' ORDER BY e.start"
+        )
+    ]
+    con.close()
+    assert len(reset) == len(_iteration_durations(p))  # one reset per iteration
+    (out,) = [f for f in find(Selection(load(p))) if f.kind == "outlier_iterations"]
+    assert out.evidence["phase_median_ns"] == int(statistics.median(reset))
+    assert out.evidence["phase_max_ns"] == max(reset[i] for i in SLOW_ITERATIONS)
+    text = evidence_text(out)
+    own = f"up to {fmt_ns(max(reset[i] for i in SLOW_ITERATIONS))} (median {fmt_ns(statistics.median(reset))})"
+    assert text.startswith(f"iterations {', '.join(map(str, SLOW_ITERATIONS))}: {own}") and "12.0" in own
+    assert text.endswith(
+        f"iteration up to {fmt_ns(out.evidence['max_ns'])} (median {fmt_ns(out.evidence['median_ns'])})"
+    )
 
 
 def test_shape_of_findings(planted):

@@ -95,3 +95,8 @@ def test_series_per_window_mean_skips_empty_and_unmeasured():
     assert series(WINDOWS, "nvtxsim:reset") == [(9, 7.0)]
     unstepped = [_lw(None, 1, {"nvtxsim:sim": PhaseTimes(2, 10, 5, 6, None)})]
     assert series(unstepped, "nvtxsim:sim") == [(0, 5.0)]  # no iterations: the window's position
+
+
+def test_launches_are_the_kernels_when_a_window_counted_no_copies():
+    t = totals([_lw((0, 3), 4, {"nvtxsim:sim": PhaseTimes(4, 40, 10, 12, 30, 3, None, None)})])["nvtxsim:sim"]
+    assert (t["kernels"], t["copies"], t["launches"], t["launches_per_iteration"]) == (3, 0, 3, 0.8)

@@ -7,6 +7,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 import nvtxsim
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -128,17 +130,21 @@ def test_iterations_at_80_keep_the_share_of_the_iteration():
 
 
 def test_findings_block_at_80_keeps_the_evidence():
+    """Every finding of the block shows its evidence (the iteration numbers of a warm-up or an outlier)."""
+
     lines = _at80()
     k = lines.index("high   warm_up in nvtxsim:sim_step: 1.800 s (27 %)")
     assert lines[k + 1] == "       CUDA graph capture, iterations 0, 1, phases: 8, 2 calls up to 958.12 ms"
     assert lines[k + 2].startswith("       → warm up before the capture window")
     kept = _at80(skip_first=0)  # the warm-up kept: its iteration 0 is also an outlier iteration
     k = kept.index("high   outlier_iterations in nvtxsim:iteration: 5.25 ms/it (19 %)")
-    assert kept[k + 1] == "       iterations 0: up to 1.269 s, median 8.77 ms"
+    # the phase's own numbers (nsys: nvtxsim:iteration max 1.035 s, median 6.42 ms), then the loop's key (step)
+    assert kept[k + 1] == "       iterations 0: up to 1.035 s (median 6.42 ms)"
     assert kept[k + 2].startswith("       → look for compilation")
 
 
 def test_findings_view_at_80_keeps_evidence_and_advice_and_shows_the_findings_once():
+
     lines = _at80(views="findings")
     assert not any(ln.startswith("Findings (most costly first") for ln in lines)  # the short block: not again
     rows = [ln for ln in lines if ln.startswith(("high ", "medium ", "low "))]
@@ -151,6 +157,60 @@ def test_findings_view_at_80_keeps_evidence_and_advice_and_shows_the_findings_on
     rows = [ln for ln in kept if ln.startswith(("high ", "medium ", "low "))]
     k = kept.index(rows[2])
     assert len(rows) == 11 and rows[2].split()[:3] == ["high", "outlier_iterations", "iteration"]
-    assert kept[k + 1] == "  Evidence: iterations 0: up to 1.269 s, median 8.77 ms"
+    assert kept[k + 1] == "  Evidence: iterations 0: up to 1.035 s (median 6.42 ms), step up to 1.269 s"
+    assert kept[k + 2] == "    (median 8.77 ms)"
+    k += 1
     assert kept[k + 2].startswith("  Advice: look for compilation, GC or I/O there")
     assert not any(ln.startswith("left out:") for ln in lines)
+
+
+def test_report_of_the_output_name_finds_the_export(tmp_path, monkeypatch):
+    """``nvtxsim profile -o run`` then ``nvtxsim report run``: the export it wrote, whichever form."""
+    monkeypatch.chdir(tmp_path)
+    truth = nvtxsim.report(CPU).phases
+    shutil.copyfile(CPU, tmp_path / "run.sqlite.gz")
+    assert nvtxsim.report("run").source["path"] == "run.sqlite.gz" and nvtxsim.report("run").phases == truth
+    with gzip.open(CPU, "rb") as src, open(tmp_path / "run.sqlite", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    assert nvtxsim.report("run").source["path"] == "run.sqlite"  # .sqlite first
+    with pytest.raises(nvtxsim.errors.NvtxsimError, match=r"other: no such file \(nor other\.sqlite, "):
+        nvtxsim.report("other")
+
+
+def test_report_of_a_live_file_points_to_nvtxsim_live(tmp_path):
+    import subprocess
+    import sys
+
+    live_file = DATA / "isaaclab3" / "il3_direct_live.live.jsonl"
+    r = subprocess.run([sys.executable, "-m", "nvtxsim", "report", str(live_file)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().endswith(f"not an nsys export: nvtxsim live {live_file}")
+
+
+def _live_file(path: Path, windows: list[tuple[int, int]]) -> Path:
+    import json
+
+    with open(path, "w") as f:
+        for a, b in windows:
+            n = b - a + 1
+            phases = {
+                "nvtxsim:sim_step": {"count": n, "cpu_ns": n * 1_000_000, "cpu_mean_ns": 1_000_000, "gpu_ns": None}
+            }
+            f.write(json.dumps({"iterations": [a, b], "measured": n, "sample": 1, "pid": 7, "phases": phases}) + "\n")
+    return path
+
+
+def test_live_page_of_one_window_draws_no_lone_dot(tmp_path):
+    import re
+
+    from nvtxsim.cli.main import main
+
+    page = tmp_path / "one.html"
+    assert main(["live", str(_live_file(tmp_path / "one.jsonl", [(0, 59)])), "-f", "html", "-o", str(page)]) == 0
+    text = page.read_text()
+    assert "One window of iterations: nothing to draw over training" in text and "<circle" not in text
+    page = tmp_path / "three.html"
+    three = _live_file(tmp_path / "three.jsonl", [(0, 9), (10, 10), (11, 11)])  # x: 9, 10, 11
+    assert main(["live", str(three), "-f", "html", "-o", str(page)]) == 0
+    text = page.read_text()
+    ticks = re.findall(r'text-anchor="middle">(\d+)</text>', text)
+    assert ticks == ["9", "10", "11"] and text.count("<circle") == 3

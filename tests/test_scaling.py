@@ -510,6 +510,15 @@ def test_runs_missing_memory_events_are_one_line_exit_2(sweep, tmp_path, capsys)
     assert err.count("\n") == 1 and "GPU memory events missing in bare.sqlite (n=512)" in err
 
 
+def test_a_note_about_every_run_is_said_once(sweep):
+    """A domain none of the runs has: the widening note once, for every run, not once per run."""
+    sc = scaling_sweep(sweep, "num_envs", domain="gone")
+    widened = [n for n in sc.notes if "gone" in n]
+    assert len(widened) == 1 and widened[0].startswith("every run: ") and "run_1024" not in widened[0]
+    some = scaling_sweep(sweep[:2], "num_envs", domain="gone")  # two runs: the same, said once
+    assert len([n for n in some.notes if "gone" in n]) == 1
+
+
 def test_a_phase_that_runs_in_some_iterations_is_scaled_by_what_it_costs_when_it_runs(tmp_path, capsys):
     """A reset every third step: the median over all iterations is 0 (it used to read as no work);
     the samples are the iterations in which it ran, and how often that is goes beside them."""

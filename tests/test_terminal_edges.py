@@ -131,7 +131,7 @@ def test_findings_block_cuts_between_words() -> None:
             assert terminal.cell_width(line) <= width
             assert not re.search(r"\d" + terminal.ELLIPSIS, line), (width, line)
             whole = line.rstrip(terminal.ELLIPSIS).rstrip()
-            if line.startswith("      ") and not line.lstrip().startswith("→"):  # a note's second line: inside it
+            if line.startswith(" " * 6) and not line.lstrip().startswith("→"):  # a note's next line, or the facts' own
                 assert whole.strip() in " ".join(f.strip() for f in full), line
             else:
                 assert any(f.startswith(whole) for f in full), line

@@ -64,3 +64,15 @@ def test_a_tree_cell_keeps_its_indentation_while_there_is_room():
     assert _shorten_cell("    abc", 4, "tree") == "  …c"  # no room past the indentation: shortened as a whole
     assert _shorten_cell("    abc", 5, "tree") == "    …"
     assert _shorten_cell("    child_name_long", 10, "str") == "    c…long"
+
+
+def test_a_name_gives_way_down_to_twelve_cells_for_a_number():
+    cols = [Column("phase", "phase"), Column("n", "n", unit="int")]
+    assert _choose(cols, [30, 5], 19) == ([0, 1], [12, 5])  # 12 + 2 + 5: the number fits
+    assert _choose(cols, [30, 5], 18) == ([0], [18, 5])  # one cell short: the name takes the room
+
+
+def test_columns_without_a_priority_come_after_every_ranked_one():
+    cols = [Column("phase", "phase"), Column("c", "c", unit="int"), Column("a", "a", unit="int", priority=10)]
+    shown, _ = _choose(cols, [12, 5, 5], 19)  # room for one number: the ranked one, not the first in table order
+    assert shown == [0, 2]

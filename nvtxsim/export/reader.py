@@ -62,7 +62,7 @@ def load(
     ``backend``: "memory", "streamed" or None (auto: streamed when the export is large)."""
     if backend is not None and backend not in BACKENDS:
         raise NvtxsimError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-    path = Path(path)
+    path = export_named(Path(path))
     if not _cache.enabled(cache):
         return _load(path, cuda=cuda, backend=backend)
     got = _cache.lookup(path, cuda=cuda, backend=backend)
@@ -71,6 +71,24 @@ def load(
     export = _load(path, cuda=cuda, backend=backend)
     _cache.store(path, export, cuda=cuda, backend=backend)
     return export
+
+
+#: What ``nvtxsim profile -o NAME`` writes, in the order a bare NAME is looked for.
+EXPORT_SUFFIXES = (".sqlite", ".sqlite.gz", ".sqlite.xz", ".nsys-rep")
+
+
+def export_named(path: Path) -> Path:
+    """``path``, or, when no such file exists, the export ``nvtxsim profile -o path`` wrote (``path.sqlite``,
+    ``.sqlite.gz``, ``.sqlite.xz``, ``.nsys-rep``, the first that exists): ``report run`` after ``-o run``."""
+    if os.path.lexists(path):
+        return path
+    for suffix in EXPORT_SUFFIXES:
+        candidate = path.with_name(path.name + suffix)
+        if candidate.is_file():
+            return candidate
+    if not path.suffix:
+        raise NvtxsimError(f"{path}: no such file (nor {path.name}{', '.join(EXPORT_SUFFIXES)})")
+    return path
 
 
 def _load(path: Path, *, cuda: bool, backend: Backend | None) -> Export:

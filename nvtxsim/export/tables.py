@@ -83,6 +83,8 @@ def check_file(path: Path) -> None:
     except OSError as exc:
         raise NvtxsimError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not head.startswith(_SQLITE_MAGIC):
+        if head.lstrip()[:2] in (b'{"', b"{}"):  # JSON lines: what live timing writes
+            raise NvtxsimError(f"{path}: a live-timing file (JSON lines), not an nsys export: nvtxsim live {path}")
         raise NvtxsimError(f"{path}: not an SQLite file (expected an nsys export made with --export=sqlite)")
     if len(head) < 100:
         raise NvtxsimError(f"{path}: truncated SQLite file")

@@ -96,7 +96,9 @@ def block_lines(fs: Findings, width: int | None = None) -> list[str]:
     notes = [  # what was not looked for: a "none" says nothing without it; wrapped to two lines at most
         _fit(line, w)
         for n in fs.notes
-        for line in textwrap.wrap(f"note: {n}", w, subsequent_indent="      ", max_lines=2, placeholder=" …")
+        for line in textwrap.wrap(
+            f"note: {n}", w - 1, subsequent_indent="      ", max_lines=2, placeholder=" …", break_on_hyphens=False
+        )
     ]
     if not fs.items:
         return [

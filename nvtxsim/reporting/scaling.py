@@ -46,18 +46,24 @@ def sweep(
     """Load every ``RUN=VALUE`` in ``items`` (with ``load``) and fit each phase against ``param``."""
     if skip_first < 0:
         raise NvtxsimError("--skip-first must be >= 0")
-    runs, notes = [], []
+    runs = []
+    said: dict[str, list[str]] = {}  # note -> the runs it is about
     specs = parse_runs(items)
     require_sweep(specs)
     for spec in specs:
         export = load(spec.path)
         dom, note = resolve_domain(export, domain, given=domain_given)
         if note:
-            notes.append(f"{spec.path}: {note}")
+            said.setdefault(note, []).append(str(spec.path))
         runs.append(collect_run(spec, Selection(export, domain=dom, match=match), by=by, skip_first=skip_first))
     sc = analyse(runs, param)
-    sc.notes[:0] = notes
+    sc.notes[:0] = [run_note(note, paths, len(specs)) for note, paths in said.items()]
     return sc
+
+
+def run_note(note: str, paths: list[str], runs: int) -> str:
+    """A note about some runs, said once: for every run, or naming the runs it is about."""
+    return f"every run: {note}" if len(paths) == runs > 1 else f"{', '.join(paths)}: {note}"
 
 
 def forecast(sc: Scaling, *, at: float | None = None, budget: int | None = None) -> None:

@@ -70,6 +70,11 @@ def outliers(ctx: Context) -> list[Finding]:
             "max_ns": int(it.duration[k].max()),
             "phase_excess_ns": int(np.maximum(excess[culprit == j], 0).sum()),
         }
+        if phase != it.key:  # the phase's own numbers: its time in those iterations against its own median
+            col = it.column(int(j))
+            ev["phase_max_ns"] = int(col[k].max())
+            ev["phase_median_ns"] = int(np.median(col))
+            ev["key"] = it.key  # what an iteration is: the range the phase's numbers are set against
         f = ctx.finding(phase, NAME, cost, ev, ADVICE)
         if f is not None:
             if phase != it.key:
@@ -115,8 +120,15 @@ def detect(ctx: Context, facts: Facts) -> list[Finding]:
 
 
 def evidence_text(e: dict, u: Units) -> str:
+    """The phase's own time in the slow iterations and its own median first, then the iterations'."""
     its = ", ".join(map(str, e["iterations"][:6])) + ("…" if e["count"] > 6 else "")
-    return f"iterations {its}: up to {u.ns(e['max_ns'])}, median {u.ns(e['median_ns'])}{os_calls.cause_text(e, u)}"
+    whole = f"up to {u.ns(e['max_ns'])}, median {u.ns(e['median_ns'])}"
+    if "phase_max_ns" not in e:  # the iteration itself overran
+        return f"iterations {its}: {whole}{os_calls.cause_text(e, u)}"
+    own = f"up to {u.ns(e['phase_max_ns'])} (median {u.ns(e['phase_median_ns'])})"
+    key = str(e.get("key", "iteration")).rpartition(":")[2]
+    whole = f"{key} up to {u.ns(e['max_ns'])} (median {u.ns(e['median_ns'])})"
+    return f"iterations {its}: {own}, {whole}{os_calls.cause_text(e, u)}"
 
 
 KIND = Kind(

@@ -12,23 +12,40 @@ import sys
 from dataclasses import asdict
 
 from nvtxsim.capture.doctor import Diagnosis, diagnose
-from nvtxsim.cli.output import write_stream
+from nvtxsim.cli.output import layout, write_stream
 
 # --------------------------------------------------------------------------- output
 
 
-def render_text(d: Diagnosis) -> str:
+def _wrapped(first: str, text: str, indent: int, columns: int | None) -> list[str]:
+    """``first + text`` on lines of ``columns`` (None: one line), the next lines indented under ``text``."""
+    if columns is None:
+        return [first + text]
+    import textwrap
+
+    return textwrap.wrap(
+        first + text,
+        max(columns, indent + 20),
+        subsequent_indent=" " * indent,
+        break_on_hyphens=False,
+        break_long_words=False,  # a path stays whole: it is copied, not read
+    ) or [first.rstrip()]
+
+
+def render_text(d: Diagnosis, columns: int | None = None) -> str:
+    """The checks, then what a capture will and will not hold; ``columns``: the terminal's width (None: no wrap)."""
     width = max(len(c.name) for c in d.checks) if d.checks else 5
     lines = ["nvtxsim doctor"]
+    pad = 2 + 4 + 2 + width + 2
     for c in d.checks:
-        lines.append(f"  {c.status:<4}  {c.name:<{width}}  {c.detail}")
+        lines += _wrapped(f"  {c.status:<4}  {c.name:<{width}}  ", c.detail, pad, columns)
         if c.fix:
-            lines.append(f"  {'':<4}  {'':<{width}}  fix: {c.fix}")
+            lines += _wrapped(" " * pad + "fix: ", c.fix, pad + 5, columns)
     lines.append("")
     lines.append("will capture:")
-    lines += [f"  - {x}" for x in d.will_capture] or ["  - nothing"]
+    lines += [ln for x in d.will_capture for ln in _wrapped("  - ", x, 4, columns)] or ["  - nothing"]
     lines.append("will not capture:")
-    lines += [f"  - {x}" for x in d.will_not_capture] or ["  - nothing notable"]
+    lines += [ln for x in d.will_not_capture for ln in _wrapped("  - ", x, 4, columns)] or ["  - nothing notable"]
     lines.append("")
     lines.append("can profile: yes" if d.can_profile else "can profile: no (fix the 'fail' lines above)")
     return "\n".join(lines) + "\n"
@@ -52,7 +69,8 @@ def render_json(d: Diagnosis) -> str:
 
 def run(args: argparse.Namespace) -> int:
     d = diagnose(quick=args.quick)
-    write_stream(sys.stdout, render_json(d) if args.json else render_text(d), "standard output")
+    columns = layout().width  # a terminal's width (None: a pipe or a file, whole lines)
+    write_stream(sys.stdout, render_json(d) if args.json else render_text(d, columns), "standard output")
     return 0 if d.can_profile else 1
 
 

@@ -216,7 +216,14 @@ CPU_COLOR, GPU_COLOR = "#2f6fdf", "#e07b00"
 
 def over_training(data: Any) -> str:
     """A line per phase (the :class:`~nvtxsim.reporting.live.TrainingLines` of a live-timing file)."""
-    figs = [_training_plot(phase, cpu, gpu) for phase, cpu, gpu in data.lines() if cpu or gpu]
+    lines = [(phase, cpu, gpu) for phase, cpu, gpu in data.lines() if cpu or gpu]
+    if lines and all(len({x for x, _ in cpu + gpu}) < 2 for _, cpu, gpu in lines):
+        # One window: a line over training needs two points; a lone dot on a made-up axis says nothing.
+        return (
+            '<p class="note">One window of iterations: nothing to draw over training (the table below holds its '
+            "times). With <code>every=</code> below the run's iterations, each phase is drawn over several windows.</p>"
+        )
+    figs = [_training_plot(phase, cpu, gpu) for phase, cpu, gpu in lines]
     more = f'<p class="note">{data.more} more phases in the table.</p>' if data.more else ""
     plots = "".join(figs) or '<p class="note">Nothing to plot.</p>'
     return f'<div class="grid2">{plots}</div>{more}'
@@ -266,7 +273,7 @@ def _training_plot(key: str, cpu: list[tuple[int, float]], gpu: list[tuple[int, 
             f'<line class="grid" x1="{L}" x2="{W - R}" y1="{sy(y):.1f}" y2="{sy(y):.1f}"/>'
             f'<text x="{L - 4}" y="{sy(y) + 4:.1f}" text-anchor="end">{html.escape(fmt_ns(y))}</text>'
         )
-    for x in _linear_ticks(float(x0), float(x1)):
+    for x in dict.fromkeys(int(x) for x in _linear_ticks(float(x0), float(x1)) if float(x).is_integer()):
         out.append(f'<text x="{sx(x):.1f}" y="{H - B + 14}" text-anchor="middle">{int(x)}</text>')
     out.append(
         f'<line class="ax" x1="{L}" x2="{L}" y1="{T}" y2="{H - B}"/><line class="ax" x1="{L}" x2="{W - R}" y1="{H - B}" y2="{H - B}"/>'
