@@ -1,6 +1,6 @@
 """Live CUPTI timing on a real H200 against nsys on the same workload (issue 25), from committed data.
 
-tests/data/gpu/live_cupti/ (its README says what made the files): the live files of
+tests/data/live_cupti/ (its README says what made the files): the live files of
 scripts/gpu/live_cupti_workload.py's training-shaped loop (10,000 launches per iteration, 30 iterations) run
 with ``NVTXSIM_LIVE_GPU=cupti`` and with CUDA events, and an nsys 2025.3 export of the same loop (a separate
 run). The truth is the export: ``nvtxsim report --view overlap --format json`` on it gives each phase's GPU
@@ -21,7 +21,7 @@ from committed import committed
 
 from nvtxsim.analysis.live import gpu_modes, load, totals
 
-DATA = Path("gpu") / "live_cupti"
+DATA = Path("live_cupti")
 PHASES = ("action", "learn", "observation", "policy", "reset", "reward", "sim_step")
 #: launch-bound phases: the GPU waits on the CPU's launches, where a CUDA-event stream span reads the CPU time
 SHORT = ("action", "observation", "reset", "reward")
