@@ -337,7 +337,7 @@ def op_pairs(export: Export, ops: Ops, link: Launches, ranges: np.ndarray, *, cr
 
 def ops_of(link: Launches, calls: np.ndarray) -> np.ndarray:
     """The GPU ops (indices into Ops) the given calls launched, call after call."""
-    cnt = link.count[calls]
+    cnt = link.hi[calls] - link.lo[calls]  # ``count`` of these calls only, not of every call
     total = int(cnt.sum())
     return link.op_order[
         np.repeat(link.lo[calls], cnt) + (np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt))

@@ -54,7 +54,12 @@ def inside_own_ranges(
 
 
 def outside_calls(detail: Selection) -> np.ndarray:
-    """The CUDA calls (indices into Export.api) that launched GPU work and lie in no range of their own thread."""
+    """The CUDA calls (indices into Export.api) that launched GPU work and lie in no range of their own thread
+    (computed once per selection: the summary's warning and the findings both ask)."""
+    return detail.memo.get("outside_calls", _outside_calls, detail)
+
+
+def _outside_calls(detail: Selection) -> np.ndarray:
     ex, api, link = detail.export, detail.export.api, detail.link
     assert api is not None
     calls = np.flatnonzero(link.count > 0)

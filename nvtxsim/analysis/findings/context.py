@@ -71,8 +71,8 @@ def user_ranges(export: Export, ranges: np.ndarray) -> np.ndarray:
     dom = export.ranges.domain
     if not len(ranges) or not len(dom):
         return ranges
-    names = np.unique(dom[ranges])
-    lib = [d for d in names.tolist() if str(d).lower() in LIBRARY_DOMAINS]
+    names = set(dom[ranges].tolist())  # a few distinct domains: a set, not a sort of every range's name
+    lib = [d for d in names if str(d).lower() in LIBRARY_DOMAINS]
     return ranges[~np.isin(dom[ranges], lib)] if lib else ranges
 
 

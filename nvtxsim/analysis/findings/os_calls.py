@@ -48,12 +48,17 @@ def _inside(
     """Per inner interval: it lies inside an outer one of the same thread (outer ones may nest: a runtime
     call around its driver call; the latest end of those starting before it decides)."""
     out = np.zeros(len(s), dtype=bool)
-    for tid in np.intersect1d(np.unique(t), outer_t).tolist():
+    for tid in np.unique(t).tolist():  # the few threads of the inner ones; never a unique over the outer ones
         o = np.flatnonzero(outer_t == tid)
-        o = o[np.argsort(outer_s[o], kind="stable")]
+        if not len(o):
+            continue
+        o_s = outer_s[o]
+        if not (o_s[1:] >= o_s[:-1]).all():  # an export's calls are in start order already: no sort then
+            o = o[np.argsort(o_s, kind="stable")]
+            o_s = outer_s[o]
         reach = np.maximum.accumulate(outer_e[o])
         mine = np.flatnonzero(t == tid)
-        j = np.searchsorted(outer_s[o], s[mine], side="right") - 1
+        j = np.searchsorted(o_s, s[mine], side="right") - 1
         ok = j >= 0
         out[mine[ok]] = reach[j[ok]] >= e[mine[ok]]
     return out

@@ -94,7 +94,7 @@ def overlap_rows(detail: Selection, ctx: Context | None = None) -> list[OtherThr
         return []
     calls, labels = _call_labels(ctx, outside_calls(detail))  # nsys attributes these calls to no range
     op = ops_of(link, calls)
-    op_label = np.repeat(labels, link.count[calls])
+    op_label = np.repeat(labels, link.hi[calls] - link.lo[calls])
     out = []
     for lab in np.unique(labels):
         m, om = labels == lab, op_label == lab

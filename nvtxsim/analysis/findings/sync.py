@@ -53,15 +53,28 @@ def _sync_calls(ctx: Context, claimed: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.union1d(calls, copy_calls), copy_calls
 
 
-def _finding(ctx: Context, phase: str, c: np.ndarray, wait: int, via_copy: np.ndarray) -> Finding | None:
-    """The finding of one phase whose sync calls ``c`` (``via_copy``: the implicit ones) blocked ``wait`` ns."""
+def _per_api(ctx: Context, c: np.ndarray, via_copy: np.ndarray) -> tuple[dict[str, int], dict[str, int]]:
+    """Calls and time per API name (`` D→H pageable`` added for the implicit ones), names in the order they first
+    occur in ``c``: grouped per (name id, implicit) first, so one name costs one string lookup, not one per call."""
     api = ctx.calls
+    key = api.name_id[c].astype(np.int64) * 2 + via_copy.astype(np.int64)
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    count = np.bincount(inv, minlength=len(uniq))
+    dur = np.zeros(len(uniq), dtype=np.int64)
+    np.add.at(dur, inv, (api.end[c] - api.start[c]).astype(np.int64))
     names: dict[str, int] = {}
     waits: dict[str, int] = {}  # time per API name: which kind of sync the advice is about
-    for i, nid in enumerate(api.name_id[c].tolist()):
-        key = api_label(ctx.ex, int(nid)) + (" D→H pageable" if via_copy[i] else "")
-        names[key] = names.get(key, 0) + 1
-        waits[key] = waits.get(key, 0) + int(api.end[c[i]] - api.start[c[i]])
+    for g in np.argsort(first, kind="stable").tolist():
+        name = api_label(ctx.ex, int(uniq[g]) >> 1) + (" D→H pageable" if int(uniq[g]) & 1 else "")
+        names[name] = names.get(name, 0) + int(count[g])
+        waits[name] = waits.get(name, 0) + int(dur[g])
+    return names, waits
+
+
+def _finding(ctx: Context, phase: str, c: np.ndarray, wait: int, via_copy: np.ndarray) -> Finding | None:
+    """The finding of one phase whose sync calls ``c`` (``via_copy``: the implicit ones) blocked ``wait`` ns."""
+    names, waits = _per_api(ctx, c, via_copy)
     explicit = int((~via_copy).sum())  # the synchronize calls, as --view syncs counts them
     ev = {
         "calls": explicit,
