@@ -63,6 +63,8 @@ class Source:
     projection: Any = field(default=None, repr=False)
     #: Called when a projection is kept: an export loaded through the cache rewrites its entry to hold it.
     on_projection: Callable[[], None] | None = field(default=None, repr=False)
+    #: A :meth:`prefetch_named` under way: its ids and the future of its rows.
+    _prefetch: tuple[tuple[int, ...], Any] | None = field(default=None, repr=False, compare=False)
 
     def connect(self) -> sqlite3.Connection:
         return connect(self.path)
@@ -82,10 +84,32 @@ class Source:
         finally:
             conn.close()
 
+    def prefetch_named(self, ids: list[int]) -> None:
+        """Start :meth:`calls_named` for ``ids`` on a connection and thread of its own, so that its scan of
+        the runtime table (SQLite's own work, done without the GIL) overlaps the projection's pass instead
+        of following it; :meth:`calls_named` with the same ids then takes its rows. Best effort: a
+        prefetch that fails leaves :meth:`calls_named` to run the query itself."""
+        if self._prefetch is not None:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(1, thread_name_prefix="nvtxsim-prefetch")
+        self._prefetch = (tuple(ids), pool.submit(self._calls_named, list(ids)))
+        pool.shutdown(wait=False)
+
     def calls_named(self, ids: list[int]) -> np.ndarray:
         """The CUDA calls whose name is one of the StringIds ``ids``, as (start, end, global_tid,
         correlation_id, name_id) rows: one filtered query, no column read in full. The rows, and their
         order (the table's), are those the in-memory backend reads (the same WHERE clause)."""
+        pending, self._prefetch = self._prefetch, None
+        if pending is not None and pending[0] == tuple(ids):
+            try:
+                return pending[1].result()
+            except Exception:  # the prefetch's own failure: the query below says what is wrong, if anything
+                pass
+        return self._calls_named(ids)
+
+    def _calls_named(self, ids: list[int]) -> np.ndarray:
         conn = self.connect()
         try:
             rows = conn.execute(

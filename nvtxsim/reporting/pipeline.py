@@ -108,6 +108,10 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     domain, widened = resolve_domain(export, req.domain, given=req.domain_given)
     detail = Selection(export, domain=domain, match=req.match)
     want_findings = bool(req.findings or req.fail_on) and len(detail.selected) > 0
+    if want_findings:  # a streamed export: the findings' one query runs beside the projection's pass
+        from nvtxsim.analysis import findings
+
+        findings.prefetch(detail)
     summary = detail.report
     if widened:
         summary.warnings.insert(0, widened)

@@ -10,6 +10,7 @@ Thresholds and their reasoning for users: docs/findings.md.
 
 from __future__ import annotations
 
+from nvtxsim.analysis.findings.calls import prefetch_notable_calls as prefetch
 from nvtxsim.analysis.findings.context import Context, steady_skip
 from nvtxsim.analysis.findings.cuda_calls import CUDA_CAUSES
 from nvtxsim.analysis.findings.diff import FindingsDiff, diff
@@ -20,6 +21,7 @@ from nvtxsim.analysis.findings.registry import ADVICE, INFORMATIONAL, KINDS, REG
 from nvtxsim.analysis.findings.sync import SYNC_ADVICE
 
 __all__ = [
+    "prefetch",
     "ADVICE",
     "CUDA_CAUSES",
     "INFORMATIONAL",

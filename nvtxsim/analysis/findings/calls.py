@@ -26,6 +26,17 @@ def _notable_ids(detail: Selection) -> list[int]:
     return [i for i, v in detail.export.strings.items() if is_sync_api(v) or is_copy_api(api_name(v))]
 
 
+def prefetch_notable_calls(detail: Selection) -> None:
+    """On a streamed export, start reading :func:`notable_calls`' rows beside the projection's pass (the
+    findings need them after it); in memory there is nothing to overlap."""
+    ex = detail.export
+    api, src = ex.api, source_of(ex)
+    if api is not None and src is not None and not api.is_read("name_id"):
+        ids = _notable_ids(detail)
+        if ids:
+            src.prefetch_named(ids)
+
+
 def notable_calls(detail: Selection) -> ApiCalls:
     """The synchronizing calls and memcpys of every thread (see the module's docstring for streamed exports)."""
     ex = detail.export
