@@ -11,7 +11,7 @@ import stat
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.files import replace_via_temp
@@ -146,6 +146,23 @@ def deliver(
         write_atomic(out, text, force=force, protect=protect)
         return
     write_stream(stream or sys.stdout, text, "standard output")
+
+
+def deliver_document(
+    doc: Any,
+    fmt: str,
+    out: PathLike | None,
+    *,
+    wide: bool = False,
+    force: bool = False,
+    protect: Iterable[PathLike] = (),
+) -> None:
+    """A command's document rendered in ``fmt``, laid out for where it goes (:func:`layout`), then
+    :func:`deliver`-ed: the one tail of every command that prints a document."""
+    from nvtxsim.reporting.renderers import render
+
+    to = layout(out, wide=wide)
+    deliver(render(doc, fmt, width=to.width, color=to.color), out, force=force, protect=protect)
 
 
 def encode_text(text: str, encoding: str = "utf-8") -> bytes:

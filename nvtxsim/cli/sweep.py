@@ -17,7 +17,7 @@ from pathlib import Path
 
 from nvtxsim.analysis.scaling import parse_value
 from nvtxsim.capture import nsys as capture
-from nvtxsim.cli.output import check_writable, deliver, layout
+from nvtxsim.cli.output import check_writable, deliver_document
 from nvtxsim.errors import NvtxsimError, comma_list
 from nvtxsim.reporting.renderers import formats_for, renderer
 
@@ -93,14 +93,12 @@ def run_sweep(
     if args.no_report:
         return 0
     from nvtxsim.cli.progress import load_with_progress
-    from nvtxsim.reporting.renderers import render
     from nvtxsim.reporting.scaling import scaling_document, sweep
 
     domain, given = domain_from_args(args)
     sc = sweep(runs, name, domain=domain, domain_given=given, load=load_with_progress)
-    to = layout(out)
     sys.stdout.flush()
-    deliver(render(scaling_document(sc), args.format, width=to.width, color=to.color), out, force=True)
+    deliver_document(scaling_document(sc), args.format, out, force=True)
     if sc.refused:
         print(f"nvtxsim: error: {sc.refused}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ import sys
 from nvtxsim.analysis.compare import CompareSettings
 from nvtxsim.analysis.compare_runs import MIN_SHARE_PCT, ONE_RUN_NOISE_PCT
 from nvtxsim.cli.arguments import domain_from_args, parse_kinds
-from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
+from nvtxsim.cli.output import add_output_arguments, check_writable, deliver_document
 from nvtxsim.cli.progress import load_with_progress
 from nvtxsim.errors import NvtxsimError, float_option, int_option
 from nvtxsim.reporting.escaping import printable
@@ -25,7 +25,6 @@ from nvtxsim.reporting.renderers import formats_for
 def run(args: argparse.Namespace) -> int:
     from nvtxsim.analysis.findings.gate import failing
     from nvtxsim.reporting.compare import compare_document, compare_exports
-    from nvtxsim.reporting.renderers import render
 
     bases, news = sides(args.runs, args.vs)
     protect = [*bases, *news]
@@ -43,12 +42,8 @@ def run(args: argparse.Namespace) -> int:
         findings=bool(args.findings or fail_on),
         names=(bases[0], news[0]),
     )
-    to = layout(args.output, wide=args.wide)
-    deliver(
-        render(compare_document(result), args.format, width=to.width, color=to.color),
-        args.output,
-        force=args.force,
-        protect=protect,
+    deliver_document(
+        compare_document(result), args.format, args.output, wide=args.wide, force=args.force, protect=protect
     )
     status = 0
     if result.regressions:

@@ -7,20 +7,16 @@ from __future__ import annotations
 
 import argparse
 
-from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
+from nvtxsim.cli.output import add_output_arguments, check_writable, deliver_document
 
 
 def run(args: argparse.Namespace) -> int:
     from nvtxsim.reporting.live import live_document, read_live
-    from nvtxsim.reporting.renderers import render
 
     if args.output is not None:
         check_writable(args.output, force=args.force, protect=[args.file])
     doc = live_document(read_live(args.file))
-    to = layout(args.output, wide=args.wide)
-    deliver(
-        render(doc, args.format, width=to.width, color=to.color), args.output, force=args.force, protect=[args.file]
-    )
+    deliver_document(doc, args.format, args.output, wide=args.wide, force=args.force, protect=[args.file])
     return 0
 
 

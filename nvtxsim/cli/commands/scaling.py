@@ -12,7 +12,7 @@ import sys
 
 from nvtxsim.analysis.scaling import parse_runs, parse_size, parse_value, require_sweep
 from nvtxsim.cli.arguments import domain_from_args
-from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
+from nvtxsim.cli.output import add_output_arguments, check_writable, deliver_document
 from nvtxsim.cli.progress import load_with_progress
 from nvtxsim.errors import NvtxsimError, int_option
 from nvtxsim.reporting.renderers import formats_for
@@ -20,7 +20,6 @@ from nvtxsim.reporting.renderers import formats_for
 
 def run(args: argparse.Namespace) -> int:
     """``nvtxsim scaling``: every argument checked before any export is loaded (a typo fails at once)."""
-    from nvtxsim.reporting.renderers import render
     from nvtxsim.reporting.scaling import forecast, scaling_document, sweep
 
     specs = parse_runs(args.runs)  # bad RUN=VALUE arguments fail before anything is loaded
@@ -44,13 +43,7 @@ def run(args: argparse.Namespace) -> int:
         load=load_with_progress,
     )
     forecast(sc, at=value, budget=budget)
-    to = layout(args.output, wide=args.wide)
-    deliver(
-        render(scaling_document(sc), args.format, width=to.width, color=to.color),
-        args.output,
-        force=args.force,
-        protect=protect,
-    )
+    deliver_document(scaling_document(sc), args.format, args.output, wide=args.wide, force=args.force, protect=protect)
     if sc.refused:
         print(f"nvtxsim: error: {sc.refused}", file=sys.stderr)
         return 2

@@ -8,21 +8,17 @@ from __future__ import annotations
 
 import argparse
 
-from nvtxsim.cli.output import add_output_arguments, check_writable, deliver, layout
+from nvtxsim.cli.output import add_output_arguments, check_writable, deliver_document
 from nvtxsim.errors import int_option
 
 
 def run(args: argparse.Namespace) -> int:
-    from nvtxsim.reporting.renderers import render
     from nvtxsim.reporting.stacks import stacks_document
 
     if args.output is not None:
         check_writable(args.output, force=args.force, protect=[args.file])
     doc = stacks_document(args.file, args.top)
-    to = layout(args.output, wide=args.wide)
-    deliver(
-        render(doc, args.format, width=to.width, color=to.color), args.output, force=args.force, protect=[args.file]
-    )
+    deliver_document(doc, args.format, args.output, wide=args.wide, force=args.force, protect=[args.file])
     return 0
 
 
