@@ -73,8 +73,32 @@ def analyse_one(path: str | os.PathLike[str], domain: str | None = "nvtxsim", do
     return RankResult(path=str(path), report=report, phases=_phase_arrays(export, gpu, domain))
 
 
-def _phase_arrays(export: Export, gpu: RangeGpu, domain: str | None) -> list[PhaseArrays]:
+def split_by_pid(
+    path: str | os.PathLike[str], domain: str | None = "nvtxsim", domain_given: bool = True
+) -> list[RankResult]:
+    """One export holding several processes: one result per pid with ranges in ``domain``, in pid order."""
+    export = load(path)
+    gpu = project(export)  # per range: projected once, selected by range index below
+    domain, widened = resolve_domain(export, domain, given=domain_given)
     idx = select_ranges(export, domain)
+    pids = (export.ranges.global_tid[idx] >> 24) & 0xFFFFFF
+    found = np.unique(pids)
+    if len(found) < 2:
+        raise NvtxsimError(f"--ranks: {Path(path).name} holds ranges of {len(found)} process(es); it needs 2 or more")
+    out = []
+    for pid in found.tolist():
+        sel = idx[pids == pid]
+        report = summarize(export, gpu, domain=domain, select=sel)
+        report.source["pid"] = int(pid)
+        report.warnings[:0] = [widened] if widened else []
+        out.append(RankResult(path=f"{path}#pid{pid}", report=report, phases=_phase_arrays(export, gpu, domain, sel)))
+    return out
+
+
+def _phase_arrays(
+    export: Export, gpu: RangeGpu, domain: str | None, select: np.ndarray | None = None
+) -> list[PhaseArrays]:
+    idx = select_ranges(export, domain) if select is None else np.asarray(select, dtype=np.int64)
     r = export.ranges
     if len(idx) == 0:
         return []
