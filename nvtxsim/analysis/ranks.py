@@ -27,7 +27,7 @@ from nvtxsim.analysis.projection import PhaseSummary, RangeGpu, project, resolve
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import Export, Ranges
 from nvtxsim.export.reader import load
-from nvtxsim.schema import SUMMARY_DIRECTIONS
+from nvtxsim.schema import PID_BITS, PID_SHIFT, SUMMARY_DIRECTIONS
 
 _COUNTS = ("ranges", "cuda_api_calls", "gpu_ops", "kernels", "memcpys", "memsets")
 DASK_TIMEOUT = "20s"  # connecting to the scheduler
@@ -61,16 +61,23 @@ class RankResult:
 
 def analyse_one(path: str | os.PathLike[str], domain: str | None = "nvtxsim", domain_given: bool = True) -> RankResult:
     """Load and analyse one export; the unit of work of a process or Dask worker (domain: see ``resolve_domain``)."""
-    from nvtxsim.analysis.gpu import graph_hints
-    from nvtxsim.analysis.selection import Selection
-
     export = load(path)
     gpu = project(export)
     domain, widened = resolve_domain(export, domain, given=domain_given)
-    report = summarize(export, gpu, domain=domain)
+    return _result(str(path), export, gpu, domain, widened)
+
+
+def _result(
+    path: str, export: Export, gpu: RangeGpu, domain: str | None, widened: str | None, select: np.ndarray | None = None
+) -> RankResult:
+    """The summary and phase arrays of ``select`` (default: every range in ``domain``), with the export's warnings."""
+    from nvtxsim.analysis.gpu import graph_hints
+    from nvtxsim.analysis.selection import Selection
+
+    report = summarize(export, gpu, domain=domain, select=select)
     report.warnings[:0] = [widened] if widened else []
     report.warnings.extend(graph_hints(Selection(export, domain=domain, gpu=gpu)))
-    return RankResult(path=str(path), report=report, phases=_phase_arrays(export, gpu, domain))
+    return RankResult(path=path, report=report, phases=_phase_arrays(export, gpu, domain, select))
 
 
 def split_by_pid(
@@ -81,17 +88,17 @@ def split_by_pid(
     gpu = project(export)  # per range: projected once, selected by range index below
     domain, widened = resolve_domain(export, domain, given=domain_given)
     idx = select_ranges(export, domain)
-    pids = (export.ranges.global_tid[idx] >> 24) & 0xFFFFFF
+    pids = (export.ranges.global_tid[idx] >> PID_SHIFT) & PID_BITS
     found = np.unique(pids)
     if len(found) < 2:
-        raise NvtxsimError(f"--ranks: {Path(path).name} holds ranges of {len(found)} process(es); it needs 2 or more")
+        raise NvtxsimError(
+            f"{Path(path).name} holds ranges of {len(found)} process(es); splitting it by process needs 2 or more"
+        )
     out = []
     for pid in found.tolist():
-        sel = idx[pids == pid]
-        report = summarize(export, gpu, domain=domain, select=sel)
-        report.source["pid"] = int(pid)
-        report.warnings[:0] = [widened] if widened else []
-        out.append(RankResult(path=f"{path}#pid{pid}", report=report, phases=_phase_arrays(export, gpu, domain, sel)))
+        res = _result(f"{path}#pid{pid}", export, gpu, domain, widened, idx[pids == pid])
+        res.report.source["pid"] = int(pid)
+        out.append(res)
     return out
 
 
