@@ -12,7 +12,10 @@ writer could not keep up with) appear only when there is something to say. ``gpu
 ``gpu_ns`` was measured: ``"events"`` (two CUDA events per range: a stream span) or ``"cupti"`` (CUPTI
 activity records: GPU busy time, the union of the phase's kernels and copies); a phase measured with
 CUPTI also has ``kernels``, ``copies`` (memcpy and memset ops) and ``copy_bytes``, and ``gpu_dropped``
-counts records lost to full buffers. Files written before these keys existed read as before (their
+counts records lost to full buffers. Under a GPU cost budget (CUPTI's duty cycle, ``NVTXSIM_LIVE_GPU_BUDGET``)
+only some measured iterations carry GPU times: ``gpu_measured`` says how many of the window's iterations did, and a
+phase's ``gpu_count`` how many of its ranges its ``gpu_ns`` and counts cover (both left out when all did: per-range
+and per-iteration GPU numbers divide by these, never by ``count`` or ``measured``). Files written before these keys existed read as before (their
 ``gpu_ns`` are CUDA-event spans; ``gpu_mode`` reads None). The writer
 (:mod:`nvtxsim.emit.live`) makes a :class:`LiveWindow` and writes :meth:`LiveWindow.to_json`; the reader
 (:mod:`nvtxsim.analysis.live`) makes one of each line with :meth:`LiveWindow.from_json`. Nothing else
@@ -45,15 +48,27 @@ class PhaseTimes:
     kernels: int | None = None  # CUPTI only: kernels launched in the phase's ranges
     copies: int | None = None  # CUPTI only: memcpy and memset ops
     copy_bytes: int | None = None  # CUPTI only: their bytes
+    gpu_count: int | None = None  # ranges the GPU numbers cover; None: all ``count`` of them
 
     @classmethod
-    def of(cls, cpu_times: list[int], gpu_ns: int | None, counts: tuple[int | None, ...] = ()) -> PhaseTimes:
+    def of(
+        cls, cpu_times: list[int], gpu_ns: int | None, counts: tuple[int | None, ...] = (), gpu_count: int | None = None
+    ) -> PhaseTimes:
         """The summary of one window's CPU times of a phase (at least one); the p90 is the nearest rank.
-        ``counts``: (kernels, copies, copy_bytes) where the GPU timing saw the ops."""
+        ``counts``: (kernels, copies, copy_bytes) where the GPU timing saw the ops; ``gpu_count``: the ranges they
+        cover, when fewer than all (a GPU cost budget)."""
         times = sorted(cpu_times)
         n = len(times)
         total = sum(times)
-        return cls(n, total, total // n, times[min(n - 1, max(0, -(-9 * n // 10) - 1))], gpu_ns, *counts)
+        p90 = times[min(n - 1, max(0, -(-9 * n // 10) - 1))]
+        kernels, copies, copy_bytes = (tuple(counts) + (None, None, None))[:3]
+        covered = gpu_count if gpu_ns is not None and gpu_count is not None and gpu_count != n else None
+        return cls(n, total, total // n, p90, gpu_ns, kernels, copies, copy_bytes, covered)
+
+    @property
+    def gpu_ranges(self) -> int:
+        """The ranges ``gpu_ns`` covers: per-range GPU numbers divide by this."""
+        return self.gpu_count if self.gpu_count is not None else (self.count or 0)
 
     def to_dict(self) -> dict[str, int | None]:
         out = {
@@ -63,7 +78,7 @@ class PhaseTimes:
             "cpu_p90_ns": self.cpu_p90_ns,
             "gpu_ns": self.gpu_ns,
         }
-        for key in ("kernels", "copies", "copy_bytes"):
+        for key in ("kernels", "copies", "copy_bytes", "gpu_count"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -81,6 +96,7 @@ class PhaseTimes:
             _count(get("kernels")),
             _count(get("copies")),
             _count(get("copy_bytes")),
+            _count(get("gpu_count")),
         )
 
 
@@ -98,6 +114,12 @@ class LiveWindow:
     dropped_windows: int | None = None
     gpu_mode: str | None = None  # "events" or "cupti"; None: no GPU time, or a file from before the key
     gpu_dropped: int | None = None  # CUPTI records lost to full buffers in the window
+    gpu_measured: int | None = None  # iterations with GPU times (a GPU cost budget); None: all ``measured`` ones
+
+    @property
+    def gpu_iterations(self) -> int:
+        """The iterations the GPU numbers cover: per-iteration GPU numbers divide by this."""
+        return self.gpu_measured if self.gpu_measured is not None else (self.measured or 0)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the line (what a live-timing callback receives)."""
@@ -117,6 +139,8 @@ class LiveWindow:
             out["gpu_mode"] = self.gpu_mode
         if self.gpu_dropped:
             out["gpu_dropped"] = self.gpu_dropped
+        if self.gpu_measured is not None:
+            out["gpu_measured"] = self.gpu_measured
         return out
 
     def to_json(self) -> str:
@@ -152,6 +176,7 @@ class LiveWindow:
             dropped_windows=_count(raw.get("dropped_windows")),
             gpu_mode=mode if mode in GPU_MODES else None,
             gpu_dropped=_count(raw.get("gpu_dropped")),
+            gpu_measured=_count(raw.get("gpu_measured")),
         )
 
 

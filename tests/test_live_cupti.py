@@ -354,7 +354,7 @@ def test_busy_time_counts_and_bytes_per_phase_match_an_independent_union(fake_cu
         values=shape != "no-values",
     )
     records: list[dict] = []
-    live.start(None, every=2, callback=records.append, gpu="cupti")
+    live.start(None, every=2, callback=records.append, gpu="cupti", gpu_budget=None)
     truth = _training(fc)
     live.stop()
     assert [r["iterations"] for r in records] == [[0, 1], [2, 3]]
@@ -381,7 +381,7 @@ def test_correlation_ids_only_beside_api_records_turn_runtime_records_on(fake_cu
     runtime kind is switched on at once, and the next windows are exact."""
     fc = fake_cupti(corr_needs_api=True)
     records: list[dict] = []
-    live.start(None, every=1, callback=records.append, gpu="cupti")
+    live.start(None, every=1, callback=records.append, gpu="cupti", gpu_budget=None)
     for i in range(4):
         nvtxsim.step()
         if i == 1:  # the first window closed: the next ones are launched once it was resolved
@@ -400,7 +400,7 @@ def test_correlation_ids_only_beside_api_records_turn_runtime_records_on(fake_cu
 def test_sampling_switches_the_activity_kinds(fake_cupti):
     fc = fake_cupti()
     records: list[dict] = []
-    live.start(None, every=4, sample=2, callback=records.append, gpu="cupti")
+    live.start(None, every=4, sample=2, callback=records.append, gpu="cupti", gpu_budget=None)
     ph = nvtxsim.phase("sim_step")
     for i in range(8):
         nvtxsim.step()
@@ -417,7 +417,7 @@ def test_full_buffers_are_dropped_and_counted_never_waited_for(fake_cupti, monke
     fc = fake_cupti(batch=3)
     monkeypatch.setattr(cupti_mod, "MAX_OPS", 4)
     records: list[dict] = []
-    live.start(None, every=2, callback=records.append, gpu="cupti")
+    live.start(None, every=2, callback=records.append, gpu="cupti", gpu_budget=None)
     ph = nvtxsim.phase("sim_step")
     for i in range(4):
         nvtxsim.step()
@@ -443,7 +443,7 @@ def test_steps_aside_with_one_line_and_measures_with_events(fake_cupti, monkeypa
     cuda_events.POOL.clear()
     _FakeEvent.created = 0
     records: list[dict] = []
-    live.start(None, every=2, callback=records.append, gpu="cupti")
+    live.start(None, every=2, callback=records.append, gpu="cupti", gpu_budget=None)
     for _ in range(4):
         nvtxsim.step()
         with nvtxsim.phase("sim_step"):
@@ -497,7 +497,7 @@ def test_scalars_and_live_command_show_busy_and_launches(fake_cupti, tmp_path):
             scalars.setdefault(tag, []).append(value)
 
     out = tmp_path / "live.jsonl"
-    live.start(out, every=2, writer=Writer(), gpu="cupti")
+    live.start(out, every=2, writer=Writer(), gpu="cupti", gpu_budget=None)
     ph = nvtxsim.phase("policy")
     for i in range(4):
         nvtxsim.step()
@@ -544,7 +544,7 @@ def test_markers_that_never_come_back_one_line_and_no_more_waiting(fake_cupti, m
     fc = fake_cupti(marker_records=False)
     monkeypatch.setattr(cupti_mod, "GPU_WAIT_S", 0.3)
     records: list[dict] = []
-    live.start(None, every=1, callback=records.append, gpu="cupti")
+    live.start(None, every=1, callback=records.append, gpu="cupti", gpu_budget=None)
     for i in range(6):
         nvtxsim.step()
         with nvtxsim.phase("sim_step"):
@@ -601,6 +601,7 @@ def test_from_the_environment_end_to_end(tmp_path):
         NVTXSIM_LIVE=str(out),
         NVTXSIM_LIVE_EVERY="2",
         NVTXSIM_LIVE_GPU="cupti",
+        NVTXSIM_LIVE_GPU_BUDGET="off",
     )
     # at exit: the kinds disabled and CUPTI detached (finalize) before the interpreter goes
     assert r.returncode == 0 and r.stdout.split() == ["done", "finalized", "True", "True"], r.stderr

@@ -73,7 +73,9 @@ def test_totals_over_windows():
     sim = t["nvtxsim:sim"]
     assert (sim["count"], sim["cpu_ns"], sim["windows"], sim["gpu_ns"]) == (6, 500, 3, 80)
     assert sim["cpu_p90_max_ns"] == 200  # the largest window p90, whatever the order
-    assert (sim["cpu_mean_ns"], sim["gpu_mean_ns"], sim["per_iteration_ns"]) == (500 // 6, 80 // 6, 500 // 15)
+    # the GPU mean is over the ranges the GPU numbers cover (4: the first window's 2 had none), not all 6
+    assert (sim["cpu_mean_ns"], sim["gpu_mean_ns"], sim["per_iteration_ns"]) == (500 // 6, 80 // 4, 500 // 15)
+    assert sim["gpu_count"] == 4
     assert (sim["kernels"], sim["copies"], sim["copy_bytes"], sim["launches"]) == (2, 1, 10, 3)
     assert sim["busy_per_iteration_ns"] == 80 // 5 and sim["launches_per_iteration"] == 0.6  # of the CUPTI window
     reset = t["nvtxsim:reset"]
@@ -81,6 +83,7 @@ def test_totals_over_windows():
         "count": 1,
         "cpu_ns": 7,
         "gpu_ns": None,
+        "gpu_count": 0,  # no range with GPU numbers
         "cpu_p90_max_ns": 7,
         "windows": 1,
         "cpu_mean_ns": 7,

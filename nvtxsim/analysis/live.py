@@ -75,10 +75,11 @@ COUNTS = ("kernels", "copies", "copy_bytes")  # what CUPTI windows add per phase
 
 
 def totals(windows: Iterable[LiveWindow]) -> dict[str, dict[str, Any]]:
-    """Per phase key (``domain:name``) over all windows: count, cpu_ns, gpu_ns (None when never measured),
-    the largest window p90, and the number of measured iterations it ran in. From CUPTI windows also
-    kernels, copies, copy_bytes, launches (kernels + copies) and the GPU busy time and launches per measured
-    iteration of those windows (keys left out where no window had them)."""
+    """Per phase key (``domain:name``) over all windows: count, cpu_ns, gpu_ns (None when never measured) and
+    gpu_count (the ranges it covers: fewer than count under a GPU cost budget), the largest window p90, and the
+    number of measured iterations it ran in. From CUPTI windows also kernels, copies, copy_bytes, launches
+    (kernels + copies) and the GPU busy time and launches per iteration that carried GPU times (keys left out
+    where no window had them). Means divide GPU sums by what they cover, so a budget's sampling does not dilute them."""
     out: dict[str, dict[str, Any]] = {}
     measured = 0
     counted: dict[str, int] = {}  # phase -> measured iterations of the windows that counted its ops
@@ -91,17 +92,18 @@ def totals(windows: Iterable[LiveWindow]) -> dict[str, dict[str, Any]]:
             t["windows"] += 1
             if p.gpu_ns is not None:
                 t["gpu_ns"] = (t["gpu_ns"] or 0) + p.gpu_ns
+                t["gpu_count"] += p.gpu_ranges
             if p.cpu_p90_ns is not None and (t["cpu_p90_max_ns"] is None or p.cpu_p90_ns > t["cpu_p90_max_ns"]):
                 t["cpu_p90_max_ns"] = p.cpu_p90_ns
             if p.kernels is not None:
-                counted[key] = counted.get(key, 0) + (w.measured or 0)
+                counted[key] = counted.get(key, 0) + w.gpu_iterations
                 t["busy_ns"] = (t["busy_ns"] or 0) + (p.gpu_ns or 0)
                 for c in COUNTS:
                     t[c] = (t[c] or 0) + (getattr(p, c) or 0)
     for key, t in out.items():
         n = t["count"] or 1
         t["cpu_mean_ns"] = t["cpu_ns"] // n
-        t["gpu_mean_ns"] = None if t["gpu_ns"] is None else t["gpu_ns"] // n
+        t["gpu_mean_ns"] = None if t["gpu_ns"] is None or not t["gpu_count"] else t["gpu_ns"] // t["gpu_count"]
         t["per_iteration_ns"] = t["cpu_ns"] // measured if measured else None
         its = counted.get(key)
         t["launches"] = None if t["kernels"] is None else t["kernels"] + (t["copies"] or 0)
@@ -119,6 +121,7 @@ def _empty() -> dict[str, Any]:
         "count": 0,
         "cpu_ns": 0,
         "gpu_ns": None,
+        "gpu_count": 0,
         "cpu_p90_max_ns": None,
         "windows": 0,
         "busy_ns": None,
@@ -145,9 +148,9 @@ def series(windows: Iterable[LiveWindow], key: str, what: str = "cpu") -> list[t
         p = w.phases.get(key)
         if p is None or not p.count:
             continue
-        total = p.cpu_ns if what == "cpu" else p.gpu_ns
-        if total is not None:
-            points.append((w.iterations[1] if w.iterations is not None else i, total / p.count))
+        total, n = (p.cpu_ns, p.count) if what == "cpu" else (p.gpu_ns, p.gpu_ranges)
+        if total is not None and n:
+            points.append((w.iterations[1] if w.iterations is not None else i, total / n))
     return points
 
 

@@ -85,6 +85,16 @@ def _notes(log: LiveLog) -> list[str]:
     if dropped:
         notes.append(f"{dropped} window(s) were dropped during the run (the writer fell behind)")
     notes.extend(GPU_MODE_TEXT[m] for m in gpu_modes(log.windows))
+    budgeted = [w for w in log.windows if w.gpu_measured is not None]
+    if budgeted:
+        covered = sum(w.gpu_iterations for w in budgeted) + sum(
+            w.measured or 0 for w in log.windows if w.gpu_measured is None
+        )
+        measured = sum(w.measured or 0 for w in log.windows)
+        notes.append(
+            f"GPU times from {covered} of {measured} measured iterations (a GPU cost budget, NVTXSIM_LIVE_GPU_BUDGET): "
+            "GPU total sums those; GPU mean, busy and launches per iteration are per range and iteration measured"
+        )
     lost = sum(w.gpu_dropped or 0 for w in log.windows)
     if lost:
         notes.append(f"{lost} CUPTI record(s) were dropped (buffers full): GPU busy times of those windows read low")

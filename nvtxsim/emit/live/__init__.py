@@ -18,7 +18,8 @@ sink alone, for a logger).
 
 The parts: :mod:`.session` (the measuring phase methods and the windows they fill),
 :mod:`.writer` (the writer thread), :mod:`.sinks` (file, TensorBoard scalars, callback),
-:mod:`.gpu` (the GPU-timing interface) with :mod:`.cuda_events` behind it, and :mod:`.trigger`.
+:mod:`.gpu` (the GPU-timing interface) with :mod:`.cuda_events` and :mod:`.cupti` behind it, :mod:`.budget`
+(how much of the run CUPTI may time) and :mod:`.trigger`.
 They are imported by the first :func:`start`: ``import nvtxsim`` stays light while live timing is off.
 """
 
@@ -32,6 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nvtxsim import phases as _phases
+from nvtxsim.emit.live.budget import DEFAULT_PERCENT, budget_from_env
 from nvtxsim.emit.live.trigger import DEFAULT_TRIGGER_ITERATIONS, Trigger
 from nvtxsim.emit.notices import report
 from nvtxsim.envflags import env_flag, parse_flag
@@ -50,6 +52,7 @@ ENV_TRIGGER_ITERATIONS = _phases.ENV_LIVE_TRIGGER_ITERATIONS
 #: ``NVTXSIM_LIVE=1`` (or true/yes/on): this file, in the working directory.
 DEFAULT_FILE = "live.jsonl"
 DEFAULT_EVERY = 100
+DEFAULT_GPU_BUDGET = DEFAULT_PERCENT  # percent of wall time CUPTI's GPU timing may cost
 
 _lock = threading.Lock()
 _session: Session | None = None  # the last one started (it may have turned itself off since)
@@ -66,6 +69,7 @@ def start(
     trigger_iterations: int = DEFAULT_TRIGGER_ITERATIONS,
     append: bool = False,
     gpu: bool | str = True,
+    gpu_budget: float | None = DEFAULT_GPU_BUDGET,
     claim: bool = True,
 ) -> None:
     """Start live phase timing (restarts it when on): one JSON line to ``path`` per ``every`` iterations.
@@ -80,11 +84,15 @@ def start(
     ``trigger_iterations`` iterations (see :class:`Trigger`). ``gpu=False``: CPU times only, no CUDA events;
     ``gpu="cupti"``: GPU busy time, kernels and copies per phase from CUPTI activity records (libcupti: the
     ``cupti`` extra or torch's CUDA wheels; when CUPTI cannot be had, CUDA events with one stderr line saying why;
-    within 0.3 % of nsys per phase on the H200, reports/live-cupti-h200.md).
+    within 0.3 % of nsys per phase on the H200, reports/live-cupti-h200.md). ``gpu_budget``: with CUPTI, the percent
+    of wall time GPU timing may cost (CUPTI then times a random share of the measured iterations, CPU times stay on
+    every one: :mod:`nvtxsim.emit.live.budget`); None or 0: every measured iteration.
     """
     global _session
     if every < 1 or sample < 1:
         raise ValueError("live timing: every and sample must be >= 1")
+    if gpu_budget is not None and not (isinstance(gpu_budget, (int, float)) and 0 <= gpu_budget <= 100):
+        raise ValueError(f"live timing: gpu_budget must be a percent from 0 to 100, or None (not {gpu_budget!r})")
     if gpu not in (True, False, "cupti", "events"):
         raise ValueError(f"live timing: gpu must be True, False, 'events' or 'cupti' (not {gpu!r})")
     trig = Trigger(trigger, trigger_iterations) if trigger else None
@@ -93,7 +101,8 @@ def start(
 
     sinks = _sinks(None if path is None else os.fspath(path), append, writer, callback)
     with _lock:
-        _session = s = Session(every, sample, trig, sinks, _gpu_timing(gpu))
+        share = gpu_budget / 100 if gpu_budget else None
+        _session = s = Session(every, sample, trig, sinks, _gpu_timing(gpu), gpu_budget=share)
         s.activate()
     _register_atexit()
     if claim:
@@ -128,6 +137,12 @@ def _gpu_env() -> bool | str:
     if raw and parse_flag(raw) is None:
         report(f"{ENV_GPU}={raw!r} ignored (expected cupti, events, 1 or 0); GPU times from CUDA events")
     return env_flag(ENV_GPU, default=True)
+
+
+def _budget_env() -> float | None:
+    """``NVTXSIM_LIVE_GPU_BUDGET`` in percent (None: off)."""
+    share = budget_from_env()
+    return None if share is None else share * 100
 
 
 def _sinks(path: str | None, append: bool, writer: Any, callback: Callable[[dict], Any] | None) -> list[Sink]:
@@ -240,6 +255,7 @@ def start_from_env() -> bool:
             trigger=trigger,
             trigger_iterations=_int_env(ENV_TRIGGER_ITERATIONS, DEFAULT_TRIGGER_ITERATIONS),
             gpu=_gpu_env(),
+            gpu_budget=_budget_env(),
             claim=not _own_command_line(),
         )
     except Exception as exc:
@@ -285,5 +301,6 @@ __all__ = [
     "ENV_FILE",
     "ENV_EVERY",
     "ENV_SAMPLE",
+    "DEFAULT_GPU_BUDGET",
     "ENV_TRIGGER",
 ]

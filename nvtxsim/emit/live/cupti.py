@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from nvtxsim.emit.live import cupti_records as recs
+from nvtxsim.emit.live.budget import op_ns_from_env
 from nvtxsim.emit.live.gpu import GpuTiming, PhaseGpu, Span
 from nvtxsim.emit.notices import report_once
 from nvtxsim.envflags import env_flag
@@ -45,6 +46,7 @@ ACTIVITY_KINDS = (recs.CONCURRENT_KERNEL, recs.MEMCPY, recs.MEMSET)
 #: that gives ops correlation ids only beside API records. It costs about a launch's time per launch.
 RUNTIME_ENV = "NVTXSIM_LIVE_CUPTI_RUNTIME"
 
+_now = time.perf_counter_ns
 _state_lock = threading.Lock()
 _collector: Collector | None = None  # one per process: CUPTI has one set of buffer callbacks
 _refused: str | None = None  # why CUPTI cannot be had in this process (asked once)
@@ -75,6 +77,8 @@ class Collector:
         self.confirmed = False
         self.issued: list[int] = []
         self.runtime = False  # runtime API records on: ops came without correlation ids of their own
+        self.marker_ns = 0  # wall time spent placing markers (CUPTI's record of each included): the budget's
+        self.op_ns = op_ns_from_env()  # CUPTI's cost per recorded op: the budget's estimate
 
     # ---- CUPTI's thread
 
@@ -149,7 +153,9 @@ class Collector:
         """A ticket placed as a marker memset's value: its record tells the correlation id of that call."""
         with self.mark_lock:  # one at a time: tickets in the order of the calls (and so of their correlation ids)
             ticket = next(self.tickets) & 0xFFFFFFFF
+            t0 = _now()
             rc = self.marker(ticket)
+            self.marker_ns += _now() - t0
             if not self.confirmed and not rc:
                 self.issued.append(ticket)
         if rc:
@@ -315,6 +321,11 @@ class CuptiTiming(GpuTiming):
 
     def release(self, spans: Iterable[Span]) -> None:
         """Tickets hold nothing: records of spans never resolved go with the next resolved window's."""
+
+    def cost_ns(self) -> int:
+        """The ops CUPTI recorded × the per-op cost, plus the markers' measured time (no lock: two ints read)."""
+        col = self.col
+        return col.received * col.op_ns + col.marker_ns
 
 
 def _wait(col: Collector, wanted: set[int]) -> dict[int, int] | None:

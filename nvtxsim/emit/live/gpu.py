@@ -75,3 +75,8 @@ class GpuTiming(ABC):
     def dropped(self) -> int:
         """Writer thread: GPU records lost since the last ask (buffers full), 0 when none or not known."""
         return 0
+
+    def cost_ns(self) -> int | None:
+        """Training thread, at a step: what GPU timing is estimated to have cost the program so far (CPU ns), for a
+        cost budget (:mod:`nvtxsim.emit.live.budget`); None when the timing is cheap enough to need none."""
+        return None

@@ -17,6 +17,7 @@ from typing import Any
 
 from nvtxsim.emit import ranges as _r
 from nvtxsim.emit import window as _window
+from nvtxsim.emit.live.budget import GpuBudget
 from nvtxsim.emit.live.gpu import GpuTiming, Span
 from nvtxsim.emit.live.sinks import Sink
 from nvtxsim.emit.live.trigger import Trigger, Watch
@@ -42,8 +43,10 @@ class Session:
         trigger: Trigger | None,
         sinks: list[Sink],
         gpu: type[GpuTiming] | None,
+        gpu_budget: float | None = None,
     ) -> None:
         self.every, self.sample, self.trigger, self.gpu_kind = every, sample, trigger, gpu
+        self.gpu_budget = gpu_budget  # share of wall time a costly GPU timing (CUPTI) may take; None: no limit
         self.pid = os.getpid()
         self.first = 0  # first iteration of the current window
         self.iteration = -1  # last step() seen
@@ -57,6 +60,10 @@ class Session:
         self.dropped = 0
         self.gpu: GpuTiming | None = None  # placing GPU marks now (None: CPU times only)
         self.timing: GpuTiming | None = None  # the GPU timing attached last: resolves and releases the marks
+        self.budget: GpuBudget | None = None  # which iterations get GPU times (a timing with a cost)
+        self.gpu_on: bool | None = None  # this iteration places GPU marks (None: not switched since attaching)
+        self.gpu_failed = False  # placing a mark failed: CPU times only from then on
+        self.gpu_measured = 0  # measured iterations of the current window that had GPU times
         self.writer = WindowWriter(sinks, self.fail)  # starts the writer thread
         self.watch: Watch | None = None  # the trigger's watch thread (while current)
 
@@ -71,6 +78,7 @@ class Session:
             self.first = max(iteration, 0)
         if self.stepped and self.measuring(self.iteration):  # the iteration that just ended
             self.measured += 1
+            self.gpu_measured += bool(self.gpu_on)
             if self.trigger is not None:
                 self._observe_trigger(max(self.iteration, 0))
         self.iteration, self.stepped = iteration, True
@@ -80,11 +88,25 @@ class Session:
             self.flush(iteration - 1)
             self.first = iteration
         self.check_gpu()
-        methods = METHODS if self.measuring(iteration) else None
-        if methods is not _r._live_methods and _current is self:  # swap only when sampling switches, never after fail
-            _r.set_live(True, methods)
-            if self.timing is not None:
-                self.timing.sampling(methods is not None)  # CUPTI: records only while measured
+        measure = self.measuring(iteration)
+        methods = METHODS if measure else None
+        if _current is self:  # never after fail
+            if methods is not _r._live_methods:  # swap only when sampling switches
+                _r.set_live(True, methods)
+            self.switch_gpu(measure)
+
+    def switch_gpu(self, measure: bool) -> None:
+        """GPU marks on or off for the iteration starting: on where it is measured and, under a cost budget, chosen."""
+        timing = self.timing
+        if timing is None:
+            return
+        on = measure and not self.gpu_failed
+        if self.budget is not None:  # asked at every step: it follows the steps' wall time
+            on = self.budget.decide(_now(), timing.cost_ns() or 0, allowed=on)
+        if on != self.gpu_on:
+            timing.sampling(on)  # CUPTI: records only while GPU-timed
+        self.gpu_on = on
+        self.gpu = timing if on else None
 
     def claim(self) -> None:
         """Open the sinks now (at start, before the program can start workers), not at the first step."""
@@ -120,19 +142,21 @@ class Session:
         except Exception:
             return
         if timing is not None:
-            self.gpu = self.timing = timing
-            timing.sampling(self.measuring(self.iteration))
+            self.timing, self.gpu_on = timing, None
+            if self.gpu_budget and timing.cost_ns() is not None:
+                self.budget = GpuBudget(self.gpu_budget, seed=self.pid)
 
     def flush(self, last: int, *, final: bool = False, wait: float = 0.0) -> None:
         """Hand the current window to the writer thread (dropped, and counted, when its queue is full; ``wait``:
         at stop(), where the queue may still be full of windows that a busy program kept the writer from writing)."""
-        cpu, pending, measured = self.cpu, self.pending, self.measured
-        self.cpu, self.pending, self.measured, self.trigger_mark = {}, [], 0, 0
+        cpu, pending, measured, gpu_measured = self.cpu, self.pending, self.measured, self.gpu_measured
+        self.cpu, self.pending, self.measured, self.trigger_mark, self.gpu_measured = {}, [], 0, 0, 0
         if not cpu and not final:
             return
         window = FlushedWindow(
             iterations=(self.first, max(last, self.first)) if self.iteration >= 0 else None,
             measured=measured,
+            gpu_measured=gpu_measured if self.budget is not None else None,
             sample=self.sample,
             pid=self.pid,
             cpu=cpu,
@@ -155,6 +179,7 @@ class Session:
         """At stop(), in the process that started it: the last (partial) window, then the writer thread ends."""
         if self.stepped and self.measuring(self.iteration):
             self.measured += 1  # the iteration running now
+            self.gpu_measured += bool(self.gpu_on)
         self.flush(self.iteration, final=bool(self.cpu) or self.dropped > 0, wait=timeout)
         if self.dropped:
             report(f"live timing: the last {self.dropped} window(s) were not written (the writer fell behind)")
@@ -178,6 +203,7 @@ class Session:
         self.check_gpu()
         _window.on_step = self.on_step
         _r.set_live(True, METHODS if self.measuring(self.iteration) else None)
+        self.switch_gpu(self.measuring(self.iteration))
         if self.trigger is not None and self.trigger.fired is None and self.watch is None:
             self.watch = Watch(self.trigger, self._fired_while_running)
 
@@ -223,7 +249,7 @@ def _live_enter(self: Any) -> Any:
             ev = s.gpu.begin()
         except Exception as exc:
             ev = None
-            what, s.gpu = s.gpu.what, None
+            what, s.gpu, s.gpu_failed = s.gpu.what, None, True
             report(f"live timing: cannot record {what} ({type(exc).__name__}: {exc}); CPU times only")
     st.append((self, ev, t0))
     tr = s.trigger if s is not None else None
@@ -244,7 +270,10 @@ def _live_exit(self: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
     s = _current
     ev1 = None
     if top is not None and top[1] is not None and s is not None and s.timing is not None:
-        ev1 = s.timing.end(top[1])
+        # a range opened while GPU-timed closes after a budget switched CUPTI off: its closing marker would never
+        # come back (the opening ticket holds nothing); any other closes as it opened (an event goes back to its pool)
+        if s.gpu is not None or s.budget is None:
+            ev1 = s.timing.end(top[1])
     t1 = _now()
     if _r._active:
         _rec_exit(self, exc_type, exc, tb)

@@ -76,15 +76,16 @@ class ScalarSink(Sink):
 
     def write(self, window: LiveWindow) -> None:
         per = max(window.measured or 1, 1)
+        gpu_per = max(window.gpu_iterations, 1)  # under a GPU cost budget fewer iterations carry GPU times
         step = window.iterations[1] if window.iterations is not None else 0
         for key, p in window.phases.items():
             name = key.split(":", 1)[1]
             self.writer.add_scalar(f"nvtxsim/{name}/cpu_ms", (p.cpu_ns or 0) / per / 1e6, step)
-            if p.gpu_ns is not None:
-                self.writer.add_scalar(f"nvtxsim/{name}/gpu_ms", p.gpu_ns / per / 1e6, step)
-            if p.kernels is not None:
-                self.writer.add_scalar(f"nvtxsim/{name}/launches", (p.kernels + (p.copies or 0)) / per, step)
-                self.writer.add_scalar(f"nvtxsim/{name}/copy_mb", (p.copy_bytes or 0) / per / 1e6, step)
+            if p.gpu_ns is not None and window.gpu_iterations:
+                self.writer.add_scalar(f"nvtxsim/{name}/gpu_ms", p.gpu_ns / gpu_per / 1e6, step)
+            if p.kernels is not None and window.gpu_iterations:
+                self.writer.add_scalar(f"nvtxsim/{name}/launches", (p.kernels + (p.copies or 0)) / gpu_per, step)
+                self.writer.add_scalar(f"nvtxsim/{name}/copy_mb", (p.copy_bytes or 0) / gpu_per / 1e6, step)
 
     def failure(self, exc: BaseException) -> str:
         return f"live timing: the SummaryWriter failed ({type(exc).__name__}: {exc}); no more scalars"

@@ -41,21 +41,29 @@ class FlushedWindow:
     dropped: int  # windows dropped since the last one handed over
     flushed: float  # time.monotonic() of the hand-over
     threads: bool  # other threads were running: phases may end late (see SETTLE_S)
+    gpu_measured: int | None = None  # measured iterations with GPU times, under a cost budget (None: no budget)
 
     def summary(self) -> LiveWindow:
         """The window's record (waits for its GPU marks, so: on the writer thread)."""
         timing = self.gpu
         gpu = timing.resolve_phases(self.spans) if timing is not None and self.spans else {}
+        covered: dict[str, int] = {}  # ranges with GPU marks per phase: what its GPU numbers cover
+        if self.gpu_measured is not None:
+            for name, _a, _b in self.spans:
+                covered[name] = covered.get(name, 0) + 1
         phases = {}
         for name, times in sorted(self.cpu.items()):
             if times:
                 g = gpu.get(name)
                 counts = () if g is None else (g.kernels, g.copies, g.copy_bytes)
-                phases[f"{_phases.DOMAIN}:{name}"] = PhaseTimes.of(times, None if g is None else g.ns, counts)
+                phases[f"{_phases.DOMAIN}:{name}"] = PhaseTimes.of(
+                    times, None if g is None else g.ns, counts, covered.get(name)
+                )
         dropped = timing.dropped() if timing is not None else 0
         return LiveWindow(
             iterations=self.iterations,
             measured=self.measured,
+            gpu_measured=self.gpu_measured,
             sample=self.sample,
             pid=self.pid,
             time=round(time.time(), 3),
