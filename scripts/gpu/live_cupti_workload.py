@@ -274,12 +274,13 @@ def _compare_row(name: str, a: dict, r: dict, other_ns: float, e: dict | None) -
     """One phase's line; its live/nsys ratio (None where either has no GPU number); whether nsys saw GPU work."""
     n_r = r.get("gpu_instances") or r.get("instances") or 0
     busy_r = r["gpu_busy_total_ns"] / n_r if n_r and r.get("gpu_busy_total_ns") is not None else None
-    busy_l = a["gpu_ns"] / a["count"] if a.get("gpu_ns") is not None and a["count"] else None
+    n_l = a.get("gpu_count") or a["count"]  # the ranges GPU-timed (fewer than all under a cost budget)
+    busy_l = a["gpu_ns"] / n_l if a.get("gpu_ns") is not None and n_l else None
     both = busy_r + other_ns / n_r if busy_r is not None else None  # same thread + other threads
     ratio = busy_l / both if busy_l is not None and both else None
     exact = busy_l / busy_r if busy_l is not None and busy_r else None
     ev_ratio = e["gpu_ns"] / e["count"] / both if e and e.get("gpu_ns") is not None and e["count"] and both else None
-    launches = a["launches"] / a["count"] if a.get("launches") is not None and a["count"] else None
+    launches = a["launches"] / n_l if a.get("launches") is not None and n_l else None
     line = (
         f"{name:22} {a['count']:>8}/{r.get('instances', 0):<8} {_us(busy_l):>16} {_us(busy_r):>12} "
         f"{_us(both):>12} {_r(ratio):>7} {_r(exact):>11} {_r(ev_ratio):>11} "

@@ -7,7 +7,8 @@
 # 2 nsys: the same training under `nvtxsim profile`, live timing asked for with NVTXSIM_LIVE_GPU=cupti (it must step
 #   aside: one line, CUDA events; the events column of 4); `nvtxsim report --view overlap --format json`
 # 3 cost, interleaved in this one invocation, ROUNDS rounds (ABCD, then DCBA): off (`nvtxsim run`, no live timing),
-#   events (NVTXSIM_LIVE, CUDA events), cupti (NVTXSIM_LIVE_GPU=cupti), cupti-s10 (the same, NVTXSIM_LIVE_SAMPLE=10):
+#   events (NVTXSIM_LIVE, CUDA events), cupti (NVTXSIM_LIVE_GPU=cupti, its default 2 % cost budget), cupti-full
+#   (the same, NVTXSIM_LIVE_GPU_BUDGET=off: CUPTI on every iteration):
 #   train.py's ms per learning iteration (the iterations after the first) and the median's % over off (goal: 2 %)
 # 4 accuracy: the first round's cupti run vs the nsys run, phase by phase (scripts/gpu/live_cupti_workload.py
 #   compare --all-phases: live busy per range vs the report's busy + other-thread overlap per range; the nsys run's
@@ -95,9 +96,9 @@ declare -A env_of=(
   [off]=""
   [events]="NVTXSIM_LIVE_GPU=events"
   [cupti]="NVTXSIM_LIVE_GPU=cupti NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1"
-  [cupti-s10]="NVTXSIM_LIVE_GPU=cupti NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1 NVTXSIM_LIVE_SAMPLE=10"
+  [cupti-full]="NVTXSIM_LIVE_GPU=cupti NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1 NVTXSIM_LIVE_GPU_BUDGET=off"
 )
-order=(off events cupti cupti-s10)
+order=(off events cupti cupti-full)
 one() {  # one timed training: config, round
   local k=$1 r=$2 live=() line rc
   [ "$k" != off ] && live=(NVTXSIM_LIVE="$work/${k}_r$r.jsonl" NVTXSIM_LIVE_EVERY="$EVERY" ${env_of[$k]})
@@ -114,11 +115,12 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "round $r skipped: $SECONDS s gone, a round takes $last s (9-minute budget)"; break
   fi
   stamp "3 cost round $r/$ROUNDS"; t_round=$SECONDS
-  if [ $((r % 2)) = 1 ]; then seq_=("${order[@]}"); else seq_=(cupti-s10 cupti events off); fi
+  if [ $((r % 2)) = 1 ]; then seq_=("${order[@]}"); else seq_=(cupti-full cupti events off); fi
   for k in "${seq_[@]}"; do one "$k" "$r"; done
   last=$((SECONDS - t_round))
   if [ "$r" = 1 ]; then
     cp -f "$work/cupti_r1.jsonl" "$OUT/cupti.jsonl" 2>/dev/null; cp -f "$work/events_r1.jsonl" "$OUT/events.jsonl" 2>/dev/null
+    cp -f "$work/cupti-full_r1.jsonl" "$OUT/cupti_full.jsonl" 2>/dev/null
     stamp "4 accuracy: live cupti (round 1) vs nsys, per phase"
     if [ -s "$OUT/cupti.jsonl" ] && [ -s "$OUT/report.json" ]; then
       timeout 60 python3 -m nvtxsim live "$OUT/cupti.jsonl" | cut -c1-240; rc_line live $?
@@ -126,6 +128,10 @@ for r in $(seq 1 "$ROUNDS"); do
       echo "events column: $ev"
       timeout 60 python3 "$W" compare "$OUT/cupti.jsonl" "$OUT/report.json" --events "$ev" --all-phases
       rc_line compare $?
+      if [ -s "$OUT/cupti_full.jsonl" ]; then
+        echo "the same for cupti-full (every iteration GPU-timed):"
+        timeout 60 python3 "$W" compare "$OUT/cupti_full.jsonl" "$OUT/report.json" --events "$ev" --all-phases | tail -n 3
+      fi
     else
       echo "accuracy skipped: cupti.jsonl or report.json missing or empty"
     fi
@@ -142,7 +148,7 @@ for line in open(sys.argv[1]):
     by.setdefault(cfg, []).append(float(ms.group(1)) if ms else float("nan"))
 med = {c: statistics.median(v) for c, v in by.items()}
 base = med.get("off")
-for cfg in ("off", "events", "cupti", "cupti-s10"):
+for cfg in ("off", "events", "cupti", "cupti-full"):
     if cfg not in by:
         continue
     pct = f"{100 * (med[cfg] - base) / base:+.1f} %" if base and base == base else "-"
