@@ -97,8 +97,32 @@ def split_by_pid(
     out = []
     for pid in found.tolist():
         res = _result(f"{path}#pid{pid}", export, gpu, domain, widened, idx[pids == pid])
-        res.report.source["pid"] = int(pid)
+        res.report.source.update(_pid_counts(export, int(pid)), pid=int(pid))
         out.append(res)
+    return out
+
+
+def _pid_counts(export: Export, pid: int) -> dict[str, int | None]:
+    """The source counts of one process of ``export``, so that the ranks' counts add up to the export's
+    (None where a streamed export holds the table on disk only)."""
+    from nvtxsim.schema import KERNEL, MEMCPY, MEMSET
+
+    def of(ids: np.ndarray) -> np.ndarray:
+        return ((ids.astype(np.int64) >> PID_SHIFT) & PID_BITS) == pid
+
+    out: dict[str, int | None] = {"ranges": int(of(export.ranges.global_tid).sum())}
+    api = export.api
+    out["cuda_api_calls"] = (
+        0 if api is None else int(of(api.global_tid).sum()) if getattr(api, "backend", "") == "memory" else None
+    )
+    g = export.gpu
+    if g is None or getattr(g, "backend", "") != "memory":
+        out.update(dict.fromkeys(("gpu_ops", "kernels", "memcpys", "memsets"), 0 if g is None else None))
+    else:
+        mine = of(g.global_pid)
+        out["gpu_ops"] = int(mine.sum())
+        for key, kind in (("kernels", KERNEL), ("memcpys", MEMCPY), ("memsets", MEMSET)):
+            out[key] = int((mine & (g.kind == kind)).sum())
     return out
 
 

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from nvtxsim.analysis.projection import PhaseSummary
 from nvtxsim.reporting.document import Document, PageHead, Phrase, Prose, Section
 from nvtxsim.reporting.summary import json_document, record_keys, summary_sections, summary_table
 from nvtxsim.reporting.viewtable import ViewTable, fmt_ns
 
 
-def ranks_document(reports: list[PhaseSummary], merged: PhaseSummary, spread: list[dict]) -> Document:
-    """Per rank: a heading and its summary; then the merged summary and a line per phase of the spread."""
+def ranks_document(
+    reports: list[PhaseSummary], merged: PhaseSummary, spread: list[dict], *, notes: Sequence[str] = ()
+) -> Document:
+    """Per rank: a heading and its summary; then the merged summary and a line per phase of the spread.
+
+    ``notes``: nvtxsim's own lines on how the ranks were found (``--ranks``: in pid order), first."""
     names = _names(reports)
-    sections: list[Section] = []
+    sections: list[Section] = [[Prose("note", [Phrase((n,)) for n in notes])]] if notes else []
     for i, r in enumerate(reports):
         sections.append([Prose("heading", [Phrase((f"rank {i}: ", names[i]))])])
         sections += summary_sections(r, summary_table(r))
@@ -23,13 +29,17 @@ def ranks_document(reports: list[PhaseSummary], merged: PhaseSummary, spread: li
         "ranks",
         sections,
         PageHead("nvtxsim report", "nvtxsim report"),
-        data=lambda: _json(reports, merged, spread),
+        data=lambda: _json(reports, merged, spread, notes),
         flat=_flat(reports, merged),
     )
 
 
 def _names(reports: list[PhaseSummary]) -> list[str]:
-    return [str(r.source.get("path", f"rank {i}")) for i, r in enumerate(reports)]
+    return [
+        str(r.source.get("path", f"rank {i}")).split("#pid")[0]
+        + (f" (pid {r.source['pid']})" if "pid" in r.source else "")
+        for i, r in enumerate(reports)
+    ]
 
 
 def _spread_line(row: dict) -> Phrase:
@@ -48,9 +58,11 @@ def _flat(reports: list[PhaseSummary], merged: PhaseSummary) -> ViewTable:
     return ViewTable("ranks", "Phases per rank", [], rows, record_keys=keys)
 
 
-def _json(reports: list[PhaseSummary], merged: PhaseSummary, spread: list[dict]) -> dict:
+def _json(reports: list[PhaseSummary], merged: PhaseSummary, spread: list[dict], notes: Sequence[str] = ()) -> dict:
     """The merged report's document with every rank's report and the spread added."""
     doc = json_document(merged)
+    if notes:
+        doc["notes"] = list(notes)
     doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]
     doc["spread"] = spread
     return doc
