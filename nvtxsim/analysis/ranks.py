@@ -83,6 +83,7 @@ class RankResult:
     phases: list[PhaseArrays] = field(default_factory=list)
     collectives: list[CollectiveCalls] = field(default_factory=list)
     reference_ns: int = 0  # CPU time of the rank's outermost ranges: what a wait's share is of
+    self_ns: dict[str, int] = field(default_factory=dict)  # per "domain:name": CPU time minus its child ranges'
 
 
 def analyse_one(path: str | os.PathLike[str], domain: str | None = "nvtxsim", domain_given: bool = True) -> RankResult:
@@ -104,29 +105,36 @@ def _result(
     report.warnings[:0] = [widened] if widened else []
     report.warnings.extend(graph_hints(Selection(export, domain=domain, gpu=gpu)))
     idx = select_ranges(export, domain) if select is None else np.asarray(select, dtype=np.int64)
-    calls, reference = _collectives(export, idx)
+    calls, reference, self_ns = _collectives(export, idx)
     return RankResult(
         path=path,
         report=report,
         phases=_phase_arrays(export, gpu, domain, select),
         collectives=calls,
         reference_ns=reference,
+        self_ns=self_ns,
     )
 
 
-def _collectives(export: Export, idx: np.ndarray) -> tuple[list[CollectiveCalls], int]:
-    """The collective ranges among ``idx`` by name (time order, with the range holding each) and the CPU
-    time of the outermost ranges (nesting per thread, :func:`nvtxsim.analysis.tree.nest`)."""
+def _collectives(export: Export, idx: np.ndarray) -> tuple[list[CollectiveCalls], int, dict[str, int]]:
+    """The collective ranges among ``idx`` by name (time order, with the range holding each), the CPU
+    time of the outermost ranges and each phase's self time (nesting per thread,
+    :func:`nvtxsim.analysis.tree.nest`): a slow child is not charged again to its parents."""
     from nvtxsim.analysis.tree import nest
 
     if len(idx) == 0:
-        return [], 0
+        return [], 0, {}
     r = export.ranges
     nesting = nest(export, idx)
     ranges, parent = nesting.ranges, nesting.parent
     dur = (r.end[ranges] - r.start[ranges]).astype(np.int64)
     reference = int(dur[parent < 0].sum())
     names = [f"{d}:{n}" for d, n in export.labels]
+    own = dur.copy()
+    kids = np.flatnonzero(parent >= 0)
+    np.subtract.at(own, parent[kids], dur[kids])
+    per = np.bincount(r.label[ranges].astype(np.int64), weights=own, minlength=len(names))
+    self_ns = {names[i]: int(per[i]) for i in np.unique(r.label[ranges]).tolist()}
     hits = [i for i, (_, n) in enumerate(export.labels) if COLLECTIVE_NAMES.search(n)]
     labels = r.label[ranges]
     out = []
@@ -139,7 +147,7 @@ def _collectives(export: Export, idx: np.ndarray) -> tuple[list[CollectiveCalls]
         d = dur[pos]
         dom, name = export.labels[lab]
         out.append(CollectiveCalls(dom, name, d, held, _warm_up_calls(d)))
-    return out, reference
+    return out, reference, self_ns
 
 
 def _warm_up_calls(dur: np.ndarray) -> np.ndarray:

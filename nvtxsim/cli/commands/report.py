@@ -107,7 +107,9 @@ def run_ranks(
 
     ``split``: ``paths`` is one export of several processes (``nsys profile torchrun ...``), one rank
     per pid in pid order (nsys does not record the rank; ``--ranks``)."""
-    from nvtxsim.analysis.ranks import merge, rank_spread, report_many, split_by_pid
+    from nvtxsim.analysis.findings import Findings
+    from nvtxsim.analysis.findings.rank_skew import detect_ranks
+    from nvtxsim.analysis.ranks import analyse_many, collective_waits, merge, rank_spread, split_by_pid
     from nvtxsim.errors import NvtxsimError
     from nvtxsim.reporting.ranks import ranks_document
     from nvtxsim.reporting.renderers import render
@@ -126,15 +128,17 @@ def run_ranks(
     notes: list[str] = []
     if split:
         results = split_by_pid(paths[0], domain=request.domain, domain_given=request.domain_given)
-        reports, merged = [r.report for r in results], merge(results)
-        pids = ", ".join(f"rank {i} = pid {r.source['pid']}" for i, r in enumerate(reports))
+        pids = ", ".join(f"rank {i} = pid {r.report.source['pid']}" for i, r in enumerate(results))
         notes.append(f"ranks taken in pid order (nsys does not record the rank): {pids}")
     else:
-        reports, merged = report_many(
-            paths, domain=request.domain, workers=jobs, dask=dask, domain_given=request.domain_given
-        )
+        results = analyse_many(paths, domain=request.domain, workers=jobs, dask=dask, domain_given=request.domain_given)
+    reports, merged = [r.report for r in results], merge(results)
+    waits = collective_waits(results)
+    refs = [r.reference_ns for r in results]
+    found = detect_ranks(reports, waits, refs, [r.self_ns for r in results])
+    findings = Findings(found, None, int(sum(refs) / len(refs)) if refs else 0) if request.findings else None
     to = layout(out, wide=wide)
-    doc = ranks_document(reports, merged, rank_spread(reports), notes=notes)
+    doc = ranks_document(reports, merged, rank_spread(reports), notes=notes, waits=waits, findings=findings)
     text = render(doc, fmt, color=to.color, width=to.width)
     deliver(text, out, force=force, protect=paths)
     return 0
