@@ -107,6 +107,14 @@ def test_balanced_run_has_no_rank_skew(balanced) -> None:
     assert doc["collective_waits"]["calls"] >= 27  # the collectives were matched; no rank made the others wait
     assert _skew(doc) == []
     assert "nvtxsim:logging" not in {row["phase"] for row in doc["spread"]}
+    text = subprocess.run(
+        [sys.executable, "-m", "nvtxsim", "report", str(path), "--ranks", "--wide"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    ).stdout
+    assert "rank_skew: no rank came last at 75% of the" in text  # says what was looked at
 
 
 def test_h200_export_names_the_slow_rank() -> None:

@@ -85,6 +85,20 @@ def detect_ranks(
     return [Finding(phase, NAME, severity(share), int(waits.lost_ns), None, evidence, ADVICE)]
 
 
+def note(waits: CollectiveWaits | None, found: Sequence[Finding]) -> str | None:
+    """The line a ranks report shows when there is no ``rank_skew`` finding: what was looked at."""
+    if found:
+        return None
+    if waits is None:
+        return "rank_skew not looked for: no collective range (allreduce, all_gather, broadcast, barrier ...) on every rank"
+    if waits.calls < MIN_CALLS:
+        return f"rank_skew not looked for: {waits.calls} matched collective calls, fewer than {MIN_CALLS}"
+    return (
+        f"rank_skew: no rank came last at {BLAME_SHARE:.0%} of the {waits.calls} matched collective calls "
+        f"(most: {max(waits.last)}), or the waits cost under {MIN_SHARE:.0%}"
+    )
+
+
 def _extra_phases(totals: Sequence[dict[str, int]], slow: int) -> dict[str, int]:
     """The slow rank's self time above the other ranks' median, per phase (top few, most first): self
     time, so that a slow child is not named again in its parents."""

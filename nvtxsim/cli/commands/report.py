@@ -108,7 +108,7 @@ def run_ranks(
     ``split``: ``paths`` is one export of several processes (``nsys profile torchrun ...``), one rank
     per pid in pid order (nsys does not record the rank; ``--ranks``)."""
     from nvtxsim.analysis.findings import Findings
-    from nvtxsim.analysis.findings.rank_skew import detect_ranks
+    from nvtxsim.analysis.findings.rank_skew import detect_ranks, note
     from nvtxsim.analysis.ranks import analyse_many, collective_waits, merge, rank_spread, split_by_pid
     from nvtxsim.errors import NvtxsimError
     from nvtxsim.reporting.ranks import ranks_document
@@ -136,7 +136,9 @@ def run_ranks(
     waits = collective_waits(results)
     refs = [r.reference_ns for r in results]
     found = detect_ranks(reports, waits, refs, [r.self_ns for r in results])
-    findings = Findings(found, None, int(sum(refs) / len(refs)) if refs else 0) if request.findings else None
+    said = note(waits, found)
+    reference = int(sum(refs) / len(refs)) if refs else 0
+    findings = Findings(found, None, reference, [said] if said else []) if request.findings else None
     to = layout(out, wide=wide)
     doc = ranks_document(reports, merged, rank_spread(reports), notes=notes, waits=waits, findings=findings)
     text = render(doc, fmt, color=to.color, width=to.width)
