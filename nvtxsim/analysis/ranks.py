@@ -15,10 +15,11 @@ those of all the ranks' ranges together, threads count each rank's threads separ
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,29 @@ class PhaseArrays:
     threads: int
 
 
+#: NVTX range names taken for a collective (the call every rank must reach before any goes on): torch's
+#: collectives and the backends' names, with or without separators (``all_reduce``, ``allreduce``, ``AllReduce``).
+COLLECTIVE_NAMES = re.compile(
+    r"all[_ -]?reduce|all[_ -]?gather|reduce[_ -]?scatter|all[_ -]?to[_ -]?all|broadcast|barrier|collective",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class CollectiveCalls:
+    """One collective (an NVTX range whose name :data:`COLLECTIVE_NAMES` matches) of one rank, in time order.
+
+    Why ranges: a gloo collective on the CPU is the Python call that blocks until every rank sent its part;
+    nsys sees it only as condition-variable waits (OS runtime), whose number per call varies, while the
+    range around the call is one per call on every rank, so the k-th call of each rank is the same call."""
+
+    domain: str
+    name: str
+    dur_ns: np.ndarray  # int64 duration of each call, time order
+    holder: list[str]  # per call: "domain:name" of the range holding it (itself when it is a root)
+    warm_up: np.ndarray  # bool per call: a first-tenth call far over the steady state (warmup's rule)
+
+
 @dataclass
 class RankResult:
     """What one worker sends back for one export."""
@@ -57,6 +81,9 @@ class RankResult:
     path: str
     report: PhaseSummary
     phases: list[PhaseArrays] = field(default_factory=list)
+    collectives: list[CollectiveCalls] = field(default_factory=list)
+    reference_ns: int = 0  # CPU time of the rank's outermost ranges: what a wait's share is of
+    self_ns: dict[str, int] = field(default_factory=dict)  # per "domain:name": CPU time minus its child ranges'
 
 
 def analyse_one(path: str | os.PathLike[str], domain: str | None = "nvtxsim", domain_given: bool = True) -> RankResult:
@@ -77,7 +104,71 @@ def _result(
     report = summarize(export, gpu, domain=domain, select=select)
     report.warnings[:0] = [widened] if widened else []
     report.warnings.extend(graph_hints(Selection(export, domain=domain, gpu=gpu)))
-    return RankResult(path=path, report=report, phases=_phase_arrays(export, gpu, domain, select))
+    idx = select_ranges(export, domain) if select is None else np.asarray(select, dtype=np.int64)
+    calls, reference, self_ns = _collectives(export, idx)
+    return RankResult(
+        path=path,
+        report=report,
+        phases=_phase_arrays(export, gpu, domain, select),
+        collectives=calls,
+        reference_ns=reference,
+        self_ns=self_ns,
+    )
+
+
+def _collectives(export: Export, idx: np.ndarray) -> tuple[list[CollectiveCalls], int, dict[str, int]]:
+    """The collective ranges among ``idx`` by name (time order, with the range holding each), the CPU
+    time of the outermost ranges and each phase's self time (nesting per thread,
+    :func:`nvtxsim.analysis.tree.nest`): a slow child is not charged again to its parents."""
+    from nvtxsim.analysis.tree import nest
+
+    if len(idx) == 0:
+        return [], 0, {}
+    r = export.ranges
+    nesting = nest(export, idx)
+    ranges, parent = nesting.ranges, nesting.parent
+    dur = (r.end[ranges] - r.start[ranges]).astype(np.int64)
+    reference = int(dur[parent < 0].sum())
+    names = [f"{d}:{n}" for d, n in export.labels]
+    own = dur.copy()
+    kids = np.flatnonzero(parent >= 0)
+    np.subtract.at(own, parent[kids], dur[kids])
+    per = np.bincount(r.label[ranges].astype(np.int64), weights=own, minlength=len(names))
+    self_ns = {names[i]: int(per[i]) for i in np.unique(r.label[ranges]).tolist()}
+    hits = [i for i, (_, n) in enumerate(export.labels) if COLLECTIVE_NAMES.search(n)]
+    labels = r.label[ranges]
+    out = []
+    for lab in hits:
+        pos = np.flatnonzero(labels == lab)
+        if not len(pos):
+            continue
+        pos = pos[np.argsort(r.start[ranges[pos]], kind="stable")]
+        held = [names[int(labels[parent[p]])] if parent[p] >= 0 else names[lab] for p in pos.tolist()]
+        d = dur[pos]
+        dom, name = export.labels[lab]
+        out.append(CollectiveCalls(dom, name, d, held, _warm_up_calls(d)))
+    return out, reference, self_ns
+
+
+def _warm_up_calls(dur: np.ndarray) -> np.ndarray:
+    """The leading calls that are warm-up by :mod:`nvtxsim.analysis.warmup`'s rule (first tenth, over
+    max(m + 8 robust σ, 2 m, m + 100 µs) of the steady state's median m), so a first call that loads or
+    connects is not taken for a rank that made the others wait."""
+    from nvtxsim.analysis.warmup import MAD_FACTOR, MEDIAN_FACTOR, MIN_CALLS, MIN_EXCESS_NS, WINDOW
+
+    out = np.zeros(len(dur), dtype=bool)
+    if len(dur) < MIN_CALLS:
+        return out
+    head = max(1, int(len(dur) * WINDOW))
+    steady = dur[head:].astype(np.float64)
+    m = float(np.median(steady))
+    mad = float(np.median(np.abs(steady - m)))
+    limit = max(m + MAD_FACTOR * mad, MEDIAN_FACTOR * m, m + MIN_EXCESS_NS)
+    for i in range(head):
+        if dur[i] <= limit:
+            break
+        out[i] = True
+    return out
 
 
 def split_by_pid(
@@ -97,8 +188,32 @@ def split_by_pid(
     out = []
     for pid in found.tolist():
         res = _result(f"{path}#pid{pid}", export, gpu, domain, widened, idx[pids == pid])
-        res.report.source["pid"] = int(pid)
+        res.report.source.update(_pid_counts(export, int(pid)), pid=int(pid))
         out.append(res)
+    return out
+
+
+def _pid_counts(export: Export, pid: int) -> dict[str, int | None]:
+    """The source counts of one process of ``export``, so that the ranks' counts add up to the export's
+    (None where a streamed export holds the table on disk only)."""
+    from nvtxsim.schema import KERNEL, MEMCPY, MEMSET
+
+    def of(ids: np.ndarray) -> np.ndarray:
+        return ((ids.astype(np.int64) >> PID_SHIFT) & PID_BITS) == pid
+
+    out: dict[str, int | None] = {"ranges": int(of(export.ranges.global_tid).sum())}
+    api = export.api
+    out["cuda_api_calls"] = (
+        0 if api is None else int(of(api.global_tid).sum()) if getattr(api, "backend", "") == "memory" else None
+    )
+    g = export.gpu
+    if g is None or getattr(g, "backend", "") != "memory":
+        out.update(dict.fromkeys(("gpu_ops", "kernels", "memcpys", "memsets"), 0 if g is None else None))
+    else:
+        mine = of(g.global_pid)
+        out["gpu_ops"] = int(mine.sum())
+        for key, kind in (("kernels", KERNEL), ("memcpys", MEMCPY), ("memsets", MEMSET)):
+            out[key] = int((mine & (g.kind == kind)).sum())
     return out
 
 
@@ -269,6 +384,69 @@ def rank_spread(reports: Sequence[PhaseSummary]) -> list[dict]:
     return rows
 
 
+# --------------------------------------------------------------------------- collective waits
+
+
+@dataclass
+class CollectiveWaits:
+    """Time each rank waited in its collectives for the others, and which rank they waited for.
+
+    The k-th call of a collective is the same call on every rank; all leave it together, so a rank
+    that entered it early spent longer inside: ``wait[r, k] = duration[r, k] - min over ranks``, and
+    the rank of the shortest call is the last to arrive, the one that made the others wait (no
+    clock is compared across exports, so per-rank files of different hosts work too). Calls that are
+    warm-up on some rank are left out (``skipped``)."""
+
+    ranks: int
+    calls: int  # matched calls (every collective, after the warm-up)
+    skipped: int  # warm-up calls left out
+    wait_ns: list[int]  # per rank: its time waiting
+    phase_wait_ns: list[dict[str, int]]  # per rank: its waits charged to the phase holding the call
+    last: list[int]  # per rank: calls it arrived last at
+    caused_ns: list[int]  # per rank: the others' waits at the calls it arrived last at
+    lost_ns: int  # per call the longest wait, summed: what the job lost to the skew
+    mismatched: list[str] = field(default_factory=list)  # collectives called a different number of times
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def collective_waits(results: Sequence[RankResult]) -> CollectiveWaits | None:
+    """The waits of matched collectives (see :class:`CollectiveWaits`); None when fewer than two ranks
+    or no collective range appears on every rank."""
+    n = len(results)
+    if n < 2:
+        return None
+    per = [{(c.domain, c.name): c for c in res.collectives} for res in results]
+    keys = [k for k in per[0] if all(k in p for p in per[1:])]
+    if not keys:
+        return None
+    wait_ns, last, caused = [0] * n, [0] * n, [0] * n
+    phase_wait: list[dict[str, int]] = [{} for _ in range(n)]
+    calls = skipped = lost = 0
+    mismatched = []
+    for key in keys:
+        cs = [p[key] for p in per]
+        m = min(len(c.dur_ns) for c in cs)
+        if any(len(c.dur_ns) != m for c in cs):
+            mismatched.append(f"{key[0]}:{key[1]}")
+        dur = np.stack([c.dur_ns[:m] for c in cs])
+        keep = ~np.any(np.stack([c.warm_up[:m] for c in cs]), axis=0)
+        skipped += int((~keep).sum())
+        w = dur - dur.min(axis=0)
+        late = np.argmin(dur, axis=0)
+        for k in np.flatnonzero(keep).tolist():
+            calls += 1
+            lost += int(w[:, k].max())
+            last[int(late[k])] += 1
+            caused[int(late[k])] += int(w[:, k].sum())
+            for r in range(n):
+                wait_ns[r] += int(w[r, k])
+                ph = cs[r].holder[k]
+                phase_wait[r][ph] = phase_wait[r].get(ph, 0) + int(w[r, k])
+    return CollectiveWaits(n, calls, skipped, wait_ns, phase_wait, last, caused, lost, mismatched)
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -280,7 +458,20 @@ def report_many(
     dask: str | None = None,
     domain_given: bool = True,
 ) -> tuple[list[PhaseSummary], PhaseSummary]:
-    """Per-rank reports (in ``paths`` order) and the merged report of several exports.
+    """Per-rank reports and the merged report (see :func:`analyse_many` for the per-rank results too)."""
+    results = analyse_many(paths, domain=domain, workers=workers, dask=dask, domain_given=domain_given)
+    return [r.report for r in results], merge(results)
+
+
+def analyse_many(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    domain: str | None = "nvtxsim",
+    workers: int | None = None,
+    dask: str | None = None,
+    domain_given: bool = True,
+) -> list[RankResult]:
+    """The per-rank results of several exports, in ``paths`` order (one worker each).
 
     ``workers``: processes to use (default: one per file, at most the usable cores; 1 = in
     this process). ``dask``: address of a Dask scheduler (``tcp://host:8786``) to run the
@@ -290,10 +481,8 @@ def report_many(
     if not files:
         raise NvtxsimError("no exports given")
     if dask:
-        results = _run_dask(dask, files, domain, domain_given)
-    else:
-        results = _run_local(files, domain, workers, domain_given)
-    return [r.report for r in results], merge(results)
+        return _run_dask(dask, files, domain, domain_given)
+    return _run_local(files, domain, workers, domain_given)
 
 
 def _cores() -> int:

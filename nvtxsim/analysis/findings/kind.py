@@ -34,7 +34,8 @@ class Kind:
     ``detect(ctx, facts)`` returns the kind's findings; ``evidence_text(evidence, units)`` says the
     numbers behind one finding in a few words (the report's block and views); ``needs_cuda``: look
     for it only in exports with a CUDA trace; ``informational``: it says where the time goes, not
-    what is wrong (listed after the others)."""
+    what is wrong (listed after the others); ``across_ranks``: it compares the ranks of a job, so one
+    export's ``detect`` finds nothing and the ranks report calls the module's ``detect_ranks``."""
 
     name: str
     advice: str  # one concrete sentence, at most 71 characters (the terminal block's second line)
@@ -44,6 +45,7 @@ class Kind:
     provides: tuple[str, ...] = ()
     needs_cuda: bool = True
     informational: bool = False
+    across_ranks: bool = False
 
 
 @dataclass(frozen=True)

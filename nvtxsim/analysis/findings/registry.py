@@ -17,6 +17,7 @@ from nvtxsim.analysis.findings import (
     outlier_iterations,
     pageable_copy,
     phase_stalls,
+    rank_skew,
     sync,
     unattributed_gpu,
     warm_up,
@@ -38,6 +39,7 @@ REGISTRY: tuple[Kind, ...] = (
     phase_stalls.KIND,
     outlier_iterations.KIND,
     unattributed_gpu.KIND,
+    rank_skew.KIND,
 )
 KINDS = tuple(k.name for k in REGISTRY)
 ADVICE = {k.name: k.advice for k in REGISTRY}

@@ -63,6 +63,18 @@ def run(args: argparse.Namespace) -> int:
     if args.cache is not None:  # read by load(), also in rank worker processes
         os.environ["NVTXSIM_CACHE"] = "1" if args.cache else "0"
     request = request_from_args(args)
+    if args.ranks:
+        if len(args.paths) != 1 or args.dask:
+            from nvtxsim.errors import NvtxsimError
+
+            raise NvtxsimError(
+                "--ranks splits one export of several processes by pid; several exports are already one per rank"
+                if len(args.paths) != 1
+                else "--ranks reads one export here: --dask is for several exports"
+            )
+        return run_ranks(
+            args.paths, fmt=args.format, out=args.output, force=args.force, request=request, wide=args.wide, split=True
+        )
     if len(args.paths) > 1 or args.dask:
         return run_ranks(
             args.paths,
@@ -89,9 +101,15 @@ def run_ranks(
     dask: str | None = None,
     request: ReportRequest | None = None,
     wide: bool = False,
+    split: bool = False,
 ) -> int:
-    """Several exports (one per rank): per-rank tables, the merged table and the spread across ranks."""
-    from nvtxsim.analysis.ranks import rank_spread, report_many
+    """Several exports (one per rank): per-rank tables, the merged table and the spread across ranks.
+
+    ``split``: ``paths`` is one export of several processes (``nsys profile torchrun ...``), one rank
+    per pid in pid order (nsys does not record the rank; ``--ranks``)."""
+    from nvtxsim.analysis.findings import Findings
+    from nvtxsim.analysis.findings.rank_skew import detect_ranks, note
+    from nvtxsim.analysis.ranks import analyse_many, collective_waits, merge, rank_spread, split_by_pid
     from nvtxsim.errors import NvtxsimError
     from nvtxsim.reporting.ranks import ranks_document
     from nvtxsim.reporting.renderers import render
@@ -107,11 +125,23 @@ def run_ranks(
         raise NvtxsimError("--fail-on looks at the findings of one export: report each rank's file on its own")
     if out is not None:
         check_writable(out, force=force, protect=paths)
-    reports, merged = report_many(
-        paths, domain=request.domain, workers=jobs, dask=dask, domain_given=request.domain_given
-    )
+    notes: list[str] = []
+    if split:
+        results = split_by_pid(paths[0], domain=request.domain, domain_given=request.domain_given)
+        pids = ", ".join(f"rank {i} = pid {r.report.source['pid']}" for i, r in enumerate(results))
+        notes.append(f"ranks taken in pid order (nsys does not record the rank): {pids}")
+    else:
+        results = analyse_many(paths, domain=request.domain, workers=jobs, dask=dask, domain_given=request.domain_given)
+    reports, merged = [r.report for r in results], merge(results)
+    waits = collective_waits(results)
+    refs = [r.reference_ns for r in results]
+    found = detect_ranks(reports, waits, refs, [r.self_ns for r in results])
+    said = note(waits, found)
+    reference = int(sum(refs) / len(refs)) if refs else 0
+    findings = Findings(found, None, reference, [said] if said else []) if request.findings else None
     to = layout(out, wide=wide)
-    text = render(ranks_document(reports, merged, rank_spread(reports)), fmt, color=to.color, width=to.width)
+    doc = ranks_document(reports, merged, rank_spread(reports), notes=notes, waits=waits, findings=findings)
+    text = render(doc, fmt, color=to.color, width=to.width)
     deliver(text, out, force=force, protect=paths)
     return 0
 
@@ -146,6 +176,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--dask",
         metavar="ADDRESS",
         help="with several exports: run the per-file work on the Dask scheduler at ADDRESS (pip install 'nvtxsim[dask]')",
+    )
+    p.add_argument(
+        "--ranks",
+        action="store_true",
+        help="one export of several processes (nsys profile torchrun ...): one rank per process, in pid order, "
+        "reported like one export per rank",
     )
     p.add_argument(
         "--domain",
