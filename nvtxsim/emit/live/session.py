@@ -17,7 +17,7 @@ from typing import Any
 
 from nvtxsim.emit import ranges as _r
 from nvtxsim.emit import window as _window
-from nvtxsim.emit.live.budget import GpuBudget
+from nvtxsim.emit.live.budget import OFF, TIMED, GpuBudget, block_from_env
 from nvtxsim.emit.live.gpu import GpuTiming, Span
 from nvtxsim.emit.live.sinks import Sink
 from nvtxsim.emit.live.trigger import Trigger, Watch
@@ -62,6 +62,7 @@ class Session:
         self.timing: GpuTiming | None = None  # the GPU timing attached last: resolves and releases the marks
         self.budget: GpuBudget | None = None  # which iterations get GPU times (a timing with a cost)
         self.gpu_on: bool | None = None  # this iteration places GPU marks (None: not switched since attaching)
+        self.gpu_records: bool | None = None  # the GPU timing records this iteration (CUPTI's kinds on)
         self.gpu_failed = False  # placing a mark failed: CPU times only from then on
         self.gpu_measured = 0  # measured iterations of the current window that had GPU times
         self.writer = WindowWriter(sinks, self.fail)  # starts the writer thread
@@ -100,12 +101,13 @@ class Session:
         timing = self.timing
         if timing is None:
             return
-        on = measure and not self.gpu_failed
+        on = records = measure and not self.gpu_failed
         if self.budget is not None:  # asked at every step: it follows the steps' wall time
-            on = self.budget.decide(_now(), timing.cost_ns() or 0, allowed=on)
-        if on != self.gpu_on:
-            timing.sampling(on)  # CUPTI: records only while GPU-timed
-        self.gpu_on = on
+            state = self.budget.decide(_now(), timing.cost_ns() or 0, allowed=on)
+            on, records = state == TIMED, state != OFF  # a block's lead and trail: records on, no markers
+        if records != self.gpu_records:
+            timing.sampling(records)  # CUPTI: records only while GPU-timed (and around, under a budget)
+        self.gpu_on, self.gpu_records = on, records
         self.gpu = timing if on else None
 
     def claim(self) -> None:
@@ -134,17 +136,18 @@ class Session:
         self.trigger_mark = n
 
     def check_gpu(self) -> None:
-        """Attach the GPU timing once the program uses the GPU (asked at every step until then)."""
-        if self.gpu is not None or self.gpu_kind is None:
+        """Attach the GPU timing once the program uses the GPU (asked at every step until then; once only: an
+        iteration left untimed by sampling or a budget keeps the timing, and the budget's history, as they are)."""
+        if self.timing is not None or self.gpu_kind is None:
             return
         try:
             timing = self.gpu_kind.attach()
         except Exception:
             return
         if timing is not None:
-            self.timing, self.gpu_on = timing, None
+            self.timing, self.gpu_on, self.gpu_records = timing, None, None
             if self.gpu_budget and timing.cost_ns() is not None:
-                self.budget = GpuBudget(self.gpu_budget, seed=self.pid)
+                self.budget = GpuBudget(self.gpu_budget, seed=self.pid, block=block_from_env())
 
     def flush(self, last: int, *, final: bool = False, wait: float = 0.0) -> None:
         """Hand the current window to the writer thread (dropped, and counted, when its queue is full; ``wait``:
@@ -272,7 +275,7 @@ def _live_exit(self: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
     if top is not None and top[1] is not None and s is not None and s.timing is not None:
         # a range opened while GPU-timed closes after a budget switched CUPTI off: its closing marker would never
         # come back (the opening ticket holds nothing); any other closes as it opened (an event goes back to its pool)
-        if s.gpu is not None or s.budget is None:
+        if s.gpu_records or s.budget is None:
             ev1 = s.timing.end(top[1])
     t1 = _now()
     if _r._active:

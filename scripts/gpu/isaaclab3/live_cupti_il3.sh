@@ -16,7 +16,10 @@
 # Every step prints `date`, its exit code (rc=124: its timeout; 139: a segfault). $OUT gets 6 files: live_cupti_il3.txt
 # (all printed), cupti.jsonl, events.jsonl, report.json, il3_nsys.sqlite.gz (split .0 .1 past 15 MiB), nsys.log. Under 9 minutes on the H200
 # (a round is skipped when it would end past 530 s, judged by the one before).
-# Knobs: ITERS (12 learning iterations), ENVS (4096), ROUNDS (2), EVERY (16 env steps per live line).
+# Knobs: ITERS (12 learning iterations), ENVS (4096), ROUNDS (2), EVERY (16 env steps per live line), CONFIGS (the
+# cost rounds' configs, default "off events cupti cupti-full"), FIRST (configs of round 1 only, e.g. cupti-naive:
+# CUPTI switched at every step, no lead or trail), DUMP=1 (CUPTI configs under scripts/gpu/probes/budget_dump.py:
+# the budget's states per step and each timed range's busy time, in $OUT/dumps.tar.gz), SKIP_NSYS=1 (cost only).
 # Here (no GPU, no Isaac Lab): DRY_RUN=1 OUT=/tmp/lci bash scripts/gpu/isaaclab3/live_cupti_il3.sh  runs the same
 # plumbing on a CPU stand-in for train.py (nsys 2022.4, NVTX only): no GPU numbers.
 set -uo pipefail
@@ -74,6 +77,7 @@ fi
 
 # live timing asked for with CUPTI under nsys: it must step aside (one line) and time with CUDA events, the
 # same ranges as the export: the events column of step 4
+if [ -z "${SKIP_NSYS:-}" ]; then
 stamp "2 nsys: NVTXSIM_LIVE_GPU=cupti python3 -m nvtxsim profile -o il3_nsys --no-report -- python3 -m nvtxsim run ${train[*]}"
 NVTXSIM_LIVE="$work/nsys_live.jsonl" NVTXSIM_LIVE_EVERY="$EVERY" NVTXSIM_LIVE_GPU=cupti NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1 \
   timeout 200 python3 -m nvtxsim profile -o "$work/il3_nsys" --no-report "${PROFILE_OPTS[@]}" -- \
@@ -90,6 +94,7 @@ if [ -n "$sq" ]; then
 else
   echo "nsys: no export written"
 fi
+else sq=""; fi
 
 # NVTXSIM_LIVE_CUPTI_EXPERIMENTAL is read only by checkouts before the gate was removed (kept: either runs)
 declare -A env_of=(
@@ -97,16 +102,22 @@ declare -A env_of=(
   [events]="NVTXSIM_LIVE_GPU=events"
   [cupti]="NVTXSIM_LIVE_GPU=cupti NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1"
   [cupti-full]="NVTXSIM_LIVE_GPU=cupti NVTXSIM_LIVE_CUPTI_EXPERIMENTAL=1 NVTXSIM_LIVE_GPU_BUDGET=off"
+  [cupti-naive]="NVTXSIM_LIVE_GPU=cupti NVTXSIM_LIVE_GPU_BLOCK=0,1,0"
 )
-order=(off events cupti cupti-full)
-one() {  # one timed training: config, round
-  local k=$1 r=$2 live=() line rc
+# CONFIGS: the cost rounds' configs (ABC.., then ..CBA); FIRST: configs run in round 1 only (accuracy, not cost)
+read -r -a order <<< "${CONFIGS:-off events cupti cupti-full}"
+read -r -a first_only <<< "${FIRST:-}"
+one() {  # one timed training: config, round. With DUMP=1 the CUPTI configs run under the budget probe
+  local k=$1 r=$2 live=() line rc run=(-m nvtxsim run -q)
   [ "$k" != off ] && live=(NVTXSIM_LIVE="$work/${k}_r$r.jsonl" NVTXSIM_LIVE_EVERY="$EVERY" ${env_of[$k]})
-  env "${live[@]}" timeout 100 python3 -m nvtxsim run -q "${train[@]}" > "$work/${k}_r$r.out" 2> "$work/${k}_r$r.err"
+  if [ -n "${DUMP:-}" ] && [[ $k == cupti* ]]; then
+    run=(scripts/gpu/probes/budget_dump.py "$work/${k}_r$r.dump.json" -- -q)
+  fi
+  env "${live[@]}" timeout 100 python3 "${run[@]}" "${train[@]}" > "$work/${k}_r$r.out" 2> "$work/${k}_r$r.err"
   rc=$?
   line=$(grep '^train:' "$work/${k}_r$r.out" | tail -1)
   echo "round=$r config=$k rc=$rc ${line#train: }" | tee -a "$work/cost.txt"
-  grep -h -i -e cupti -e 'live timing' "$work/${k}_r$r.err" | head -3
+  grep -h -i -e cupti -e 'live timing' -e budget_dump "$work/${k}_r$r.err" | head -24
   [ "$rc" = 0 ] || tail -n 4 "$work/${k}_r$r.err"
 }
 last=0
@@ -115,12 +126,15 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "round $r skipped: $SECONDS s gone, a round takes $last s (9-minute budget)"; break
   fi
   stamp "3 cost round $r/$ROUNDS"; t_round=$SECONDS
-  if [ $((r % 2)) = 1 ]; then seq_=("${order[@]}"); else seq_=(cupti-full cupti events off); fi
+  if [ $((r % 2)) = 1 ]; then seq_=("${order[@]}"); else seq_=(); for ((i=${#order[@]}-1; i>=0; i--)); do seq_+=("${order[i]}"); done; fi
+  [ "$r" = 1 ] && seq_+=("${first_only[@]}")
   for k in "${seq_[@]}"; do one "$k" "$r"; done
   last=$((SECONDS - t_round))
   if [ "$r" = 1 ]; then
     cp -f "$work/cupti_r1.jsonl" "$OUT/cupti.jsonl" 2>/dev/null; cp -f "$work/events_r1.jsonl" "$OUT/events.jsonl" 2>/dev/null
     cp -f "$work/cupti-full_r1.jsonl" "$OUT/cupti_full.jsonl" 2>/dev/null
+    cp -f "$work/cupti-naive_r1.jsonl" "$OUT/cupti_naive.jsonl" 2>/dev/null
+    [ -n "${DUMP:-}" ] && (cd "$work" && tar czf "$OUT/dumps.tar.gz" ./*.dump.json 2>/dev/null)
     stamp "4 accuracy: live cupti (round 1) vs nsys, per phase"
     if [ -s "$OUT/cupti.jsonl" ] && [ -s "$OUT/report.json" ]; then
       timeout 60 python3 -m nvtxsim live "$OUT/cupti.jsonl" | cut -c1-240; rc_line live $?
@@ -128,10 +142,11 @@ for r in $(seq 1 "$ROUNDS"); do
       echo "events column: $ev"
       timeout 60 python3 "$W" compare "$OUT/cupti.jsonl" "$OUT/report.json" --events "$ev" --all-phases
       rc_line compare $?
-      if [ -s "$OUT/cupti_full.jsonl" ]; then
-        echo "the same for cupti-full (every iteration GPU-timed):"
-        timeout 60 python3 "$W" compare "$OUT/cupti_full.jsonl" "$OUT/report.json" --events "$ev" --all-phases | tail -n 3
-      fi
+      for f in cupti_full cupti_naive; do
+        [ -s "$OUT/$f.jsonl" ] || continue
+        echo "the same for $f (cupti_full: every iteration GPU-timed; cupti_naive: switched at every step, NVTXSIM_LIVE_GPU_BLOCK=0,1,0):"
+        timeout 60 python3 "$W" compare "$OUT/$f.jsonl" "$OUT/report.json" --events "$ev" --all-phases | tail -n 22
+      done
     else
       echo "accuracy skipped: cupti.jsonl or report.json missing or empty"
     fi
@@ -148,7 +163,7 @@ for line in open(sys.argv[1]):
     by.setdefault(cfg, []).append(float(ms.group(1)) if ms else float("nan"))
 med = {c: statistics.median(v) for c, v in by.items()}
 base = med.get("off")
-for cfg in ("off", "events", "cupti", "cupti-full"):
+for cfg in ("off", "events", "cupti", "cupti-full", "cupti-naive"):
     if cfg not in by:
         continue
     pct = f"{100 * (med[cfg] - base) / base:+.1f} %" if base and base == base else "-"
