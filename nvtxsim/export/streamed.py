@@ -228,11 +228,14 @@ def release_memory() -> None:
         pass
 
 
-class LazyApiCalls(ApiCalls):
-    """:class:`ApiCalls` whose columns are read from the export on first use, one at a time."""
+class _Lazy:
+    """What both lazy column sets share: the source they read from, and each column read once, on first use.
 
-    _FIELDS = API_FIELDS
-    backend = "streamed"
+    A subclass names its columns (``_FIELDS``) and reads one of them (``_read``); what is read stays in the
+    instance, so :meth:`is_read` says whether a column is in memory."""
+
+    _FIELDS: tuple[str, ...]
+    _source: Source
 
     def __init__(self, source: Source) -> None:  # noqa: D107 (no dataclass __init__: fields are lazy)
         self._source = source
@@ -243,14 +246,27 @@ class LazyApiCalls(ApiCalls):
     def __getattr__(self, name: str):
         if name.startswith("_") or name not in self._FIELDS:
             raise AttributeError(name)
+        value = self._read(name)
+        self.__dict__[name] = value
+        return value
+
+    def _read(self, name: str) -> np.ndarray:
+        raise NotImplementedError
+
+
+class LazyApiCalls(_Lazy, ApiCalls):
+    """:class:`ApiCalls` whose columns are read from the export on first use, one at a time."""
+
+    _FIELDS = API_FIELDS
+    backend = "streamed"
+
+    def _read(self, name: str) -> np.ndarray:
         conn = self._source.connect()
         try:
-            value = self._source.column(conn, self._source.api_sql([name]), self._source.api_count)
+            return self._source.column(conn, self._source.api_sql([name]), self._source.api_count)
         finally:
             conn.close()
             release_memory()
-        self.__dict__[name] = value
-        return value
 
     def __len__(self) -> int:
         return self._source.counts()[0]
@@ -259,39 +275,29 @@ class LazyApiCalls(ApiCalls):
         return f"LazyApiCalls({len(self)} calls from {self._source.path.name})"
 
 
-class LazyGpuOps(GpuOps):
+class LazyGpuOps(_Lazy, GpuOps):
     """:class:`GpuOps` whose columns are read from the export on first use, one at a time."""
 
     _FIELDS = ("kind",) + GPU_FIELDS
     backend = "streamed"
 
-    def __init__(self, source: Source) -> None:  # noqa: D107
-        self._source = source
-
-    def is_read(self, name: str) -> bool:
-        return name in vars(self)
-
-    def __getattr__(self, name: str):
-        if name.startswith("_") or name not in self._FIELDS:
-            raise AttributeError(name)
+    def _read(self, name: str) -> np.ndarray:
         src = self._source
         if name == "kind":  # the tables are concatenated in load order: the kinds follow from the counts
             counts = src.counts()[1]
-            value = np.concatenate([np.full(counts[k], k, dtype=np.int8) for k, _, _ in src.gpu_tables])
-        else:
-            conn = src.connect()
-            try:
-                counts = src.gpu_counts or {}
-                parts = [src.column(conn, src.gpu_sql([name], k, t, c), counts.get(k)) for k, t, c in src.gpu_tables]
-            finally:
-                conn.close()
-                release_memory()
-            value = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            if name == "copy_kind":
-                value = value.astype(np.int16)
-            if name == "bytes":
-                value = sane_bytes(value)
-        self.__dict__[name] = value
+            return np.concatenate([np.full(counts[k], k, dtype=np.int8) for k, _, _ in src.gpu_tables])
+        conn = src.connect()
+        try:
+            counts = src.gpu_counts or {}
+            parts = [src.column(conn, src.gpu_sql([name], k, t, c), counts.get(k)) for k, t, c in src.gpu_tables]
+        finally:
+            conn.close()
+            release_memory()
+        value = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if name == "copy_kind":
+            value = value.astype(np.int16)
+        if name == "bytes":
+            value = sane_bytes(value)
         return value
 
     def __len__(self) -> int:

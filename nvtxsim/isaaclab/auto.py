@@ -74,41 +74,47 @@ def _guarded(what: str, fn: Callable[[], Any]) -> Any:
 # --------------------------------------------------------------------------- what happens on events
 
 
+def _instrument_object(
+    key: type, instrument: Callable[[], IsaacLabInstrumentation], announce: Callable[[int], str]
+) -> None:
+    """Run ``instrument`` (guarded), add what it patched to the process's handle, and say so once per class.
+
+    Env and runner objects are taken in the same way; only what they patch and how that is said differ.
+    ``announce`` gets the number of methods this call added."""
+    with _lock:
+        before = len(_handle.patches)
+        h = _guarded(key.__name__, instrument)
+        if h is None:
+            return
+        _handle.absorb(h)
+        if h.missing:
+            note_missing(h.missing)
+        if key not in _state["announced"]:
+            _state["announced"].add(key)
+            _say(announce(len(_handle.patches) - before))
+
+
 def instrument_env_object(env: Any) -> None:
     from nvtxsim.isaaclab.envs import instrument, unwrap_env
 
     base = unwrap_env(env)
     if base is None:
         return
-    with _lock:
-        before = len(_handle.patches)
-        h = _guarded(type(base).__name__, lambda: instrument(base, count_steps=_state["count_steps"], warn=False))
-        if h is None:
-            return
-        _handle.absorb(h)
-        if h.missing:
-            note_missing(h.missing)
-        key = type(base)
-        if key not in _state["announced"]:
-            _state["announced"].add(key)
-            added = len(_handle.patches) - before
-            _say(f"instrumented {type(base).__name__} ({added} new methods, {len(_handle.patches)} in all)")
+    _instrument_object(
+        type(base),
+        lambda: instrument(base, count_steps=_state["count_steps"], warn=False),
+        lambda added: f"instrumented {type(base).__name__} ({added} new methods, {len(_handle.patches)} in all)",
+    )
 
 
 def instrument_runner_object(runner: Any) -> None:
     from nvtxsim.isaaclab.runners import instrument_runner
 
-    with _lock:
-        h = _guarded(type(runner).__name__, lambda: instrument_runner(runner, warn=False))
-        if h is None:
-            return
-        _handle.absorb(h)
-        if h.missing:
-            note_missing(h.missing)
-        key = type(runner)
-        if key not in _state["announced"]:
-            _state["announced"].add(key)
-            _say(f"instrumented {type(runner).__name__} ({len(_handle.patches)} methods in all)")
+    _instrument_object(
+        type(runner),
+        lambda: instrument_runner(runner, warn=False),
+        lambda added: f"instrumented {type(runner).__name__} ({len(_handle.patches)} methods in all)",
+    )
 
 
 def _after_init(cls: type, callback: Callable[[Any], None]) -> None:

@@ -48,11 +48,25 @@ def ranks_document(
         )
     else:
         sections.append([Prose("items", _wait_lines(waits))])
+
+    def data() -> dict:
+        """The merged report's document with every rank's report, the spread, the waits and the findings added
+        (built only when a machine format asks for it)."""
+        doc = json_document(merged)
+        doc["collective_waits"] = waits.as_dict() if waits is not None else None
+        if findings is not None:
+            doc["findings"] = findings.as_list()
+        if notes:
+            doc["notes"] = list(notes)
+        doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]
+        doc["spread"] = spread
+        return doc
+
     return Document(
         "ranks",
         sections,
         PageHead("nvtxsim report", "nvtxsim report"),
-        data=lambda: _json(reports, merged, spread, notes, waits, findings),
+        data=data,
         flat=_flat(reports, merged),
     )
 
@@ -111,23 +125,3 @@ def _flat(reports: list[PhaseSummary], merged: PhaseSummary) -> ViewTable:
     rows += [{"rank": "all", "path": "", **p.as_dict()} for p in merged.phases]
     keys = ("rank", "path", *record_keys(merged))  # the merged report carries no memory columns
     return ViewTable("ranks", "Phases per rank", [], rows, record_keys=keys)
-
-
-def _json(
-    reports: list[PhaseSummary],
-    merged: PhaseSummary,
-    spread: list[dict],
-    notes: Sequence[str] = (),
-    waits: CollectiveWaits | None = None,
-    findings: Findings | None = None,
-) -> dict:
-    """The merged report's document with every rank's report, the spread, the waits and the findings added."""
-    doc = json_document(merged)
-    doc["collective_waits"] = waits.as_dict() if waits is not None else None
-    if findings is not None:
-        doc["findings"] = findings.as_list()
-    if notes:
-        doc["notes"] = list(notes)
-    doc["ranks"] = [{"rank": i, **r.as_dict()} for i, r in enumerate(reports)]
-    doc["spread"] = spread
-    return doc
