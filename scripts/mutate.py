@@ -78,6 +78,8 @@ TARGETS = (
             "tests/test_findings.py",
             "tests/test_warm_up.py",
             "tests/test_rank_skew.py::test_h200_export_names_the_slow_rank",  # the others capture with torchrun
+            "--deselect",  # a live capture of sleeps: on a loaded machine it fails now and then, mutant or not
+            "tests/test_warm_up.py::test_a_real_capture_names_its_warm_up_and_its_periodic_stall",
         ),
         4.0,
     ),
