@@ -228,7 +228,7 @@ def test_os_wait_from_a_quarter_of_the_phase_self_time(tmp_path, sleep_us, found
     if found:
         f = by[("nvtxsim:reset", "os_wait")]
         e = f.evidence
-        assert f.cost_ns == 10 * sleep_us * 1_000 and e["phase_self_ns"] > f.cost_ns
+        assert f.cost_ns == 10 * sleep_us * 1_000 and e["phase_self_ns"] == 10 * (7_500_000 + sleep_us * 1_000 + 4_500)
         assert e["phase_share"] == round(f.cost_ns / e["phase_self_ns"], 3) and 0.25 < e["phase_share"] < 0.3
 
 
@@ -256,3 +256,25 @@ def test_a_stall_names_its_os_wait_from_half_of_its_excess(tmp_path, wait_ms, cp
     assert f.cost_ns == cpu_ns + wait_ms * MS + 500  # the excess over the median call
     if cause:
         assert f.evidence["os_wait_ns"] == wait_ms * MS and f.advice == OS_ADVICE["lock"]
+
+
+def test_a_cuda_export_without_os_trace_has_no_os_wait_note(tmp_path):
+    """With CUDA traced, cpu_bound is looked for from the GPU's idle time: no OS trace is no finding's concern."""
+    got, by = _find(tmp_path, lambda b, i: b.phase("step", lambda: (b.kernel("k", MS), b.cpu(2 * MS))), cuda=True)
+    assert not [n for n in got.notes if "not looked for" in n], got.notes
+    assert not [k for _, k in by if k == "os_wait"]
+
+
+@pytest.mark.parametrize("spike_us,stall", [(1_200, True), (900, False)])
+def test_a_stall_is_at_least_a_millisecond_over_the_median(tmp_path, spike_us, stall):
+    """A 0.1 ms phase spiking in iteration 4: to 1.2 ms a stall (12x, 1.1 ms over), to 0.9 ms jitter (9x, 0.8 over)."""
+
+    def loop(b, i):
+        b.phase("log", lambda: b.cpu(spike_us * 1_000 if i == 4 else 96_000))  # 100 µs with the range's edges
+        b.phase("work", lambda: b.cpu(5 * MS))
+
+    got, by = _find(tmp_path, loop, iterations=12, name=f"spike{spike_us}")
+    assert (("nvtxsim:log", "phase_stalls") in by) == stall
+    if stall:
+        f = by[("nvtxsim:log", "phase_stalls")]
+        assert f.cost_ns == (spike_us - 96) * 1_000 and f.evidence["median_ns"] == 100_000
