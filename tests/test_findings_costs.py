@@ -368,3 +368,74 @@ def test_rank_skew_extra_phases_are_the_slow_rank_self_time_over_the_others_medi
     slow["d"] = 5
     assert _extra_phases([slow, *others], 0) == {"log": 50, "a": 29, "d": 5}  # the top three, most first
     assert _extra_phases([slow], 0) == {}  # no other rank
+
+
+def _warm_loop(tmp_path, name, first, *, phases=0, iterations=20):
+    """A CUDA loop whose iteration 0 runs ``first[phase](b)`` instead of 100 µs of Python in each phase of
+    ``first``; ``phases`` more phases p1..pN warm up by N ms of Python (p1: 1 ms ... pN: N ms)."""
+    from synth import CudaLoop
+
+    b = CudaLoop(cuda=True)
+    extra = {f"p{k}": (lambda b, k=k: b.cpu(100_000 + k * 1_000_000)) for k in range(1, phases + 1)}
+    for i in range(iterations):
+
+        def body(i=i):
+            for ph, warm in {**first, **extra}.items():
+                b.phase(ph, (lambda w=warm: w(b)) if i == 0 else (lambda: b.cpu(100_000)))
+            b.phase("work", lambda: (b.kernel("k", 1_000_000), b.cpu(2_000_000), b.os_call("clock_nanosleep", 10_000)))
+
+        b.phase("iteration", body)
+        b.cpu(10_000)
+    path = tmp_path / f"{name}.sqlite"
+    b.write(path)
+    ex = load(path)
+    key = ex.labels.index(("nvtxsim", "iteration"))
+    whole = int((ex.ranges.end - ex.ranges.start)[ex.ranges.label == key].sum())
+    found = analyse(Selection(ex))
+    return {(f.phase, f.kind): f for f in found.items}, whole
+
+
+def test_warm_up_causes_by_hand_and_its_share_of_the_whole_capture(tmp_path):
+    """Iteration 0: load spends 5 % of its 20 ms excess in cuModuleLoadData (exactly the module_load floor);
+    compile runs NVRTC for 3 ms and waits 4 ms for a child process (compile: both); p1..p7 warm up by 1..7 ms of
+    Python. The evidence lists the 8 costliest of the 9 phases; its share is of the whole capture, warm-up in."""
+
+    def load_(b):
+        b.cpu(19_099_500)  # + the 1 ms load and its 500 ns gap: 20 ms over the 100 µs median
+        b.call("cuModuleLoadData", 1_000_000)
+
+    def compile_(b):
+        b.cpu(5_000_000)
+        b.call("nvrtcCompileProgram", 3_000_000)
+        b.os_call("waitpid", 4_000_000)
+
+    by, whole = _warm_loop(tmp_path, "warm", {"load": load_, "compile": compile_}, phases=7)
+    f = by[("nvtxsim:load", "warm_up")]
+    e = f.evidence
+    assert e["phase_count"] == 9 and list(e["phases"]) == ["nvtxsim:load", "nvtxsim:compile"] + [
+        f"nvtxsim:p{k}" for k in range(7, 1, -1)
+    ]  # p1, the cheapest, left out of the evidence
+    assert e["phases"]["nvtxsim:load"]["excess_ns"] == 20_000_000
+    assert e["phases"]["nvtxsim:load"]["causes"] == {"module_load": 1_000_000} and e["cause"] == "module_load"
+    assert e["phases"]["nvtxsim:compile"]["causes"] == {"compile": 7_000_000}  # NVRTC and the child process
+    assert e["phases"]["nvtxsim:p7"]["causes"] == {} and e["phases"]["nvtxsim:p7"]["cause"] is None
+    assert f.cost_ns == sum(p["excess_ns"] for p in e["phases"].values()) + 1_000_000  # p1's 1 ms counts
+    assert e["share_of_time"] == round(f.cost_ns / whole, 4) and e["iterations"] == [0]
+
+
+def test_a_compile_cause_without_child_processes_is_the_jit_time(tmp_path):
+    """An OS trace without any child-process call: compile's time is NVRTC's alone; 4.9 % of module loading is
+    under the 5 % floor (no module_load cause)."""
+
+    def jit(b):
+        b.cpu(10_000_000)
+        b.call("nvrtcCompileProgram", 2_000_000)
+
+    def load_(b):
+        b.cpu(19_119_500)
+        b.call("cuModuleLoadData", 980_000)  # 4.9 % of the 20 ms excess
+
+    by, _ = _warm_loop(tmp_path, "jit", {"jit": jit, "load": load_})
+    phases = by[("nvtxsim:load", "warm_up")].evidence["phases"]
+    assert phases["nvtxsim:jit"]["causes"] == {"compile": 2_000_000}
+    assert phases["nvtxsim:load"]["excess_ns"] == 20_000_000 and phases["nvtxsim:load"]["causes"] == {}
