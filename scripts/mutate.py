@@ -10,6 +10,7 @@ they pass is a *survivor*: either a missing assertion, or a change that cannot a
 
     python scripts/mutate.py --per-target 10 --out reports/raw/mutation.json     # the recorded run
     python scripts/mutate.py --list --target escaping                           # the sites, no run
+    python scripts/mutate.py --target findings --module rank_skew.py --per-module 8   # one module's sites
 
 The tree is copied once into a temporary folder (tests/data linked, not copied); each mutant rewrites
 one file there, runs the tests with that folder first on PYTHONPATH (no bytecode written, so a stale
