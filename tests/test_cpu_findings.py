@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from committed import committed
 from synth import CudaLoop
 
@@ -156,3 +157,124 @@ def test_h200_sleep_stalls_name_the_os_wait_and_busy_spikes_do_not():
     spikes = by[("nvtxsim:" + truth["spikes"]["phase"], "phase_stalls")]
     assert spikes.evidence["iterations"] == truth["spikes"]["iterations"] and spikes.evidence.get("cause") != "os_wait"
     assert ("nvtxsim:" + truth["spikes"]["phase"], "os_wait") not in by
+
+
+def _hot_loop(b, busy_ns, *, gap_ns=0):
+    """A CPU-only iteration of 10 ms: ``busy_ns`` of Python in hot, the rest asleep in wait, ``gap_ns`` of the
+    iteration's own CPU time between them (the key range's self time)."""
+    b.phase("hot", lambda: b.cpu(busy_ns))
+    b.cpu(gap_ns)
+    b.phase("wait", lambda: b.os_call("clock_nanosleep", 10 * MS - busy_ns - gap_ns))
+
+
+@pytest.mark.parametrize("busy_ms,found", [(1.15, True), (0.9, False)])
+def test_cpu_bound_without_cuda_from_a_tenth_of_the_time_never_the_key_range(tmp_path, busy_ms, found):
+    """cpu_work's threshold on both sides (a tenth of the reference: 11.5 % is a finding, 9 % not), and the key
+    range's 2 ms of self time (20 % of it, gaps between its phases) is never a cpu_bound finding."""
+    busy = int(busy_ms * MS)
+    got, by = _find(tmp_path, lambda b, i: _hot_loop(b, busy, gap_ns=2 * MS), name=f"hot{busy_ms}")
+    assert {p for p, k in by if k == "cpu_bound"} == ({"nvtxsim:hot"} if found else set())
+    if found:
+        f = by[("nvtxsim:hot", "cpu_bound")]
+        assert f.cost_ns == 10 * (busy + 4_000) == f.evidence["cpu_work_ns"]  # 4 µs: the range's own edges
+        assert 0.10 < f.cost_ns / got.reference_ns < 0.125
+
+
+def test_cpu_bound_without_cuda_or_key_range(tmp_path):
+    """No iteration range: the phases at the top are still tested, against the whole capture's time."""
+    b = CudaLoop(cuda=False)
+    for _ in range(10):
+        _hot_loop(b, 4 * MS)
+    p = tmp_path / "nokey.sqlite"
+    b.write(p)
+    got = analyse(Selection(load(p)))
+    f = {(f.phase, f.kind): f for f in got.items}[("nvtxsim:hot", "cpu_bound")]
+    assert f.cost_ns == 10 * (4 * MS + 4_000)
+
+
+def test_an_os_wait_names_its_top_three_calls(tmp_path):
+    """Four file calls in save: the evidence lists the three longest (calls, total), the cost is all four."""
+
+    def loop(b, i):
+        b.phase("work", lambda: b.cpu(20 * MS))
+        b.phase(
+            "save",
+            lambda: (
+                b.os_call("openat", MS // 2),
+                b.os_call("read", MS),
+                b.os_call("write", 2 * MS),
+                b.os_call("fsync", 3 * MS),
+            ),
+        )
+
+    got, by = _find(tmp_path, loop)
+    f = by[("nvtxsim:save", "os_wait")]
+    assert f.evidence["os_wait_top"] == {"fsync": [10, 30 * MS], "write": [10, 20 * MS], "read": [10, 10 * MS]}
+    assert f.cost_ns == f.evidence["os_wait_ns"] == 10 * 6_500_000 and f.evidence["os_wait_categories"] == {
+        "file": 10 * 6_500_000
+    }
+
+
+@pytest.mark.parametrize("sleep_us,found", [(2_700, True), (2_300, False)])
+def test_os_wait_from_a_quarter_of_the_phase_self_time(tmp_path, sleep_us, found):
+    """reset: 7.5 ms of Python and a sleep; 2.7 ms of 10.2 ms (26 %) is its finding, 2.3 of 9.8 (23 %) is not."""
+
+    def loop(b, i):
+        b.phase("reset", lambda: (b.cpu(7_500_000), b.os_call("clock_nanosleep", sleep_us * 1_000)))
+        b.phase("work", lambda: b.cpu(20 * MS))
+
+    got, by = _find(tmp_path, loop, name=f"q{sleep_us}")
+    assert (("nvtxsim:reset", "os_wait") in by) == found
+    if found:
+        f = by[("nvtxsim:reset", "os_wait")]
+        e = f.evidence
+        assert f.cost_ns == 10 * sleep_us * 1_000 and e["phase_self_ns"] == 10 * (7_500_000 + sleep_us * 1_000 + 4_500)
+        assert e["phase_share"] == round(f.cost_ns / e["phase_self_ns"], 3) and 0.25 < e["phase_share"] < 0.3
+
+
+@pytest.mark.parametrize(
+    "wait_ms,cpu_ns,cause", [(22, 20 * MS, "os_wait"), (21, 21 * MS - 500, "os_wait"), (20, 22 * MS, None)]
+)
+def test_a_stall_names_its_os_wait_from_half_of_its_excess(tmp_path, wait_ms, cpu_ns, cause):
+    """A 42 ms stall of policy in iteration 6: a lock wait of 22 ms (52 % of the excess) is its cause, so is one of
+    exactly half (21 ms; the call's 500 ns gap is Python), one of 20 ms (48 %, the rest Python) is not."""
+
+    def loop(b, i):
+        stalled = i == 6
+        b.phase(
+            "policy",
+            lambda: (
+                b.cpu(MS // 2 + (cpu_ns if stalled else 0)),
+                b.os_call("sem_wait", wait_ms * MS) if stalled else None,
+            ),
+        )
+        b.phase("reward", lambda: b.cpu(4 * MS))
+
+    got, by = _find(tmp_path, loop, name=f"half{wait_ms}")
+    f = by[("nvtxsim:policy", "phase_stalls")]
+    assert f.evidence["iterations"] == [6] and f.evidence.get("cause") == cause
+    assert f.cost_ns == cpu_ns + wait_ms * MS + 500  # the excess over the median call
+    if cause:
+        assert f.evidence["os_wait_ns"] == wait_ms * MS and f.advice == OS_ADVICE["lock"]
+
+
+def test_a_cuda_export_without_os_trace_has_no_os_wait_note(tmp_path):
+    """With CUDA traced, cpu_bound is looked for from the GPU's idle time: no OS trace is no finding's concern."""
+    got, by = _find(tmp_path, lambda b, i: b.phase("step", lambda: (b.kernel("k", MS), b.cpu(2 * MS))), cuda=True)
+    assert not [n for n in got.notes if "not looked for" in n], got.notes
+    assert not [k for _, k in by if k == "os_wait"]
+
+
+@pytest.mark.parametrize("spike_us,stall", [(1_200, True), (900, False)])
+def test_a_stall_is_at_least_a_millisecond_over_the_median(tmp_path, spike_us, stall):
+    """A 0.1 ms phase spiking in iteration 4: to 1.2 ms a stall (12x, 1.1 ms over), to 0.9 ms jitter (9x, 0.8 over)."""
+
+    def loop(b, i):
+        b.phase("log", lambda: b.cpu(spike_us * 1_000 if i == 4 else 96_000))  # 100 µs with the range's edges
+        b.phase("work", lambda: b.cpu(5 * MS))
+
+    got, by = _find(tmp_path, loop, iterations=12, name=f"spike{spike_us}")
+    assert (("nvtxsim:log", "phase_stalls") in by) == stall
+    if stall:
+        f = by[("nvtxsim:log", "phase_stalls")]
+        assert f.cost_ns == (spike_us - 96) * 1_000 and f.evidence["median_ns"] == 100_000

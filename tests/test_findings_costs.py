@@ -13,8 +13,12 @@ from synth import make_planted
 from nvtxsim.analysis.findings import analyse
 from nvtxsim.analysis.findings.bound import PhaseSelf, _load
 from nvtxsim.analysis.findings.context import blocked
+from nvtxsim.analysis.findings.cuda_calls import cause
 from nvtxsim.analysis.findings.model import HIGH_SHARE, MEDIUM_SHARE, severity
 from nvtxsim.analysis.findings.other_thread_gpu import PHASE_SHARE
+from nvtxsim.analysis.findings.phase_stalls import period
+from nvtxsim.analysis.findings.rank_skew import _extra_phases, detect_ranks
+from nvtxsim.analysis.ranks import CollectiveWaits
 from nvtxsim.analysis.selection import Selection
 from nvtxsim.export.reader import load
 
@@ -269,3 +273,169 @@ def test_other_thread_gpu_is_reported_from_a_tenth_of_a_percent(tmp_path, outsid
     if shown:
         e = got[("nvtxsim:learn", "other_thread_gpu")].evidence
         assert 0.001 <= e["share_of_time"] < 0.00125 and e["phase_gpu_share"] < PHASE_SHARE
+
+
+@pytest.mark.parametrize(
+    "alloc_ns,of,want",
+    [(55, 100, "alloc"), (50, 100, "alloc"), (49, 100, None), (30, 0, None)],
+)
+def test_a_cuda_cause_is_named_from_half_of_the_time_it_explains(alloc_ns, of, want):
+    """cuda_calls.cause: the first cause whose calls take at least half of ``of`` (exactly half too); nothing of 0."""
+    per = {"cudaMalloc_v3020": alloc_ns, "cudaLaunchKernel": 40}
+    assert cause(per, of, ("alloc", "launch_queue")) == want
+
+
+def test_the_first_cause_listed_wins_when_two_take_half():
+    per = {"cudaMalloc": 60, "cudaLaunchKernel": 70}
+    assert cause(per, 100, ("alloc", "launch_queue")) == "alloc"
+    assert cause(per, 100, ("launch_queue", "alloc")) == "launch_queue"
+
+
+@pytest.mark.parametrize(
+    "numbers,want",
+    [
+        ([5, 15, 25, 35], 10),  # every 10 from 5
+        ([5, 15], None),  # two stalls: no period
+        ([3, 4, 5], None),  # a gap of 1: consecutive, not periodic
+        ([10, 20, 40, 50], 10),  # 4 of the 5 multiples (80 %, at least three quarters)
+        ([10, 20, 50, 60], None),  # 4 of 6 (67 %)
+        ([0, 6, 12, 24], 6),  # 4 of 5 from iteration 0
+        ([4, 12, 16, 20, 28], None),  # 5 of the 7 multiples of 4 (71 %)
+    ],
+)
+def test_a_period_is_the_gaps_gcd_with_three_quarters_of_its_multiples_stalled(numbers, want):
+    assert period(numbers) == want
+
+
+def _waits(last, phase_wait_ns, *, calls=None, lost_ns=4_000_000):
+    ranks = len(last)
+    return CollectiveWaits(
+        ranks=ranks,
+        calls=sum(last) if calls is None else calls,
+        skipped=0,
+        wait_ns=[sum(p.values()) for p in phase_wait_ns],
+        phase_wait_ns=phase_wait_ns,
+        last=last,
+        caused_ns=[7 * x for x in last],
+        lost_ns=lost_ns,
+    )
+
+
+def _ranks(n):
+    return [SimpleNamespace(source={"pid": 100 + r}) for r in range(n)]
+
+
+def test_rank_skew_by_hand_its_cost_phase_and_evidence():
+    """Rank 0 last at 8 of 10 calls (80 %): the skew. Its phase: where the other ranks waited most (summed)."""
+    pw = [{"allreduce": 50}, {"allreduce": 5_000, "barrier": 3_000}, {"allreduce": 1_000, "barrier": 4_000}]
+    w = _waits([8, 1, 1], pw)
+    (f,) = detect_ranks(_ranks(3), w, [100_000_000, 300_000_000, 200_000_000], [{}, {}, {}])
+    assert (f.kind, f.phase, f.cost_ns, f.severity) == ("rank_skew", "barrier", 4_000_000, severity(0.02))
+    e = f.evidence
+    assert e["share_of_time"] == 0.02 and e["slow_rank"] == 0 and e["slow_pid"] == 100  # 4 ms of the 200 ms mean
+    assert e["phase_wait_ns"] == {"allreduce": 6_000, "barrier": 7_000}  # the slow rank's own waits left out
+    assert (e["last_calls"], e["calls"], e["caused_ns"], e["wait_ns"]) == (8, 10, 56, [50, 8_000, 5_000])
+
+
+@pytest.mark.parametrize(
+    "last,calls,found",
+    [
+        ([8, 2], 10, True),  # 80 %
+        ([9, 3], 12, True),  # exactly three quarters
+        ([7, 3], 10, False),  # 70 %: jitter could pick it
+        ([9, 0], 9, False),  # all 9, but under 10 matched calls
+        ([10, 0], 10, True),
+    ],
+)
+def test_rank_skew_needs_three_quarters_of_at_least_ten_calls(last, calls, found):
+    w = _waits(last, [{"allreduce": 10}, {"allreduce": 9_000}], calls=calls)
+    got = detect_ranks(_ranks(2), w, [100_000_000, 100_000_000], [{}, {}])
+    assert [f.evidence["slow_rank"] for f in got] == ([0] if found else [])
+
+
+@pytest.mark.parametrize("lost_ns,found", [(1_000_000, True), (999_999, False)])
+def test_rank_skew_from_one_percent_of_the_ranks_mean_time(lost_ns, found):
+    w = _waits([10, 0], [{}, {"allreduce": lost_ns}], lost_ns=lost_ns)
+    assert bool(detect_ranks(_ranks(2), w, [50_000_000, 150_000_000], [{}, {}])) == found
+    assert detect_ranks(_ranks(2), None, [1, 1], [{}, {}]) == []  # no collective on every rank
+
+
+def test_rank_skew_extra_phases_are_the_slow_rank_self_time_over_the_others_median():
+    slow = {"a": 100, "log": 50, "b": 10, "c": 11}
+    others = [{"a": 60, "b": 10, "c": 10}, {"a": 80, "b": 20, "c": 10}, {"a": 71, "b": 0, "c": 10}]
+    # a: 100 - median(60, 80, 71) = 29; log: 50 (only the slow rank runs it); b: under; c: 1 ns over
+    assert _extra_phases([others[0], slow, *others[1:]], 1) == {"log": 50, "a": 29, "c": 1}
+    slow["d"] = 5
+    assert _extra_phases([slow, *others], 0) == {"log": 50, "a": 29, "d": 5}  # the top three, most first
+    assert _extra_phases([slow], 0) == {}  # no other rank
+
+
+def _warm_loop(tmp_path, name, first, *, phases=0, iterations=20):
+    """A CUDA loop whose iteration 0 runs ``first[phase](b)`` instead of 100 µs of Python in each phase of
+    ``first``; ``phases`` more phases p1..pN warm up by N ms of Python (p1: 1 ms ... pN: N ms)."""
+    from synth import CudaLoop
+
+    b = CudaLoop(cuda=True)
+    extra = {f"p{k}": (lambda b, k=k: b.cpu(100_000 + k * 1_000_000)) for k in range(1, phases + 1)}
+    for i in range(iterations):
+
+        def body(i=i):
+            for ph, warm in {**first, **extra}.items():
+                b.phase(ph, (lambda w=warm: w(b)) if i == 0 else (lambda: b.cpu(100_000)))
+            b.phase("work", lambda: (b.kernel("k", 1_000_000), b.cpu(2_000_000), b.os_call("clock_nanosleep", 10_000)))
+
+        b.phase("iteration", body)
+        b.cpu(10_000)
+    path = tmp_path / f"{name}.sqlite"
+    b.write(path)
+    ex = load(path)
+    key = ex.labels.index(("nvtxsim", "iteration"))
+    whole = int((ex.ranges.end - ex.ranges.start)[ex.ranges.label == key].sum())
+    found = analyse(Selection(ex))
+    return {(f.phase, f.kind): f for f in found.items}, whole
+
+
+def test_warm_up_causes_by_hand_and_its_share_of_the_whole_capture(tmp_path):
+    """Iteration 0: load spends 5 % of its 20 ms excess in cuModuleLoadData (exactly the module_load floor);
+    compile runs NVRTC for 3 ms and waits 4 ms for a child process (compile: both); p1..p7 warm up by 1..7 ms of
+    Python. The evidence lists the 8 costliest of the 9 phases; its share is of the whole capture, warm-up in."""
+
+    def load_(b):
+        b.cpu(19_099_500)  # + the 1 ms load and its 500 ns gap: 20 ms over the 100 µs median
+        b.call("cuModuleLoadData", 1_000_000)
+
+    def compile_(b):
+        b.cpu(5_000_000)
+        b.call("nvrtcCompileProgram", 3_000_000)
+        b.os_call("waitpid", 4_000_000)
+
+    by, whole = _warm_loop(tmp_path, "warm", {"load": load_, "compile": compile_}, phases=7)
+    f = by[("nvtxsim:load", "warm_up")]
+    e = f.evidence
+    assert e["phase_count"] == 9 and list(e["phases"]) == ["nvtxsim:load", "nvtxsim:compile"] + [
+        f"nvtxsim:p{k}" for k in range(7, 1, -1)
+    ]  # p1, the cheapest, left out of the evidence
+    assert e["phases"]["nvtxsim:load"]["excess_ns"] == 20_000_000
+    assert e["phases"]["nvtxsim:load"]["causes"] == {"module_load": 1_000_000} and e["cause"] == "module_load"
+    assert e["phases"]["nvtxsim:compile"]["causes"] == {"compile": 7_000_000}  # NVRTC and the child process
+    assert e["phases"]["nvtxsim:p7"]["causes"] == {} and e["phases"]["nvtxsim:p7"]["cause"] is None
+    assert f.cost_ns == sum(p["excess_ns"] for p in e["phases"].values()) + 1_000_000  # p1's 1 ms counts
+    assert e["share_of_time"] == round(f.cost_ns / whole, 4) and e["iterations"] == [0]
+
+
+def test_a_compile_cause_without_child_processes_is_the_jit_time(tmp_path):
+    """An OS trace without any child-process call: compile's time is NVRTC's alone; 4.9 % of module loading is
+    under the 5 % floor (no module_load cause)."""
+
+    def jit(b):
+        b.cpu(10_000_000)
+        b.call("nvrtcCompileProgram", 2_000_000)
+
+    def load_(b):
+        b.cpu(19_119_500)
+        b.call("cuModuleLoadData", 980_000)  # 4.9 % of the 20 ms excess
+
+    by, _ = _warm_loop(tmp_path, "jit", {"jit": jit, "load": load_})
+    phases = by[("nvtxsim:load", "warm_up")].evidence["phases"]
+    assert phases["nvtxsim:jit"]["causes"] == {"compile": 2_000_000}
+    assert phases["nvtxsim:load"]["excess_ns"] == 20_000_000 and phases["nvtxsim:load"]["causes"] == {}

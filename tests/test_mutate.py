@@ -67,3 +67,18 @@ def test_choose_spreads_over_files_and_functions():
     ]
     chosen = [m for m, _ in mutate.choose(sites, 4)]
     assert {m.path for m in chosen} == {"a.py", "b.py"} and len({(m.path, m.function) for m in chosen}) == 4
+
+
+def test_per_module_shares_its_mutants_out_over_the_functions(tmp_path):
+    import argparse
+
+    path = tmp_path / "m.py"
+    path.write_text(SOURCE + "\n\ndef g(a):\n    return a < 2 and a > 0\n", encoding="utf-8")
+    target = mutate.Target("t", str(path), ("f", "g"), ())
+    args = argparse.Namespace(module=["m.py"], per_module=3, rerun=None)
+    chosen = [m for m, _ in mutate._only_modules(target, [], args)]
+    assert sorted(m.function for m in chosen) == ["<module>", "f", "g"]  # one each, f's seven sites or not
+    args.per_module = 5
+    assert sorted(m.function for m, _ in mutate._only_modules(target, [], args)) == ["<module>", "f", "f", "g", "g"]
+    args.module = ["other.py"]
+    assert mutate._only_modules(target, [], args) == []
