@@ -398,19 +398,22 @@ def test_correlation_ids_only_beside_api_records_turn_runtime_records_on(fake_cu
 
 
 def test_sampling_switches_the_activity_kinds(fake_cupti):
+    """Every 4th iteration measured: CUPTI on for it and for the iterations either side (a lead and a trail: next
+    to a switch an iteration is not measured as it ran), off for the rest; only the measured ones are attributed."""
     fc = fake_cupti()
     records: list[dict] = []
-    live.start(None, every=4, sample=2, callback=records.append, gpu="cupti", gpu_budget=None)
+    live.start(None, every=4, sample=4, callback=records.append, gpu="cupti", gpu_budget=None)
     ph = nvtxsim.phase("sim_step")
     for i in range(8):
         nvtxsim.step()
         with ph:
             fc.launch(i * 1000, i * 1000 + 100 * (i + 1))
     live.stop()
-    # measured iterations 0, 2 (window 0) and 4, 6 (window 1): their kernels only; the others were not recorded
-    assert [r["phases"]["nvtxsim:sim_step"]["gpu_ns"] for r in records] == [100 + 300, 500 + 700]
+    # measured iterations 0 (window 0) and 4 (window 1): their kernels only; 1, 3, 5, 7 recorded, in no range
+    assert [r["phases"]["nvtxsim:sim_step"]["gpu_ns"] for r in records] == [100, 500]
     kernel_switches = [on for on, kind in fc.enable_calls if kind == 10]
-    assert kernel_switches[:4] == [True, False, True, False] and kernel_switches[-1] is False
+    # on at start (0, 1), off at 2, on at 3 (lead of 4) to 5, off at 6, on at 7 (lead of 8), off at stop
+    assert kernel_switches == [True, False, True, False, True, False], kernel_switches
 
 
 def test_full_buffers_are_dropped_and_counted_never_waited_for(fake_cupti, monkeypatch):

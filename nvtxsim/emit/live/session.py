@@ -102,6 +102,11 @@ class Session:
         if timing is None:
             return
         on = records = measure and not self.gpu_failed
+        if self.sample > 1 and not self.gpu_failed and self.budget is None and timing.cost_ns() is not None:
+            # CUPTI sampled every K-th iteration: on for the iterations either side too (a lead and a trail), as
+            # the budget's blocks are: an iteration next to a switch is not measured as it ran (budget.py)
+            it = self.iteration
+            records = on or self.measuring(it + 1) or self.measuring(it - 1)
         if self.budget is not None:  # asked at every step: it follows the steps' wall time
             state = self.budget.decide(_now(), timing.cost_ns() or 0, allowed=on)
             on, records = state == TIMED, state != OFF  # a block's lead and trail: records on, no markers
