@@ -146,6 +146,12 @@ def test_gzip_bomb_is_refused_by_free_space(tmp_path):
         subprocess.run(["umount", str(tmp)], check=True)
 
 
+def _sigint_default() -> None:
+    """The child's SIGINT as a terminal gives it: a shell's background job (``cmd &``) starts with SIGINT ignored,
+    which Python then keeps ignoring, and the signal would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["INT", "TERM", "HUP"])
 def test_inflated_copy_is_removed_on_signals(tmp_path, sig):
     """A slow read of an inflated export is interrupted: the private copy is gone afterwards."""
@@ -164,7 +170,12 @@ def test_inflated_copy_is_removed_on_signals(tmp_path, sig):
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+        preexec_fn=_sigint_default,  # a suite started in the background inherits SIGINT ignored (and so would this)
     )
     try:
         assert proc.stdout.readline().strip() == "inflated"

@@ -30,9 +30,11 @@ from nvtxsim.emit.notices import report
 ENV_BUDGET = "NVTXSIM_LIVE_GPU_BUDGET"  # percent of wall time; 0/off: GPU times on every measured iteration
 ENV_OP_NS = "NVTXSIM_LIVE_CUPTI_OP_NS"  # CUPTI's cost per recorded op, ns (default: the H200 probe's)
 DEFAULT_PERCENT = 2.0
-#: CUPTI's cost per recorded kernel/copy while the kinds are on (H200 probe, 20k launches: 13.59 µs per launch with
-#: CUPTI off, 14.29 µs with the mode's kinds): the estimate's per-op term.
-DEFAULT_OP_NS = 700
+#: CUPTI's cost per recorded kernel/copy while the kinds are on: the estimate's per-op term. The H200 launch-only
+#: probe paid 0.7 µs (13.59 µs per launch with CUPTI off, 14.29 µs with the mode's kinds); a real Isaac Lab 3.0
+#: Cartpole training (rsl_rl, 4096 envs) paid 2.0 µs: its env steps with CUPTI on and no markers lasted 8.60 ms
+#: against 7.95 ms off, 317 ops each (the budget's own random on/off steps; reports/live-cupti-h200.md).
+DEFAULT_OP_NS = 2000
 HISTORY = 64  # steps the rate and the check look back over
 #: After a GPU-timed iteration, how long its records may take to arrive (CUPTI delivers every 100 ms): the first
 #: estimate waits for them, so it is not made of the markers alone.

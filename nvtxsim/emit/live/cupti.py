@@ -357,6 +357,10 @@ def _settle(col: Collector, limit: int) -> None:
         if past or quiet:
             break
         time.sleep(period / 2)
+    # the window's records launched by other threads (autograd's backward) sit in buffers of their own, which
+    # CUPTI's periodic delivery did not always hand over in time on the H200 (policy_update lost its other-thread
+    # half from the 8th window on): ask for every buffer whose records are complete, then a period for the rest
+    col.flush()
     time.sleep(period)
 
 
