@@ -223,3 +223,19 @@ def test_a_real_capture_names_its_warm_up_and_its_periodic_stall(tmp_path):
     stall = by[("nvtxsim:log", "phase_stalls")]
     assert stall.evidence["iterations"] == [5, 15, 25, 35, 45, 55] and stall.evidence["every"] == 10
     assert ("nvtxsim:log", "outlier_iterations") not in by
+
+
+def test_the_html_plot_shades_the_warm_up_it_was_asked_to_keep():
+    """Kept (--keep-warm-up), the first iterations the findings take for warm-up are shaded on the per-iteration
+    plot; by default they are left out of it and said to be; --skip-first N leaves out N and shades nothing."""
+    from types import SimpleNamespace
+
+    from nvtxsim.reporting.page import page_data
+
+    detail = Selection(load(committed(DATA / "isaaclab3" / "il3_direct_rsl_rl.sqlite.xz")))
+    kept = page_data(detail, SimpleNamespace(by=None, skip_first=0))["iterations"]
+    steady = page_data(detail, SimpleNamespace(by=None, skip_first=None))["iterations"]
+    chosen = page_data(detail, SimpleNamespace(by=None, skip_first=5))["iterations"]
+    assert kept["warm_up_kept"] == steady["skipped"] == 2 and steady["warm_up"] and kept["skipped"] == 0
+    assert kept["count"] == steady["count"] + 2 and kept["index"][0] == 0 and steady["index"][0] == 2
+    assert steady["warm_up_kept"] == 0 and chosen["warm_up_kept"] == 0 and not chosen["warm_up"]

@@ -57,13 +57,28 @@ def page_data(detail: Selection, options: Any) -> dict:
             }
             for p in rep.phases
         ],
-        "iterations": iteration_series(it, warm_up=getattr(options, "skip_first", None) is None),
+        "iterations": iteration_series(
+            it, warm_up=getattr(options, "skip_first", None) is None, kept_warm_up=_kept_warm_up(detail, options, it)
+        ),
         "iterations_note": it_note,
         "timeline": timeline(detail, it),
     }
 
 
-def iteration_series(it: Iterations | None, *, warm_up: bool = False) -> dict | None:
+def _kept_warm_up(detail: Selection, options: Any, it: Iterations | None) -> int:
+    """With --keep-warm-up (or --skip-first 0), how many of the first iterations the findings take for warm-up: the
+    plot shades them, since a first-call spike is what sets them aside by default; 0 otherwise."""
+    if it is None or getattr(options, "skip_first", None) != 0:
+        return 0
+    from nvtxsim.analysis.findings import steady_skip
+
+    try:
+        return int(steady_skip(detail, options.by))
+    except NvtxsimError:
+        return 0
+
+
+def iteration_series(it: Iterations | None, *, warm_up: bool = False, kept_warm_up: int = 0) -> dict | None:
     """Per-phase CPU and GPU time per iteration: the key phase and the costliest others."""
     if it is None or len(it) == 0:
         return None
@@ -92,6 +107,7 @@ def iteration_series(it: Iterations | None, *, warm_up: bool = False) -> dict | 
         "series": series,
         "skipped": it.skipped,
         "warm_up": warm_up and it.skipped > 0,  # the skipped ones are the warm-up found (not --skip-first)
+        "warm_up_kept": min(kept_warm_up, n),  # --keep-warm-up: the first ones the findings take for warm-up
         "per_point": step,
         "count": n,
     }

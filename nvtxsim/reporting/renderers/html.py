@@ -264,7 +264,7 @@ function bars(){
 function lines(){
   var el=document.getElementById('lines'),it=D.iterations,ctl=document.getElementById('it-ctl'),sub=document.getElementById('it-sub');
   if(!it){sub.textContent=D.iterations_note||'No iterations.';return;}
-  sub.textContent=it.series.length+' phases over '+it.count+' iterations of "'+it.key+'"'+(it.skipped?' (first '+it.skipped+(it.warm_up?' set aside as warm-up; --keep-warm-up keeps them)':' skipped)'):'')+'; CPU time per iteration, summed over the phase\'s ranges'+(it.per_point>1?'; each point is the max of '+it.per_point+' iterations':'');
+  sub.textContent=it.series.length+' phases over '+it.count+' iterations of "'+it.key+'"'+(it.skipped?' (first '+it.skipped+(it.warm_up?' set aside as warm-up; --keep-warm-up keeps them)':' skipped)'):'')+(it.warm_up_kept?' (the first '+it.warm_up_kept+', shaded, are the warm-up the findings set aside)':'')+'; CPU time per iteration, summed over the phase\'s ranges'+(it.per_point>1?'; each point is the max of '+it.per_point+' iterations':'');
   var on=it.series.map(function(s,i){return i<7;}),metric='cpu';
   function controls(){
     var h='<label><input type="radio" name="m" value="cpu"'+(metric==='cpu'?' checked':'')+'> CPU</label><label><input type="radio" name="m" value="gpu"'+(metric==='gpu'?' checked':'')+'> GPU busy</label> · ';
@@ -281,6 +281,10 @@ function lines(){
     var step=Math.max(1,Math.ceil(n/10));
     for(var k=0;k<n;k+=step){s+='<text x="'+sx(k)+'" y="'+(H-10)+'" text-anchor="middle">'+it.index[k]+'</text>';}
     s+='<line class="ax" x1="'+L+'" x2="'+(W-R)+'" y1="'+(H-B)+'" y2="'+(H-B)+'"/>';
+    var wk=0;if(it.warm_up_kept){var last=it.index[0]+it.warm_up_kept;while(wk<n&&it.index[wk]<last)wk++;}
+    if(wk>0){var x0=n>1?L:sx(0)-8,x1=wk<n?(sx(wk-1)+sx(wk))/2:W-R;
+      s+='<rect class="wu" x="'+x0.toFixed(1)+'" y="'+T+'" width="'+Math.max(2,x1-x0).toFixed(1)+'" height="'+(H-T-B)+'" fill="#f0b429" fill-opacity="0.13"/>';
+      s+='<text x="'+(x0+4).toFixed(1)+'" y="'+(T+12)+'" style="fill:#8a6d1a">warm-up ('+it.warm_up_kept+')</text>';}
     it.series.forEach(function(se,i){if(!on[i])return;var d='';se[metric].forEach(function(v,k){d+=(k?'L':'M')+sx(k).toFixed(1)+' '+sy(v).toFixed(1);});
       s+='<path d="'+d+'" fill="none" stroke="'+se.color+'" stroke-width="'+(i===0?2:1.4)+'"'+(i===0?' stroke-dasharray="5 3"':'')+'/>';});
     s+='<line id="cur" x1="0" x2="0" y1="'+T+'" y2="'+(H-B)+'" stroke="#888" style="display:none"/></svg>';
