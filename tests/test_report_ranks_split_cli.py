@@ -72,3 +72,20 @@ def test_ranks_on_one_process_export_is_one_line_error(tmp_path: Path) -> None:
         "nvtxsim: error: --ranks splits one export of several processes by pid; "
         "several exports are already one per rank"
     ]
+
+
+def test_a_plain_report_of_several_processes_points_to_ranks(tmp_path: Path) -> None:
+    """Read whole, one export of a 2-rank job adds the ranks up, and no slow rank can be found: one warning line
+    says so and names the pids; an export of one process gets no such line."""
+    proc = _cli(str(EXPORT), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    hints = [w for w in json.loads(proc.stdout)["warnings"] if "--ranks" in w]
+    pids = sorted(_truth())
+    assert hints == [
+        f"the phases' ranges come from 2 processes (pids {pids[0]}, {pids[1]}) and are added up here; if they are "
+        "the ranks of one job, --ranks reports them rank by rank and looks for a slow rank (rank_skew)"
+    ]
+    one = tmp_path / "one.sqlite"
+    make_export(one, 1, processes=1)
+    single = json.loads(_cli(str(one), "-f", "json").stdout)
+    assert not [w for w in single["warnings"] if "--ranks" in w]

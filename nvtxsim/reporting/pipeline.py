@@ -26,7 +26,7 @@ from nvtxsim.export.reader import Backend, load
 from nvtxsim.reporting import options, renderers
 from nvtxsim.reporting.model import ReportModel, ReportRequest
 from nvtxsim.reporting.options import views as parse_views
-from nvtxsim.reporting.summary import outside_warnings, summary_table
+from nvtxsim.reporting.summary import outside_warnings, ranks_hint, summary_table
 from nvtxsim.reporting.views import ViewOptions, build
 
 __all__ = [
@@ -118,6 +118,7 @@ def analyse(export: Export, req: ReportRequest, *, fmt: str | None = None) -> Re
     summary.warnings.extend(graph_hints(detail))  # on every view: the summary's GPU columns leave graph-level work out
     if r is None or r.shows_warnings:  # the same on either backend: a streamed export reads the calls this needs
         summary.warnings.extend(outside_warnings(detail))
+        summary.warnings.extend(ranks_hint(detail))
     found = None
     if want_findings:
         from nvtxsim.analysis import findings

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from nvtxsim.analysis.headline import Headline
 from nvtxsim.analysis.projection import MEMORY_FIELDS, PhaseStats, PhaseSummary
 from nvtxsim.phases import DOMAIN, ITERATION
@@ -160,6 +162,23 @@ def outside_warnings(detail: Selection) -> list[str]:
 
     o = outside_phases(detail)
     return [outside_note(o)] if o is not None and o.share >= MIN_SHARE else []
+
+
+def ranks_hint(detail: Selection, *, shown: int = 4) -> list[str]:
+    """One line when the phases' ranges come from several processes: this report adds them up, where a job's
+    ranks (one torchrun under one nsys) are better compared with ``--ranks`` (spread, collective waits,
+    ``rank_skew``, which one export read whole cannot raise)."""
+    from nvtxsim.schema import PID_BITS, PID_SHIFT
+
+    tids = detail.export.ranges.global_tid[detail.selected]
+    pids = np.unique((tids.astype(np.int64) >> PID_SHIFT) & PID_BITS).tolist() if len(tids) else []
+    if len(pids) < 2:
+        return []
+    named = ", ".join(str(p) for p in pids[:shown]) + (f" and {len(pids) - shown} more" if len(pids) > shown else "")
+    return [
+        f"the phases' ranges come from {len(pids)} processes (pids {named}) and are added up here; if they are the "
+        "ranks of one job, --ranks reports them rank by rank and looks for a slow rank (rank_skew)"
+    ]
 
 
 def json_document(report: PhaseSummary) -> dict:
