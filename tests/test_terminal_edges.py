@@ -186,7 +186,11 @@ def test_no_progress_display_on_a_dumb_terminal(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("TERM", "xterm")
     with progress_after("loading x", delay=0, stream=buf):
         time.sleep(0.3)
-    assert "loading x" in buf.getvalue()
+    out = buf.getvalue()
+    assert "loading x" in out
+    # erased where it stands: no newline and no cursor-up after the last frame (a log or a terminal that does not
+    # move the cursor back showed the report's first character lost after the spinner line)
+    assert out.endswith("\r\x1b[2K\x1b[?25h") and "\x1b[1A" not in out and "\n" not in out, repr(out[-40:])
 
 
 def test_sentences_yield_to_numbers() -> None:

@@ -54,8 +54,14 @@ class Stages:
             self._progress.start()
 
     def _stop(self) -> None:
+        """Erase the display where it stands: the last frame redrawn empty ("\\r", erase line), no newline and no
+        cursor-up after it, which rich's transient stop writes and which terminals and logs that do not move
+        the cursor back showed as a spinner line with the report's first character lost after it."""
         with self._lock:
             if self._progress is not None:
+                if self._task is not None:
+                    self._progress.update(self._task, visible=False)
+                self._progress.live.transient = False  # nothing drawn to take back: the last frame is empty
                 self._progress.stop()
                 self._progress = None
 
