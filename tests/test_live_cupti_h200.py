@@ -38,10 +38,9 @@ NSYS_GPU_OPS = {
 }
 
 
-@pytest.fixture(scope="module")
-def nsys_report() -> dict:
-    """The CLI's report of the nsys export (what a user runs), as JSON."""
-    export = committed(DATA / "nsys_cupti.sqlite.xz")
+def _overlap_report(export: Path) -> dict:
+    """The CLI's report of an export (what a user runs), as JSON: per phase the busy time and, in the overlap view,
+    the other threads' work launched while it was open."""
     proc = subprocess.run(
         [sys.executable, "-m", "nvtxsim", "report", str(export), "--domain", "nvtxsim", "--view", "overlap"]
         + ["--format", "json"],
@@ -51,6 +50,12 @@ def nsys_report() -> dict:
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def nsys_report() -> dict:
+    """The report of the nsys export of the training-shaped loop."""
+    return _overlap_report(committed(DATA / "nsys_cupti.sqlite.xz"))
 
 
 def _per_phase(doc: dict) -> dict[str, dict]:
@@ -112,16 +117,7 @@ def test_events_mode_on_a_real_isaac_lab_training_reads_the_span_not_the_busy_ti
     """Isaac Lab 3.0 Cartpole-Direct, rsl_rl, 4096 envs (tests/data/isaaclab3/il3_direct_live): CUDA-event live
     timing and nsys in the same run, so the same ranges. Every phase's kernels wait on the CPU's launches: the
     event span reads about the CPU time, many times the GPU busy time nsys measured."""
-    export = committed(Path("isaaclab3") / "il3_direct_live.sqlite.gz")
-    proc = subprocess.run(
-        [sys.executable, "-m", "nvtxsim", "report", str(export), "--domain", "nvtxsim", "--view", "overlap"]
-        + ["--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    rep = _per_phase(json.loads(proc.stdout))
+    rep = _per_phase(_overlap_report(committed(Path("isaaclab3") / "il3_direct_live.sqlite.gz")))
     ev = _live(Path("isaaclab3") / "il3_direct_live.live.jsonl", "events")
     timed = [n for n in ev if n in rep and rep[n]["busy"] + rep[n]["other"] > 0]
     assert {"policy", "sim_step", "reward", "observation", "action", "policy_update"} <= set(timed)
@@ -135,17 +131,8 @@ IL3 = Path("live_cupti") / "il3"
 
 @pytest.fixture(scope="module")
 def il3_report() -> dict:
-    """The CLI's report of the nsys run of the Isaac Lab 3.0 training (tests/data/live_cupti/il3/README.md)."""
-    export = committed(IL3 / "nsys_il3.sqlite.xz")
-    proc = subprocess.run(
-        [sys.executable, "-m", "nvtxsim", "report", str(export), "--domain", "nvtxsim", "--view", "overlap"]
-        + ["--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    """The report of the nsys run of the Isaac Lab 3.0 training (tests/data/live_cupti/il3/README.md)."""
+    return _overlap_report(committed(IL3 / "nsys_il3.sqlite.xz"))
 
 
 @pytest.mark.parametrize("name", ["cupti.jsonl", "cupti_full.jsonl"])
