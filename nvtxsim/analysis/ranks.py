@@ -171,6 +171,11 @@ def _warm_up_calls(dur: np.ndarray) -> np.ndarray:
     return out
 
 
+def range_pids(export: Export, idx: np.ndarray) -> np.ndarray:
+    """The process id of each of the ranges ``idx`` (nsys does not record the rank: a job's ranks are its pids)."""
+    return (export.ranges.global_tid[idx].astype(np.int64) >> PID_SHIFT) & PID_BITS
+
+
 def split_by_pid(
     path: str | os.PathLike[str], domain: str | None = "nvtxsim", domain_given: bool = True
 ) -> list[RankResult]:
@@ -179,7 +184,7 @@ def split_by_pid(
     gpu = project(export)  # per range: projected once, selected by range index below
     domain, widened = resolve_domain(export, domain, given=domain_given)
     idx = select_ranges(export, domain)
-    pids = (export.ranges.global_tid[idx] >> PID_SHIFT) & PID_BITS
+    pids = range_pids(export, idx)
     found = np.unique(pids)
     if len(found) < 2:
         raise NvtxsimError(

@@ -168,10 +168,9 @@ def ranks_hint(detail: Selection, *, shown: int = 4) -> list[str]:
     """One line when the phases' ranges come from several processes: this report adds them up, where a job's
     ranks (one torchrun under one nsys) are better compared with ``--ranks`` (spread, collective waits,
     ``rank_skew``, which one export read whole cannot raise)."""
-    from nvtxsim.schema import PID_BITS, PID_SHIFT
+    from nvtxsim.analysis.ranks import range_pids
 
-    tids = detail.export.ranges.global_tid[detail.selected]
-    pids = np.unique((tids.astype(np.int64) >> PID_SHIFT) & PID_BITS).tolist() if len(tids) else []
+    pids = np.unique(range_pids(detail.export, detail.selected)).tolist()
     if len(pids) < 2:
         return []
     named = ", ".join(str(p) for p in pids[:shown]) + (f" and {len(pids) - shown} more" if len(pids) > shown else "")

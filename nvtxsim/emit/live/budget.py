@@ -108,11 +108,6 @@ class GpuBudget:
         self.first_end: int | None = None  # when the probe block ended
         self.rate = 1.0  # the share of iterations with CUPTI on, as sized now (for tests and the docs' numbers)
 
-    @property
-    def on(self) -> bool:
-        """The iteration running now is GPU-timed."""
-        return self.state == TIMED
-
     def decide(self, now_ns: int, spent_ns: int, allowed: bool = True) -> int:
         """At every step (``now_ns``: perf_counter_ns), with GPU timing's estimated cost so far: the state of the
         iteration starting (never on when not ``allowed``: not measured, or GPU timing failed; the block ends)."""
