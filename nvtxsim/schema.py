@@ -97,6 +97,12 @@ def pid_of(global_id: int) -> int:
     return (int(global_id) >> PID_SHIFT) & PID_BITS
 
 
+def pids_of(global_ids: np.ndarray) -> np.ndarray:
+    """Process ids inside an array of ``globalTid``/``globalPid`` (nsys does not record the rank: a job's ranks are
+    its pids)."""
+    return (np.asarray(global_ids).astype(np.int64) >> PID_SHIFT) & PID_BITS
+
+
 def tid_of(global_tid: int) -> int:
     """Thread id inside a ``globalTid``."""
     return int(global_tid) & TID_MASK

@@ -28,7 +28,7 @@ from nvtxsim.analysis.projection import PhaseSummary, RangeGpu, project, resolve
 from nvtxsim.errors import NvtxsimError
 from nvtxsim.export.columns import Export, Ranges
 from nvtxsim.export.reader import load
-from nvtxsim.schema import PID_BITS, PID_SHIFT, SUMMARY_DIRECTIONS
+from nvtxsim.schema import SUMMARY_DIRECTIONS, pids_of
 
 _COUNTS = ("ranges", "cuda_api_calls", "gpu_ops", "kernels", "memcpys", "memsets")
 DASK_TIMEOUT = "20s"  # connecting to the scheduler
@@ -171,11 +171,6 @@ def _warm_up_calls(dur: np.ndarray) -> np.ndarray:
     return out
 
 
-def range_pids(export: Export, idx: np.ndarray) -> np.ndarray:
-    """The process id of each of the ranges ``idx`` (nsys does not record the rank: a job's ranks are its pids)."""
-    return (export.ranges.global_tid[idx].astype(np.int64) >> PID_SHIFT) & PID_BITS
-
-
 def split_by_pid(
     path: str | os.PathLike[str], domain: str | None = "nvtxsim", domain_given: bool = True
 ) -> list[RankResult]:
@@ -184,7 +179,7 @@ def split_by_pid(
     gpu = project(export)  # per range: projected once, selected by range index below
     domain, widened = resolve_domain(export, domain, given=domain_given)
     idx = select_ranges(export, domain)
-    pids = range_pids(export, idx)
+    pids = pids_of(export.ranges.global_tid[idx])
     found = np.unique(pids)
     if len(found) < 2:
         raise NvtxsimError(
@@ -204,7 +199,7 @@ def _pid_counts(export: Export, pid: int) -> dict[str, int | None]:
     from nvtxsim.schema import KERNEL, MEMCPY, MEMSET
 
     def of(ids: np.ndarray) -> np.ndarray:
-        return ((ids.astype(np.int64) >> PID_SHIFT) & PID_BITS) == pid
+        return pids_of(ids) == pid
 
     out: dict[str, int | None] = {"ranges": int(of(export.ranges.global_tid).sum())}
     api = export.api

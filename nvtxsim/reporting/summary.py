@@ -168,9 +168,9 @@ def ranks_hint(detail: Selection, *, shown: int = 4) -> list[str]:
     """One line when the phases' ranges come from several processes: this report adds them up, where a job's
     ranks (one torchrun under one nsys) are better compared with ``--ranks`` (spread, collective waits,
     ``rank_skew``, which one export read whole cannot raise)."""
-    from nvtxsim.analysis.ranks import range_pids
+    from nvtxsim.schema import pids_of
 
-    pids = np.unique(range_pids(detail.export, detail.selected)).tolist()
+    pids = np.unique(pids_of(detail.export.ranges.global_tid[detail.selected])).tolist()
     if len(pids) < 2:
         return []
     named = ", ".join(str(p) for p in pids[:shown]) + (f" and {len(pids) - shown} more" if len(pids) > shown else "")
